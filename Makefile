@@ -1,0 +1,120 @@
+# inferno — one Makefile. `make help` lists the targets.
+#
+# Library sources live in src/<module>/*.c and build into build/libinferno.a.
+# Files named *_avx2.c, *_avx512.c, *_amx.c get their ISA flags per file and
+# are only ever called after run-time CPU detection; *_neon.c builds on aarch64.
+
+CC       ?= cc
+BUILD    ?= build
+OPT      ?= -O2
+ARCH     := $(shell $(CC) -dumpmachine | cut -d- -f1)
+DEPS     := jansson libpcre2-8 libutf8proc libmicrohttpd libxxhash
+PKG_CFLAGS := $(shell pkg-config --cflags $(DEPS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(DEPS) 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter \
+            -Wno-missing-field-initializers -Wno-format-truncation
+CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Isrc $(PKG_CFLAGS) $(SAN) -MMD -MP
+LDLIBS   += $(PKG_LIBS) -lm -lpthread
+LDFLAGS  += $(SAN)
+
+ALL_SRC  := $(wildcard src/*/*.c src/*/*/*.c)
+ifeq ($(ARCH),x86_64)
+LIB_SRC  := $(filter-out src/cli/% %_neon.c,$(ALL_SRC))
+else ifeq ($(ARCH),aarch64)
+LIB_SRC  := $(filter-out src/cli/% %_avx2.c %_avx512.c %_amx.c,$(ALL_SRC))
+else
+LIB_SRC  := $(filter-out src/cli/% %_neon.c %_avx2.c %_avx512.c %_amx.c,$(ALL_SRC))
+endif
+CLI_SRC  := $(wildcard src/cli/*.c)
+TOOL_SRC := $(wildcard tools/*.c)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libinferno.a
+INFERNO  := $(BUILD)/inferno
+TOOLS    := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
+TESTS    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+ISA_AVX2   := -mavx2 -mfma -mf16c
+ISA_AVX512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma -mf16c
+ISA_AMX    := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
+
+.PHONY: all lib test demo models asan tsan fuzz fuzz-replay format format-check clean help deps
+
+all: $(INFERNO) $(TOOLS)
+
+lib: $(LIB)
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
+$(BUILD)/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
+$(BUILD)/%_amx.o: %_amx.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ISA_AMX) -c $< -o $@
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(INFERNO): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/%: $(BUILD)/tools/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+tests: $(TESTS)
+
+# Everything the tests need (Debian packages, npm oracles), then every test.
+deps:
+	scripts/install-deps.sh
+
+test: deps all $(TESTS)
+	scripts/run-tests.sh
+
+# Install, build, generate the default model, run the main job on it.
+demo: deps all
+	scripts/demo.sh
+
+models: all
+	scripts/make-models.sh
+
+asan:
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT=-O1 all tests
+tsan:
+	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT=-O1 all tests
+
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+fuzz:
+	$(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 lib
+	@mkdir -p build-fuzz/fuzz
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer \
+	    $$f build-fuzz/libinferno.a $(PKG_LIBS) -lm -lpthread -o build-fuzz/fuzz/$$n || exit 1; done
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+help:
+	@echo "make demo    install deps, build, generate the default model, run it"
+	@echo "make test    install deps, build, run every test"
+	@echo "make models  generate the test models under models/"
+	@echo "make asan | tsan | fuzz | format | format-check | clean"
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

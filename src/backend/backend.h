@@ -1,0 +1,108 @@
+/* The backend interface: a table of ops the forward pass is written against.
+ *
+ * A backend fills the slots it implements and leaves the rest NULL;
+ * inf_backend_complete() then fills every empty slot with the scalar
+ * reference, so a new backend can start with one op. Ops write into
+ * caller-owned buffers (output first, sizes last) and never allocate.
+ * Activations are f32 row-major: a [T][n] buffer holds T rows of n floats. */
+#ifndef INF_BACKEND_BACKEND_H
+#define INF_BACKEND_BACKEND_H
+
+#include <stdint.h>
+
+#include "modelfile/model.h"
+
+/* A weight matrix as the matmul op sees it: W is [n_out][n_in] of t->type. */
+typedef struct inf_weight {
+    const inf_tensor *t;
+    int64_t n_in, n_out;
+    size_t row_bytes;
+    void *packed; /* backend-owned repacked copy (e.g. AMX tile layout) or NULL */
+} inf_weight;
+
+/* One layer's K or V rows as attention reads them, contiguous or paged.
+ * Row j (position j of the sequence) lives at
+ *   base + (block_table ? block_table[j / block_size] * block_size + j % block_size : j) * row_stride
+ * A basic cache passes block_table = NULL. */
+typedef struct inf_kv_view {
+    float *k;    /* rows of n_head_kv*head_dim floats */
+    float *v;
+    int row_stride;              /* floats between consecutive rows */
+    int block_size;              /* rows per block; power of two (paged only) */
+    const int32_t *block_table;  /* logical -> physical block, or NULL */
+} inf_kv_view;
+
+static inline int64_t inf_kv_row_index(const inf_kv_view *kv, int j) {
+    if (!kv->block_table) return j;
+    return (int64_t)kv->block_table[j / kv->block_size] * kv->block_size + j % kv->block_size;
+}
+static inline float *inf_kv_k_row(const inf_kv_view *kv, int j) {
+    return kv->k + inf_kv_row_index(kv, j) * kv->row_stride;
+}
+static inline float *inf_kv_v_row(const inf_kv_view *kv, int j) {
+    return kv->v + inf_kv_row_index(kv, j) * kv->row_stride;
+}
+
+/* Attention shape shared by both attention ops. */
+typedef struct inf_attn_shape {
+    int n_head, n_head_kv, head_dim;
+    float scale; /* 1/sqrt(head_dim) */
+} inf_attn_shape;
+
+typedef struct inf_backend inf_backend;
+
+struct inf_backend {
+    const char *name;
+    void *ctx; /* backend state (thread pool, ISA choice, ...) */
+
+    /* Optional: repack w once at load time (sets w->packed). Returns 0 or -1. */
+    int (*prepare_weight)(const inf_backend *be, inf_weight *w);
+    void (*release_weight)(const inf_backend *be, inf_weight *w);
+
+    /* out[T][n_embd] = rows ids[t] of the embedding table (any weight type). */
+    void (*embed)(const inf_backend *be, float *out, const inf_tensor *table, const int32_t *ids,
+                  int T);
+
+    /* y[T][n_out] = x[T][n_in] . W^T */
+    void (*matmul)(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T);
+
+    /* out[r] = x[r] / rms(x[r]) * w, for rows r < rows of n floats (in place allowed).
+     * Used for the block norms (rows = T, n = n_embd) and for Qwen3's per-head
+     * q/k norms (rows = T*n_heads, n = head_dim). */
+    void (*rmsnorm)(const inf_backend *be, float *out, const float *x, const float *w, int rows,
+                    int n, float eps);
+
+    /* NeoX rotation in place of x[T][n_heads*head_dim]: pairs (i, i + head_dim/2).
+     * Row t is at position pos[t]; cos/sin tables are [n_ctx][head_dim/2]. */
+    void (*rope)(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
+                 int head_dim, const float *cos_tab, const float *sin_tab);
+
+    /* Causal flash attention for T query rows at positions pos0..pos0+T-1 of one
+     * sequence whose cache already holds keys 0..pos0+T-1.
+     * out, q: [T][n_head*head_dim]. Keys are walked in tiles of 64 with an
+     * online softmax; no [T][T] score matrix exists. */
+    void (*attn_prefill)(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
+                         int pos0, int T, const inf_attn_shape *s);
+
+    /* Fused decode attention: one query row (n_head*head_dim) over keys 0..n_keys-1. */
+    void (*attn_decode)(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
+                        int n_keys, const inf_attn_shape *s);
+
+    /* out[i] = silu(gate[i]) * up[i], i < n */
+    void (*swiglu)(const inf_backend *be, float *out, const float *gate, const float *up,
+                   int64_t n);
+
+    /* y[i] += x[i], i < n */
+    void (*add)(const inf_backend *be, float *y, const float *x, int64_t n);
+
+    /* In-place softmax of x[n] (used by sampling). */
+    void (*softmax)(const inf_backend *be, float *x, int n);
+};
+
+/* Fills every NULL slot of be with the scalar reference implementation. */
+void inf_backend_complete(inf_backend *be);
+
+/* The scalar reference backend (every slot filled). */
+const inf_backend *inf_backend_scalar(void);
+
+#endif

@@ -1,0 +1,120 @@
+/* The neutral model description.
+ *
+ * Both readers (GGUF and Hugging Face folder) produce this one structure:
+ * hyperparameters, every tensor of the file (type, shape, pointer into an
+ * mmap), the Qwen3 weight slots bound by name, and the tokenizer in neutral
+ * form. Nothing above this layer knows which format a model came from. */
+#ifndef INF_MODELFILE_MODEL_H
+#define INF_MODELFILE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant/dtype.h"
+#include "util/err.h"
+
+#define INF_MAX_DIMS 4
+
+typedef struct inf_tensor {
+    char *name;       /* as stored in the file (GGUF or HF name) */
+    inf_dtype type;   /* element/block type */
+    int n_dims;       /* 1..4 */
+    int64_t ne[INF_MAX_DIMS]; /* shape fastest-first (ggml order): ne[0] is the row length;
+                                 a [out][in] matrix has ne[0] = in, ne[1] = out. Unused = 1 */
+    const void *data; /* points into the file mapping; never copied */
+    size_t nbytes;
+    uint64_t offset;  /* byte offset of data within its file (for inspect) */
+    int file_index;   /* which file of a sharded model (0 for GGUF) */
+} inf_tensor;
+
+typedef struct inf_hparams {
+    int n_layer;     /* 28 for Qwen3-0.6B */
+    int n_embd;      /* hidden size, 1024 */
+    int n_head;      /* query heads, 16 */
+    int n_head_kv;   /* key/value heads, 8 */
+    int head_dim;    /* 128 (Qwen3: n_head*head_dim != n_embd in general) */
+    int n_ff;        /* FFN inner size, 3072 */
+    int n_vocab;     /* 151936 */
+    int n_ctx_train; /* 40960 */
+    float rope_theta;   /* 1e6 */
+    float rms_eps;      /* 1e-6 */
+    bool tied_output;   /* output head is token_embd */
+} inf_hparams;
+
+/* One transformer block's weights; pointers into inf_model_file.tensors. */
+typedef struct inf_layer_weights {
+    const inf_tensor *attn_norm; /* [n_embd] */
+    const inf_tensor *wq;        /* [n_head*head_dim][n_embd] */
+    const inf_tensor *wk;        /* [n_head_kv*head_dim][n_embd] */
+    const inf_tensor *wv;        /* [n_head_kv*head_dim][n_embd] */
+    const inf_tensor *wo;        /* [n_embd][n_head*head_dim] */
+    const inf_tensor *q_norm;    /* [head_dim] Qwen3: per-head RMSNorm of q before RoPE */
+    const inf_tensor *k_norm;    /* [head_dim] */
+    const inf_tensor *ffn_norm;  /* [n_embd] */
+    const inf_tensor *w_gate;    /* [n_ff][n_embd] */
+    const inf_tensor *w_up;      /* [n_ff][n_embd] */
+    const inf_tensor *w_down;    /* [n_embd][n_ff] */
+} inf_layer_weights;
+
+/* Token types as GGUF's tokenizer.ggml.token_type numbers them. */
+enum {
+    INF_TOKEN_NORMAL = 1,
+    INF_TOKEN_UNKNOWN = 2,
+    INF_TOKEN_CONTROL = 3,
+    INF_TOKEN_USER_DEFINED = 4,
+    INF_TOKEN_UNUSED = 5,
+    INF_TOKEN_BYTE = 6,
+};
+
+/* The tokenizer in neutral form. All strings are owned by the model file
+ * (NUL-terminated UTF-8; token texts are in byte-level BPE's printable form,
+ * e.g. "Ġthe"). */
+typedef struct inf_vocab_desc {
+    int n_tokens;
+    char **tokens;       /* [n_tokens]; id = index */
+    int32_t *token_type; /* [n_tokens] INF_TOKEN_* */
+    int n_merges;
+    char **merges;       /* [n_merges] "left right", rank = index */
+    int bos_id, eos_id, pad_id; /* -1 when absent */
+    int eot_id;                 /* end of turn (<|im_end|>), -1 when unknown */
+    bool add_bos;
+    char *model;         /* "gpt2" (byte-level BPE) */
+    char *pre;           /* pre-tokenizer name, e.g. "qwen2" */
+    char *pretok_regex;  /* the split regex when the file states it (tokenizer.json), else NULL */
+    char *chat_template; /* Jinja source, or NULL */
+} inf_vocab_desc;
+
+typedef enum inf_format { INF_FORMAT_GGUF, INF_FORMAT_HF } inf_format;
+
+typedef struct inf_model_file {
+    inf_format format;
+    char *path;
+    char *arch; /* "qwen3" */
+    char *name; /* general.name or the folder name */
+    inf_hparams hp;
+
+    int n_tensors;
+    inf_tensor *tensors; /* [n_tensors] in file order */
+
+    const inf_tensor *token_embd;  /* [n_vocab][n_embd] */
+    const inf_tensor *output_norm; /* [n_embd] */
+    const inf_tensor *output;      /* [n_vocab][n_embd]; == token_embd when tied */
+    inf_layer_weights *layers;     /* [n_layer] */
+
+    inf_vocab_desc vocab;
+
+    struct inf_model_file_priv *priv; /* reader-specific: mappings, metadata */
+} inf_model_file;
+
+/* Opens a model: a regular file is read as GGUF, a directory as a Hugging Face
+ * folder (config.json + safetensors). Weights are mmapped, never copied.
+ * On success *out owns everything; free with inf_model_close. On failure
+ * returns -1 with a message naming the file and the field. */
+int inf_model_open(inf_model_file **out, const char *path, inf_err *err);
+void inf_model_close(inf_model_file *m);
+
+/* Finds a tensor by its file name; NULL if absent. */
+const inf_tensor *inf_model_find(const inf_model_file *m, const char *name);
+
+#endif

@@ -1,0 +1,82 @@
+#include "util/mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void *inf_alloc(size_t n) {
+    void *p = NULL;
+    if (n == 0) n = 1;
+    size_t rounded = (n + 63) & ~(size_t)63;
+    if (rounded < n || posix_memalign(&p, 64, rounded) != 0) return NULL;
+    memset(p, 0, rounded);
+    return p;
+}
+
+void inf_free(void *p) { free(p); }
+
+int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err) {
+    m->data = NULL;
+    m->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return inf_fail(err, "%s: not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return inf_fail(err, "%s: file is empty", path);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return inf_fail(err, "%s: mmap failed: %s", path, strerror(errno));
+    m->data = p;
+    m->size = (size_t)st.st_size;
+    return 0;
+}
+
+void inf_mmap_close(inf_mmap *m) {
+    if (m && m->data) munmap((void *)m->data, m->size);
+    if (m) {
+        m->data = NULL;
+        m->size = 0;
+    }
+}
+
+int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, inf_err *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return inf_fail(err, "%s: cannot seek", path);
+    }
+    long n = ftell(f);
+    if (n < 0 || (size_t)n > max_bytes) {
+        fclose(f);
+        return inf_fail(err, "%s: size %ld is over the limit of %zu bytes", path, n, max_bytes);
+    }
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf) {
+        fclose(f);
+        return inf_fail(err, "%s: out of memory reading %ld bytes", path, n);
+    }
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return inf_fail(err, "%s: short read", path);
+    }
+    fclose(f);
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = (size_t)n;
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* Aligned allocation and whole-file access. */
+#ifndef INF_UTIL_MEM_H
+#define INF_UTIL_MEM_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+/* 64-byte aligned, zeroed; NULL on failure. Free with inf_free (NULL is a no-op). */
+void *inf_alloc(size_t n);
+void inf_free(void *p);
+
+/* A read-only mapping of a whole file. */
+typedef struct inf_mmap {
+    const unsigned char *data;
+    size_t size;
+} inf_mmap;
+
+/* Maps `path` read-only. On failure returns -1 with a message naming the path. */
+int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err);
+void inf_mmap_close(inf_mmap *m);
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer (caller frees).
+ * Refuses files larger than `max_bytes`. */
+int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, inf_err *err);
+
+#endif
