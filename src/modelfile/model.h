@@ -85,6 +85,15 @@ typedef struct inf_vocab_desc {
     char *chat_template; /* Jinja source, or NULL */
 } inf_vocab_desc;
 
+/* Frees every string and array of v (each malloc'd) and resets it to empty. */
+void inf_vocab_desc_free(inf_vocab_desc *v);
+
+/* Fills v from a Hugging Face tokenizer.json (model.vocab, model.merges,
+ * added_tokens, pre_tokenizer regex) and, when tokenizer_config_path is not
+ * NULL, tokenizer_config.json (chat_template, bos/eos tokens). */
+int inf_vocab_from_hf(inf_vocab_desc *v, const char *tokenizer_json_path,
+                      const char *tokenizer_config_path, inf_err *err);
+
 typedef enum inf_format { INF_FORMAT_GGUF, INF_FORMAT_HF } inf_format;
 
 typedef struct inf_model_file {
