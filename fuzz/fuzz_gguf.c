@@ -24,14 +24,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gguf_file *g;
     inf_err err;
     if (gguf_parse(&g, data, size, "fuzz.gguf", &err)) return 0;
-    for (int64_t i = 0; i < g->n_kv; i++) walk(&g->kv[i].val, 0);
+    for (int64_t i = 0; i < g->n_kv; i++)
+        walk(&g->kv[i].val, 0);
     for (int64_t i = 0; i < g->n_tensors; i++) {
         const unsigned char *p = g->tensors[i].data;
         sink += p[0] + p[g->tensors[i].nbytes - 1];
     }
     inf_model_file *m;
     if (gguf_model_open(&m, g, &err) == 0) {
-        for (int i = 0; i < m->vocab.n_tokens; i++) sink += (unsigned)strlen(m->vocab.tokens[i]);
+        for (int i = 0; i < m->vocab.n_tokens; i++)
+            sink += (unsigned)strlen(m->vocab.tokens[i]);
         inf_model_close(m);
     }
     return 0;
