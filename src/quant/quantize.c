@@ -15,25 +15,33 @@
 
 /* ---- float types ---- */
 
-static void dequant_f32(float *y, const void *src, int64_t n) { memcpy(y, src, (size_t)n * 4); }
-static void quant_f32(void *dst, const float *x, int64_t n) { memcpy(dst, x, (size_t)n * 4); }
+static void dequant_f32(float *y, const void *src, int64_t n) {
+    memcpy(y, src, (size_t)n * 4);
+}
+static void quant_f32(void *dst, const float *x, int64_t n) {
+    memcpy(dst, x, (size_t)n * 4);
+}
 
 static void dequant_f16(float *y, const void *src, int64_t n) {
     const uint16_t *h = src; /* [n] */
-    for (int64_t i = 0; i < n; i++) y[i] = inf_f16_to_f32(h[i]);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = inf_f16_to_f32(h[i]);
 }
 static void quant_f16(void *dst, const float *x, int64_t n) {
     uint16_t *h = dst; /* [n] */
-    for (int64_t i = 0; i < n; i++) h[i] = inf_f32_to_f16(x[i]);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = inf_f32_to_f16(x[i]);
 }
 
 static void dequant_bf16(float *y, const void *src, int64_t n) {
     const uint16_t *h = src; /* [n] */
-    for (int64_t i = 0; i < n; i++) y[i] = inf_bf16_to_f32(h[i]);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = inf_bf16_to_f32(h[i]);
 }
 static void quant_bf16(void *dst, const float *x, int64_t n) {
     uint16_t *h = dst; /* [n] */
-    for (int64_t i = 0; i < n; i++) h[i] = inf_f32_to_bf16(x[i]);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = inf_f32_to_bf16(x[i]);
 }
 
 /* ---- Q8_0: w = d * qs[j] ---- */
@@ -42,7 +50,8 @@ static void dequant_q8_0(float *y, const void *src, int64_t n) {
     const inf_block_q8_0 *b = src; /* [n/32] */
     for (int64_t i = 0; i < n / INF_QK8_0; i++) {
         const float d = inf_f16_to_f32(b[i].d);
-        for (int j = 0; j < INF_QK8_0; j++) y[i * INF_QK8_0 + j] = b[i].qs[j] * d;
+        for (int j = 0; j < INF_QK8_0; j++)
+            y[i * INF_QK8_0 + j] = b[i].qs[j] * d;
     }
 }
 
@@ -51,11 +60,13 @@ static void quant_q8_0(void *dst, const float *x, int64_t n) {
     for (int64_t i = 0; i < n / INF_QK8_0; i++) {
         const float *xb = x + i * INF_QK8_0;
         float amax = 0.0f;
-        for (int j = 0; j < INF_QK8_0; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        for (int j = 0; j < INF_QK8_0; j++)
+            amax = fmaxf(amax, fabsf(xb[j]));
         const float d = amax / 127.0f;
         const float id = d ? 1.0f / d : 0.0f;
         b[i].d = inf_f32_to_f16(d);
-        for (int j = 0; j < INF_QK8_0; j++) b[i].qs[j] = (int8_t)roundf(xb[j] * id);
+        for (int j = 0; j < INF_QK8_0; j++)
+            b[i].qs[j] = (int8_t)roundf(xb[j] * id);
     }
 }
 
@@ -130,15 +141,19 @@ static void dequant_q4_K(float *y, const void *src, int64_t n) {
             const float d1 = d * sc, m1 = min * m;
             q4_K_scale_min(is + 1, b[i].scales, &sc, &m);
             const float d2 = d * sc, m2 = min * m;
-            for (int l = 0; l < 32; l++) *y++ = d1 * (q[l] & 0xF) - m1;
-            for (int l = 0; l < 32; l++) *y++ = d2 * (q[l] >> 4) - m2;
+            for (int l = 0; l < 32; l++)
+                *y++ = d1 * (q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; l++)
+                *y++ = d2 * (q[l] >> 4) - m2;
             q += 32;
             is += 2;
         }
     }
 }
 
-static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int clampi(int v, int lo, int hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 /* Fits x[n] ≈ scale * q - off with q in 0..nmax and off >= 0 (the range
  * always includes 0, as the format's non-negative min requires). Tries a few
@@ -232,7 +247,8 @@ static void quant_q4_K(void *dst, const float *x, int64_t n) {
         }
         uint8_t *q = b[i].qs;
         for (int j = 0; j < INF_QK_K; j += 64) {
-            for (int l = 0; l < 32; l++) q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+            for (int l = 0; l < 32; l++)
+                q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
             q += 32;
         }
     }
@@ -347,7 +363,8 @@ static void quant_q6_K(void *dst, const float *x, int64_t n) {
                 const uint8_t q3 = L[h + l + 64], q4 = L[h + l + 96];
                 ql[l + 0] = (uint8_t)((q1 & 0xF) | ((q3 & 0xF) << 4));
                 ql[l + 32] = (uint8_t)((q2 & 0xF) | ((q4 & 0xF) << 4));
-                qh[l] = (uint8_t)((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+                qh[l] =
+                    (uint8_t)((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
             }
             ql += 64;
             qh += 32;
@@ -363,9 +380,9 @@ typedef struct {
 } quant_ops;
 
 static const quant_ops ops[] = {
-    [INF_F32] = {dequant_f32, quant_f32},     [INF_F16] = {dequant_f16, quant_f16},
-    [INF_BF16] = {dequant_bf16, quant_bf16},  [INF_Q8_0] = {dequant_q8_0, quant_q8_0},
-    [INF_Q4_0] = {dequant_q4_0, quant_q4_0},  [INF_Q4_K] = {dequant_q4_K, quant_q4_K},
+    [INF_F32] = {dequant_f32, quant_f32},    [INF_F16] = {dequant_f16, quant_f16},
+    [INF_BF16] = {dequant_bf16, quant_bf16}, [INF_Q8_0] = {dequant_q8_0, quant_q8_0},
+    [INF_Q4_0] = {dequant_q4_0, quant_q4_0}, [INF_Q4_K] = {dequant_q4_K, quant_q4_K},
     [INF_Q6_K] = {dequant_q6_K, quant_q6_K},
 };
 

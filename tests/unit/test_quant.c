@@ -23,11 +23,13 @@ static float normal(void) {
 static void test_q8_0_block(void) {
     inf_block_q8_0 b;
     b.d = 0x3800;
-    for (int j = 0; j < 32; j++) b.qs[j] = (int8_t)(j - 16);
+    for (int j = 0; j < 32; j++)
+        b.qs[j] = (int8_t)(j - 16);
     float y[32];
     inf_dequantize_row(INF_Q8_0, y, &b, 32);
     float want[32];
-    for (int j = 0; j < 32; j++) want[j] = (j - 16) * 0.5f;
+    for (int j = 0; j < 32; j++)
+        want[j] = (j - 16) * 0.5f;
     CHECK_CLOSE(y, want, 32, 0.0);
 }
 
@@ -36,7 +38,8 @@ static void test_q8_0_block(void) {
 static void test_q4_0_block(void) {
     inf_block_q4_0 b;
     b.d = 0x4000;
-    for (int j = 0; j < 16; j++) b.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+    for (int j = 0; j < 16; j++)
+        b.qs[j] = (uint8_t)(j | ((15 - j) << 4));
     float y[32], want[32];
     inf_dequantize_row(INF_Q4_0, y, &b, 32);
     for (int j = 0; j < 16; j++) {
@@ -71,7 +74,8 @@ static void test_q4_K_block(void) {
         }
     float y[256], want[256];
     for (int s = 0; s < 8; s++)
-        for (int l = 0; l < 32; l++) want[32 * s + l] = 1.0f * sc[s] * ((l + s) % 16) - 0.5f * m[s];
+        for (int l = 0; l < 32; l++)
+            want[32 * s + l] = 1.0f * sc[s] * ((l + s) % 16) - 0.5f * m[s];
     inf_dequantize_row(INF_Q4_K, y, &b, 256);
     CHECK_CLOSE(y, want, 256, 0.0);
 }
@@ -106,11 +110,11 @@ static void test_q6_K_block(void) {
 
 static void test_float_rounding(void) {
     uint16_t h[6];
-    float x[6] = {1.0f + 0x1p-11f,      /* halfway: ties to even -> 1.0 */
-                  1.0f + 3 * 0x1p-11f,  /* halfway: ties to even -> 1 + 2^-9 */
-                  65520.0f,             /* rounds past the largest half -> inf */
-                  -0x1p-25f,            /* below half of the smallest subnormal -> -0 */
-                  0x1p-24f * 1.5f,      /* halfway between subnormals 1 and 2 -> 2 */
+    float x[6] = {1.0f + 0x1p-11f,     /* halfway: ties to even -> 1.0 */
+                  1.0f + 3 * 0x1p-11f, /* halfway: ties to even -> 1 + 2^-9 */
+                  65520.0f,            /* rounds past the largest half -> inf */
+                  -0x1p-25f,           /* below half of the smallest subnormal -> -0 */
+                  0x1p-24f * 1.5f,     /* halfway between subnormals 1 and 2 -> 2 */
                   -2.5f};
     CHECK_INT(inf_quantize_row(INF_F16, h, x, 6), 0);
     CHECK_INT(h[0], 0x3c00);
@@ -119,9 +123,9 @@ static void test_float_rounding(void) {
     CHECK_INT(h[3], 0x8000);
     CHECK_INT(h[4], 0x0002);
     CHECK_INT(h[5], 0xc100);
-    float b[4] = {1.0f + 0x1p-8f,             /* halfway: even -> 1.0 */
-                  1.0f + 3 * 0x1p-8f,         /* halfway: even -> 1 + 2^-6 */
-                  1.0f + 0x1p-8f + 0x1p-20f,  /* just above halfway -> up */
+    float b[4] = {1.0f + 0x1p-8f,            /* halfway: even -> 1.0 */
+                  1.0f + 3 * 0x1p-8f,        /* halfway: even -> 1 + 2^-6 */
+                  1.0f + 0x1p-8f + 0x1p-20f, /* just above halfway -> up */
                   -3.0f};
     CHECK_INT(inf_quantize_row(INF_BF16, h, b, 4), 0);
     CHECK_INT(h[0], 0x3f80);
@@ -168,7 +172,8 @@ static void round_trip(inf_dtype t, const float *x, float *y, int64_t n, double 
 static void test_round_trips(void) {
     enum { N = 256 * 64 };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
-    for (int i = 0; i < N; i++) x[i] = normal() * 0.05f; /* std 0.05, like a weight matrix */
+    for (int i = 0; i < N; i++)
+        x[i] = normal() * 0.05f; /* std 0.05, like a weight matrix */
     double mx, rms;
 
     round_trip(INF_F32, x, y, N, &mx, &rms);
@@ -187,18 +192,24 @@ static void test_round_trips(void) {
 
     /* Q8_0 / Q4_0: per block, error within half a step (plus the f16 rounding
      * of the scale); Q4_0's top value can clamp, costing up to one step. */
-    struct { inf_dtype t; double steps; double qmax; } blk[] = {{INF_Q8_0, 0.5, 127}, {INF_Q4_0, 1.0, 8}};
+    struct {
+        inf_dtype t;
+        double steps;
+        double qmax;
+    } blk[] = {{INF_Q8_0, 0.5, 127}, {INF_Q4_0, 1.0, 8}};
     for (int k = 0; k < 2; k++) {
         round_trip(blk[k].t, x, y, N, &mx, &rms);
         int bad = 0;
         for (int b = 0; b < N / 32; b++) {
             float amax = 0;
-            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
+            for (int j = 0; j < 32; j++)
+                amax = fmaxf(amax, fabsf(x[32 * b + j]));
             double step = amax / blk[k].qmax, tol = step * (blk[k].steps + blk[k].qmax * 0x1p-10);
             for (int j = 0; j < 32; j++)
                 if (!(fabs((double)x[32 * b + j] - y[32 * b + j]) <= tol)) bad++;
         }
-        CHECK_MSG(bad == 0, "%s: %d weights outside the per-block bound", inf_dtype_get(blk[k].t)->name, bad);
+        CHECK_MSG(bad == 0, "%s: %d weights outside the per-block bound",
+                  inf_dtype_get(blk[k].t)->name, bad);
     }
     round_trip(INF_Q8_0, x, y, N, &mx, &rms);
     CHECK_MSG(rms < 0.05 * 0.006, "q8_0 rms %g", rms);
@@ -218,11 +229,13 @@ static void test_round_trips(void) {
 
     /* shifted data (all positive): the format's range always includes 0
      * (min <= 0), so 16 levels span [0, ~1.4]: rms about 1.4/15/sqrt(12) */
-    for (int i = 0; i < N; i++) x[i] = 1.0f + 0.1f * normal();
+    for (int i = 0; i < N; i++)
+        x[i] = 1.0f + 0.1f * normal();
     round_trip(INF_Q4_K, x, y, N, &mx, &rms);
     CHECK_MSG(rms < 0.03, "q4_K shifted rms %g", rms);
     /* shifted negative: the min carries the offset, the step follows the spread */
-    for (int i = 0; i < N; i++) x[i] = -1.0f + 0.1f * normal();
+    for (int i = 0; i < N; i++)
+        x[i] = -1.0f + 0.1f * normal();
     round_trip(INF_Q4_K, x, y, N, &mx, &rms);
     CHECK_MSG(rms < 0.03, "q4_K negative shifted rms %g", rms);
 
@@ -233,11 +246,13 @@ static void test_round_trips(void) {
         memset(x, 0, 512 * sizeof *x);
         round_trip(all[k], x, y, 512, &mx, &rms);
         CHECK_MSG(mx == 0, "%s zeros: max err %g", inf_dtype_get(all[k])->name, mx);
-        for (int i = 0; i < 512; i++) x[i] = -0.75f;
+        for (int i = 0; i < 512; i++)
+            x[i] = -0.75f;
         round_trip(all[k], x, y, 512, &mx, &rms);
         CHECK_MSG(mx < 0.01, "%s constant: max err %g", inf_dtype_get(all[k])->name, mx);
         /* one outlier among small weights */
-        for (int i = 0; i < 512; i++) x[i] = 0.01f * normal();
+        for (int i = 0; i < 512; i++)
+            x[i] = 0.01f * normal();
         x[100] = 40.0f;
         round_trip(all[k], x, y, 512, &mx, &rms);
         CHECK_MSG(fabsf(y[100] - 40.0f) < 40.0f * 0.1f, "%s outlier came back as %g",
