@@ -7,7 +7,9 @@
  *    and checked completely.
  * 2. The tiny models under models/ (made by scripts/make-models.sh with the
  *    default seed), when present, are checked too: every tensor completely,
- *    except token_embd (39M weights) in sampled row ranges. */
+ *    except token_embd (39M weights) in sampled row ranges.
+ * 3. The GGUF writer on its own: every metadata type and array kind, a
+ *    non-default alignment and misuse, read back with the GGUF reader. */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <stdio.h>
@@ -17,6 +19,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "modelfile/gguf.h"
+#include "modelfile/gguf_writer.h"
 #include "modelfile/model.h"
 #include "modelfile/synth.h"
 #include "quant/quantize.h"
@@ -248,6 +252,111 @@ static void test_small_model(void) {
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- the GGUF writer: every metadata type, read back by the GGUF reader ---- */
+
+static void test_gguf_writer_metadata(void) {
+    char path[] = "/tmp/inferno-gguf-writer-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        CHECK_MSG(0, "cannot create a temporary file");
+        return;
+    }
+    close(fd);
+    gguf_writer *w = gguf_writer_create();
+    gguf_writer_add_u8(w, "u8", 200);
+    gguf_writer_add_i8(w, "i8", -100);
+    gguf_writer_add_u16(w, "u16", 60000);
+    gguf_writer_add_i16(w, "i16", -30000);
+    gguf_writer_add_u32(w, "u32", 4000000000u);
+    gguf_writer_add_i32(w, "i32", -2000000000);
+    gguf_writer_add_u64(w, "u64", 18000000000000000000ull);
+    gguf_writer_add_i64(w, "i64", -9000000000000000000ll);
+    gguf_writer_add_f32(w, "f32", 0.1f);
+    gguf_writer_add_f64(w, "f64", 0.1);
+    gguf_writer_add_bool(w, "bool", true);
+    gguf_writer_add_str(w, "str", "héllo");
+    gguf_writer_add_u32(w, "general.alignment", 64);
+    const char *strs[] = {"a b", "", "Ġthe"};
+    gguf_writer_add_arr_str(w, "arr.str", strs, 3);
+    const int32_t ints[] = {1, -2, 3};
+    gguf_writer_add_arr(w, "arr.i32", GGUF_TYPE_INT32, ints, 3);
+    const float fl[] = {0.5f, -1.25f};
+    gguf_writer_add_arr(w, "arr.f32", GGUF_TYPE_FLOAT32, fl, 2);
+    const int64_t ne_a[] = {32, 3}, ne_b[] = {7};
+    gguf_writer_add_tensor(w, "a", INF_Q8_0, 2, ne_a);
+    gguf_writer_add_tensor(w, "b", INF_F32, 1, ne_b);
+    inf_err err = {{0}};
+    CHECK_MSG(gguf_writer_open(w, path, &err) == 0, "%s", err.msg);
+    unsigned char a[3 * 34], b[7 * 4];
+    for (size_t i = 0; i < sizeof a; i++)
+        a[i] = (unsigned char)i;
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (unsigned char)(0xA0 + i);
+    CHECK(gguf_writer_write(w, a, 50, &err) == 0);
+    CHECK(gguf_writer_write(w, a + 50, 60, &err) != 0); /* would cross into "b" */
+    CHECK(gguf_writer_write(w, a + 50, sizeof a - 50, &err) == 0);
+    CHECK(gguf_writer_write(w, b, sizeof b, &err) == 0);
+    CHECK(gguf_writer_write(w, b, 1, &err) != 0); /* nothing left to fill */
+    CHECK_MSG(gguf_writer_close(w, &err) == 0, "%s", err.msg);
+    gguf_writer_free(w);
+
+    gguf_file *g = NULL;
+    if (gguf_open(&g, path, &err) != 0) {
+        CHECK_MSG(0, "%s", err.msg);
+        unlink(path);
+        return;
+    }
+    int64_t iv = 0;
+    double fv = 0;
+    bool bv = false;
+    const char *sp = NULL;
+    size_t sl = 0;
+    CHECK(gguf_get_int(g, "u8", &iv, &err) == 0 && iv == 200);
+    CHECK(gguf_get_int(g, "i8", &iv, &err) == 0 && iv == -100);
+    CHECK(gguf_get_int(g, "u16", &iv, &err) == 0 && iv == 60000);
+    CHECK(gguf_get_int(g, "i16", &iv, &err) == 0 && iv == -30000);
+    CHECK(gguf_get_int(g, "u32", &iv, &err) == 0 && iv == 4000000000ll);
+    CHECK(gguf_get_int(g, "i32", &iv, &err) == 0 && iv == -2000000000);
+    CHECK(gguf_find(g, "u64") && gguf_find(g, "u64")->val.u == 18000000000000000000ull);
+    CHECK(gguf_get_int(g, "i64", &iv, &err) == 0 && iv == -9000000000000000000ll);
+    CHECK(gguf_get_float(g, "f32", &fv, &err) == 0 && fv == (double)0.1f);
+    CHECK(gguf_get_float(g, "f64", &fv, &err) == 0 && fv == 0.1);
+    CHECK(gguf_get_bool(g, "bool", &bv, &err) == 0 && bv);
+    CHECK(gguf_get_str(g, "str", &sp, &sl, &err) == 0 && sl == 6 && !memcmp(sp, "héllo", 6));
+    const gguf_value *arr = NULL;
+    CHECK(gguf_get_arr(g, "arr.str", GGUF_TYPE_STRING, &arr, &err) == 0 && arr->arr.n == 3 &&
+          arr->arr.items[2].str.len == strlen("Ġthe") && arr->arr.items[1].str.len == 0);
+    CHECK(gguf_get_arr(g, "arr.i32", GGUF_TYPE_INT32, &arr, &err) == 0 && arr->arr.n == 3 &&
+          !memcmp(arr->arr.raw, ints, sizeof ints));
+    CHECK(gguf_get_arr(g, "arr.f32", GGUF_TYPE_FLOAT32, &arr, &err) == 0 && arr->arr.n == 2 &&
+          !memcmp(arr->arr.raw, fl, sizeof fl));
+    CHECK_INT(g->n_kv, 16);
+    CHECK_INT(g->alignment, 64);
+    CHECK_INT(g->data_offset % 64, 0);
+    CHECK_INT(g->n_tensors, 2);
+    if (g->n_tensors == 2) {
+        CHECK_INT(g->tensors[1].offset, 128); /* 102 bytes of "a", padded to 64 */
+        CHECK(!memcmp(g->map.data + g->data_offset, a, sizeof a));
+        CHECK(!memcmp(g->map.data + g->data_offset + 128, b, sizeof b));
+    }
+    gguf_close(g);
+
+    /* closing with a tensor unfilled fails and leaves no file */
+    w = gguf_writer_create();
+    gguf_writer_add_tensor(w, "b", INF_F32, 1, ne_b);
+    CHECK(gguf_writer_open(w, path, &err) == 0);
+    CHECK(gguf_writer_write(w, b, 8, &err) == 0);
+    CHECK(gguf_writer_close(w, &err) != 0 && strstr(err.msg, "not written completely"));
+    CHECK(access(path, F_OK) != 0);
+    gguf_writer_free(w);
+    /* a bad tensor shape is reported by open */
+    w = gguf_writer_create();
+    gguf_writer_add_tensor(w, "odd", INF_Q4_K, 1, ne_b);
+    CHECK(gguf_writer_open(w, path, &err) != 0 && strstr(err.msg, "odd"));
+    gguf_writer_free(w);
+    unlink(path);
+}
+
 /* ---- models/ ---- */
 
 static void test_models_dir(void) {
@@ -280,6 +389,7 @@ static void test_models_dir(void) {
 }
 
 int main(void) {
+    test_gguf_writer_metadata();
     test_small_model();
     test_models_dir();
     return th_report();
