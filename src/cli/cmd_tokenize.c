@@ -11,9 +11,6 @@
 #include "util/mem.h"
 #include "util/timer.h"
 
-#pragma weak inf_model_open /* TEMPORARY until the model reader lands on main */
-#pragma weak inf_model_close
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: inferno tokenize [-m MODEL] [options] [TEXT...]\n"
@@ -70,7 +67,6 @@ static int open_tokenizer(inf_tokenizer **tok, const char *path, inf_err *err) {
         return rc;
     }
     inf_model_file *m = NULL;
-    if (!inf_model_open) return inf_fail(err, "%s: GGUF reading is not built in yet", path);
     if (inf_model_open(&m, path, err)) return -1;
     rc = inf_tok_create(tok, &m->vocab, err);
     inf_model_close(m);
