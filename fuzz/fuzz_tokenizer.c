@@ -93,7 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t dlen = 0;
     if (inf_tok_decode(tok, ids, n, &dec, &dlen, &err)) abort();
     bool ascii = true;
-    for (size_t i = 0; i < len && ascii; i++) ascii = (unsigned char)text[i] < 0x80;
+    for (size_t i = 0; i < len && ascii; i++)
+        ascii = (unsigned char)text[i] < 0x80;
     if (ascii && (dlen != len || memcmp(dec, text, len))) abort();
 
     inf_detok *d = inf_detok_create(tok);
