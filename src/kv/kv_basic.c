@@ -42,6 +42,7 @@ void inf_kv_basic_views(const inf_kv_basic *c, inf_kv_view *views) {
             .row_stride = c->kv_dim,
             .block_size = 0,
             .block_table = NULL,
+            .capacity = c->n_ctx,
         };
     }
 }

@@ -188,7 +188,8 @@ void inf_qwen3_free(inf_qwen3 *m) {
 
 /* ---- forward ---------------------------------------------------------- */
 
-static int check_batch(const inf_qwen3 *m, const inf_batch *b, int n_seq, inf_err *err) {
+static int check_batch(const inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
+                       inf_err *err) {
     if (b->n_rows <= 0 || b->n_rows > m->max_rows)
         return inf_fail(err, "batch of %d rows: expected 1..%d", b->n_rows, m->max_rows);
     for (int r = 0; r < b->n_rows; r++) {
@@ -200,6 +201,10 @@ static int check_batch(const inf_qwen3 *m, const inf_batch *b, int n_seq, inf_er
                             b->pos[r], m->n_ctx - 1);
         if (b->seq[r] < 0 || b->seq[r] >= n_seq)
             return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r], n_seq - 1);
+        int cap = kv[(int64_t)b->seq[r] * m->hp.n_layer].capacity;
+        if (cap > 0 && b->pos[r] >= cap)
+            return inf_fail(err, "row %d: position %d is beyond its cache (%d positions, the context size)",
+                            r, b->pos[r], cap);
     }
     return 0;
 }
@@ -213,7 +218,7 @@ static int span_len(const inf_batch *b, int r) {
 
 int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
                       float *logits, inf_err *err) {
-    if (check_batch(m, b, n_seq, err)) return -1;
+    if (check_batch(m, b, kv, n_seq, err)) return -1;
     const inf_backend *be = m->be;
     const inf_hparams *hp = &m->hp;
     const int T = b->n_rows;
