@@ -100,6 +100,47 @@ static void synth_model_free(inf_model_file *m) {
     free(m);
 }
 
+/* A copy of m with every tensor dequantized to F32 (the same values the
+ * reference dequantization gives the quantized model). */
+static inf_model_file *synth_dequantized(const inf_model_file *m) {
+    inf_model_file *d = calloc(1, sizeof *d);
+    d->path = strdup("synthetic-dequantized");
+    d->arch = strdup("qwen3");
+    d->hp = m->hp;
+    d->n_tensors = m->n_tensors;
+    d->tensors = calloc((size_t)m->n_tensors, sizeof(inf_tensor));
+    d->layers = calloc((size_t)m->hp.n_layer, sizeof(inf_layer_weights));
+    for (int i = 0; i < m->n_tensors; i++) {
+        const inf_tensor *s = &m->tensors[i];
+        inf_tensor *t = &d->tensors[i];
+        *t = *s;
+        t->name = strdup(s->name);
+        t->type = INF_F32;
+        t->nbytes = sizeof(float) * (size_t)s->ne[0] * (size_t)s->ne[1];
+        float *data = malloc(t->nbytes);
+        size_t row = inf_dtype_row_bytes(s->type, s->ne[0]);
+        for (int64_t r = 0; r < s->ne[1]; r++)
+            inf_dequantize_row(s->type, data + r * s->ne[0], (const char *)s->data + r * row,
+                               s->ne[0]);
+        t->data = data;
+    }
+    /* the same slots, pointing at the copies */
+#define REBIND(ptr) ((ptr) ? &d->tensors[(ptr) - m->tensors] : NULL)
+    d->token_embd = REBIND(m->token_embd);
+    d->output_norm = REBIND(m->output_norm);
+    d->output = REBIND(m->output);
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const inf_layer_weights *a = &m->layers[l];
+        inf_layer_weights *b = &d->layers[l];
+        b->attn_norm = REBIND(a->attn_norm), b->wq = REBIND(a->wq), b->wk = REBIND(a->wk);
+        b->wv = REBIND(a->wv), b->wo = REBIND(a->wo), b->q_norm = REBIND(a->q_norm);
+        b->k_norm = REBIND(a->k_norm), b->ffn_norm = REBIND(a->ffn_norm);
+        b->w_gate = REBIND(a->w_gate), b->w_up = REBIND(a->w_up), b->w_down = REBIND(a->w_down);
+    }
+#undef REBIND
+    return d;
+}
+
 /* A small model with Qwen3's structure: GQA 2:1, q/k norms, tied head. */
 static inline inf_hparams synth_tiny_hparams(void) {
     return (inf_hparams){.n_layer = 2,
