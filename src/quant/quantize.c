@@ -155,15 +155,28 @@ static int clampi(int v, int lo, int hi) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Nearest integer, ties to even, for |f| < 2^22 (larger or NaN inputs give
+ * some int, which callers clamp): adding 1.5 * 2^23 leaves the rounded
+ * integer in the low mantissa bits. */
+static inline int nearest_int(float f) {
+    float v = f + 12582912.0f;
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return (int)(u & 0x007fffff) - 0x00400000;
+}
+
 /* Fits x[n] ≈ scale * q - off with q in 0..nmax and off >= 0 (the range
- * always includes 0, as the format's non-negative min requires). Tries a few
- * grid scales around (max - min) / nmax, refits scale and offset by least
- * squares for each rounding, keeps the least squared error. */
+ * always includes 0, as the format's non-negative min requires). Tries grid
+ * scales around (max - min) / nmax; for each rounding, refits scale and
+ * offset by least squares and keeps the one of least squared error
+ * (computed in closed form from the sums). */
 static float fit_affine(int n, int nmax, const float *x, float *off) {
-    float lo = 0.0f, hi = x[0];
+    float lo = 0.0f, hi = x[0], sx = 0.0f, sx2 = 0.0f;
     for (int i = 0; i < n; i++) {
         lo = fminf(lo, x[i]);
         hi = fmaxf(hi, x[i]);
+        sx += x[i];
+        sx2 += x[i] * x[i];
     }
     if (hi <= lo) {
         *off = -lo;
@@ -172,33 +185,28 @@ static float fit_affine(int n, int nmax, const float *x, float *off) {
     float best_s = (hi - lo) / nmax, best_b = lo, best_err = INFINITY;
     for (int step = -8; step <= 8; step++) {
         const float iscale = (nmax + 0.1f * step) / (hi - lo);
-        double sq = 0, sq2 = 0, sx = 0, sqx = 0;
+        float sq = 0, sq2 = 0, sqx = 0;
         for (int i = 0; i < n; i++) {
-            const int q = clampi((int)lrintf((x[i] - lo) * iscale), 0, nmax);
-            sq += q;
-            sq2 += (double)q * q;
-            sx += x[i];
-            sqx += (double)q * x[i];
+            const int q = clampi(nearest_int((x[i] - lo) * iscale), 0, nmax);
+            sq += (float)q;
+            sq2 += (float)(q * q);
+            sqx += (float)q * x[i];
         }
-        const double det = n * sq2 - sq * sq;
+        const float det = n * sq2 - sq * sq;
         if (det <= 0) continue;
-        double s = (n * sqx - sq * sx) / det;
-        double b = (sq2 * sx - sq * sqx) / det;
+        float s = (n * sqx - sq * sx) / det;
+        float b = (sq2 * sx - sq * sqx) / det;
         if (b > 0) { /* offset must be <= 0: refit the scale alone */
             b = 0;
             s = sqx / sq2;
         }
         if (s <= 0) continue;
-        double err = 0;
-        for (int i = 0; i < n; i++) {
-            const int q = clampi((int)lrintf((x[i] - lo) * iscale), 0, nmax);
-            const double e = s * q + b - x[i];
-            err += e * e;
-        }
+        /* sum (s q + b - x)^2 expanded */
+        const float err = s * s * sq2 + n * b * b + sx2 + 2 * s * b * sq - 2 * s * sqx - 2 * b * sx;
         if (err < best_err) {
-            best_err = (float)err;
-            best_s = (float)s;
-            best_b = (float)b;
+            best_err = err;
+            best_s = s;
+            best_b = b;
         }
     }
     *off = -best_b;
@@ -220,8 +228,8 @@ static void quant_q4_K(void *dst, const float *x, int64_t n) {
         const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
         memset(b[i].scales, 0, sizeof b[i].scales);
         for (int j = 0; j < INF_QK_K / 32; j++) {
-            const uint8_t ls = (uint8_t)clampi((int)lrintf(inv_scale * scales[j]), 0, 63);
-            const uint8_t lm = (uint8_t)clampi((int)lrintf(inv_min * mins[j]), 0, 63);
+            const uint8_t ls = (uint8_t)clampi(nearest_int(inv_scale * scales[j]), 0, 63);
+            const uint8_t lm = (uint8_t)clampi(nearest_int(inv_min * mins[j]), 0, 63);
             if (j < 4) {
                 b[i].scales[j] = ls;
                 b[i].scales[j + 4] = lm;
@@ -242,7 +250,7 @@ static void quant_q4_K(void *dst, const float *x, int64_t n) {
             const float ds = d * sc, dm = dmin * m;
             for (int l = 0; l < 32; l++) {
                 const float v = xb[32 * j + l];
-                L[32 * j + l] = (uint8_t)(ds ? clampi((int)lrintf((v + dm) / ds), 0, 15) : 0);
+                L[32 * j + l] = (uint8_t)(ds ? clampi(nearest_int((v + dm) / ds), 0, 15) : 0);
             }
         }
         uint8_t *q = b[i].qs;
@@ -285,7 +293,8 @@ static void dequant_q6_K(float *y, const void *src, int64_t n) {
 
 /* Fits x[n] ≈ scale * q with q in -nmax..nmax-1: the weight of largest
  * magnitude maps near -nmax; a few grid scales around it, each refit by
- * least squares, keep the least squared error. */
+ * least squares, keep the least squared error (sum x^2 - s * sum qx, the
+ * residual of the least-squares s). */
 static float fit_symmetric(int n, int nmax, const float *x) {
     float amax = 0.0f, max = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -295,26 +304,20 @@ static float fit_symmetric(int n, int nmax, const float *x) {
         }
     }
     if (amax == 0.0f) return 0.0f;
-    float best_s = max / -nmax, best_err = INFINITY;
+    float best_s = max / -nmax, best_gain = 0.0f;
     for (int step = -6; step <= 6; step++) {
         const float iscale = -(nmax + 0.1f * step) / max;
-        double sqx = 0, sq2 = 0;
+        float sqx = 0, sq2 = 0;
         for (int i = 0; i < n; i++) {
-            const int q = clampi((int)lrintf(x[i] * iscale), -nmax, nmax - 1);
-            sqx += (double)q * x[i];
-            sq2 += (double)q * q;
+            const int q = clampi(nearest_int(x[i] * iscale), -nmax, nmax - 1);
+            sqx += (float)q * x[i];
+            sq2 += (float)(q * q);
         }
         if (sq2 <= 0) continue;
-        const double s = sqx / sq2;
-        double err = 0;
-        for (int i = 0; i < n; i++) {
-            const int q = clampi((int)lrintf(x[i] * iscale), -nmax, nmax - 1);
-            const double e = s * q - x[i];
-            err += e * e;
-        }
-        if (err < best_err) {
-            best_err = (float)err;
-            best_s = (float)s;
+        /* error = sum x^2 - sqx^2 / sq2: maximize sqx^2 / sq2 */
+        if (sqx * sqx > best_gain * sq2) {
+            best_gain = sqx * sqx / sq2;
+            best_s = sqx / sq2;
         }
     }
     return best_s;
@@ -344,14 +347,14 @@ static void quant_q6_K(void *dst, const float *x, int64_t n) {
             /* the largest sub-block scale maps to -128, the end of int8's range */
             const float iscale = -128.0f / max;
             for (int j = 0; j < INF_QK_K / 16; j++)
-                b[i].scales[j] = (int8_t)clampi((int)lrintf(iscale * scales[j]), -128, 127);
+                b[i].scales[j] = (int8_t)clampi(nearest_int(iscale * scales[j]), -128, 127);
             b[i].d = inf_f32_to_f16(1.0f / iscale);
             const float d = inf_f16_to_f32(b[i].d);
             for (int j = 0; j < INF_QK_K / 16; j++) {
                 const float ds = d * b[i].scales[j];
                 for (int l = 0; l < 16; l++) {
                     const float v = xb[16 * j + l];
-                    const int q = ds ? clampi((int)lrintf(v / ds), -32, 31) : 0;
+                    const int q = ds ? clampi(nearest_int(v / ds), -32, 31) : 0;
                     L[16 * j + l] = (uint8_t)(q + 32);
                 }
             }

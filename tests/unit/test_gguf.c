@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gguf_build.h"
+#include "model_build.h"
 #include "harness.h"
 #include "modelfile/gguf.h"
 #include "modelfile/model.h"

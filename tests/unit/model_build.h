@@ -1,8 +1,8 @@
 /* Test helper: writes small GGUF and safetensors images byte by byte, so the
  * readers are checked against files built here from the format description
  * (not by the project's own writer). Header-only; tests include it. */
-#ifndef INF_TEST_GGUF_BUILD_H
-#define INF_TEST_GGUF_BUILD_H
+#ifndef INF_TEST_MODEL_BUILD_H
+#define INF_TEST_MODEL_BUILD_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -233,5 +233,78 @@ static inline int write_file(const char *path, const void *p, size_t n) {
     size_t w = fwrite(p, 1, n, f);
     return fclose(f) == 0 && w == n ? 0 : -1;
 }
+
+/* ---- a tiny HF folder ---------------------------------------------------- */
+
+typedef struct hf_t {
+    const char *name;
+    int n_dims;
+    int rows, cols; /* shape as HF writes it: [rows, cols] or [cols] */
+} hf_t;
+
+static const hf_t hf_tensors[] = {
+    {"model.embed_tokens.weight", 2, TINY_VOCAB, TINY_EMBD},
+    {"model.norm.weight", 1, 0, TINY_EMBD},
+    {"model.layers.0.input_layernorm.weight", 1, 0, TINY_EMBD},
+    {"model.layers.0.self_attn.q_proj.weight", 2, TINY_HEAD * TINY_HD, TINY_EMBD},
+    {"model.layers.0.self_attn.k_proj.weight", 2, TINY_KV * TINY_HD, TINY_EMBD},
+    {"model.layers.0.self_attn.v_proj.weight", 2, TINY_KV * TINY_HD, TINY_EMBD},
+    {"model.layers.0.self_attn.o_proj.weight", 2, TINY_EMBD, TINY_HEAD * TINY_HD},
+    {"model.layers.0.self_attn.q_norm.weight", 1, 0, TINY_HD},
+    {"model.layers.0.self_attn.k_norm.weight", 1, 0, TINY_HD},
+    {"model.layers.0.post_attention_layernorm.weight", 1, 0, TINY_EMBD},
+    {"model.layers.0.mlp.gate_proj.weight", 2, TINY_FF, TINY_EMBD},
+    {"model.layers.0.mlp.up_proj.weight", 2, TINY_FF, TINY_EMBD},
+    {"model.layers.0.mlp.down_proj.weight", 2, TINY_EMBD, TINY_FF},
+    {"lm_head.weight", 2, TINY_VOCAB, TINY_EMBD},
+};
+#define N_HF_T 14
+
+/* Writes tensors [from, to) of hf_tensors as one safetensors file (F32,
+ * element e of tensor i = i + e/1000); `skip`/`bad` as in tiny_opts. */
+static inline void hf_file(bb *b, int from, int to, const char *skip, const char *bad) {
+    char h[8192];
+    size_t k = 0;
+    bb data = {0};
+    k += (size_t)snprintf(h + k, sizeof h - k, "{");
+    for (int i = from; i < to; i++) {
+        const hf_t *t = &hf_tensors[i];
+        if (skip && !strcmp(skip, t->name)) continue;
+        int rows = t->rows + (bad && !strcmp(bad, t->name) && t->n_dims == 2);
+        int cols = t->cols + (bad && !strcmp(bad, t->name) && t->n_dims == 1);
+        size_t n = (size_t)(t->n_dims == 2 ? rows : 1) * (size_t)cols;
+        size_t begin = data.n;
+        for (size_t e = 0; e < n; e++) bb_f32(&data, (float)i + (float)e / 1000.0f);
+        if (t->n_dims == 2)
+            k += (size_t)snprintf(h + k, sizeof h - k,
+                                  "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
+                                  "\"data_offsets\":[%zu,%zu]}",
+                                  k > 1 ? "," : "", t->name, rows, cols, begin, data.n);
+        else
+            k += (size_t)snprintf(h + k, sizeof h - k,
+                                  "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%d],"
+                                  "\"data_offsets\":[%zu,%zu]}",
+                                  k > 1 ? "," : "", t->name, cols, begin, data.n);
+    }
+    snprintf(h + k, sizeof h - k, "}");
+    st_image(b, h, data.p, data.n);
+    bb_free(&data);
+}
+
+static const char *const tiny_config =
+    "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"hidden_size\":32,"
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
+    "\"head_dim\":16,\"intermediate_size\":64,\"vocab_size\":12,"
+    "\"max_position_embeddings\":4096,\"rope_theta\":1000000,\"rms_norm_eps\":1e-06,"
+    "\"tie_word_embeddings\":%s,\"torch_dtype\":\"float32\"}";
+
+static const char *const tiny_tokenizer =
+    "{\"version\":\"1.0\",\"added_tokens\":[{\"id\":10,\"content\":\"<|im_start|>\","
+    "\"special\":true},{\"id\":11,\"content\":\"<|im_end|>\",\"special\":true}],"
+    "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+    "\"trim_offsets\":false,\"use_regex\":true},"
+    "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"d\":3,\"e\":4,\"f\":5,"
+    "\"g\":6,\"h\":7,\"ab\":8,\"cd\":9},\"merges\":[\"a b\",\"c d\"]}}";
+
 
 #endif
