@@ -13,13 +13,13 @@
 #include "quant/quantize.h"
 
 static uint64_t synth_rng = 1;
-static float synth_rand(void) { /* uniform in [-1, 1) */
+static inline float synth_rand(void) { /* uniform in [-1, 1) */
     synth_rng = synth_rng * 6364136223846793005ull + 1442695040888963407ull;
     return (float)((synth_rng >> 40) / (double)(1 << 24) * 2.0 - 1.0);
 }
 
 /* Fills t with ne0 x ne1 weights base + amp * uniform, stored as type. */
-static void synth_tensor(inf_tensor *t, const char *name, inf_dtype type, int64_t ne0, int64_t ne1,
+static inline void synth_tensor(inf_tensor *t, const char *name, inf_dtype type, int64_t ne0, int64_t ne1,
                          float base, float amp) {
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
@@ -40,7 +40,7 @@ static void synth_tensor(inf_tensor *t, const char *name, inf_dtype type, int64_
 
 /* types[0] is used for the embedding table, types[1] for attention matrices,
  * types[2] for MLP matrices (norms are always F32, as in GGUF files). */
-static inf_model_file *synth_model(inf_hparams hp, const inf_dtype types[3], uint64_t seed) {
+static inline inf_model_file *synth_model(inf_hparams hp, const inf_dtype types[3], uint64_t seed) {
     synth_rng = seed;
     inf_model_file *m = calloc(1, sizeof *m);
     m->path = strdup("synthetic");
@@ -87,7 +87,7 @@ static inf_model_file *synth_model(inf_hparams hp, const inf_dtype types[3], uin
     return m;
 }
 
-static void synth_model_free(inf_model_file *m) {
+static inline void synth_model_free(inf_model_file *m) {
     if (!m) return;
     for (int i = 0; i < m->n_tensors; i++) {
         free(m->tensors[i].name);
@@ -102,7 +102,7 @@ static void synth_model_free(inf_model_file *m) {
 
 /* A copy of m with every tensor dequantized to F32 (the same values the
  * reference dequantization gives the quantized model). */
-static inf_model_file *synth_dequantized(const inf_model_file *m) {
+static inline inf_model_file *synth_dequantized(const inf_model_file *m) {
     inf_model_file *d = calloc(1, sizeof *d);
     d->path = strdup("synthetic-dequantized");
     d->arch = strdup("qwen3");
