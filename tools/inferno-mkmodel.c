@@ -146,7 +146,7 @@ static bool exists(const char *path) {
 
 int main(int argc, char **argv) {
     const char *preset = NULL, *tok_dir = NULL, *out_dir = NULL, *formats = NULL;
-    uint64_t seed = 42;
+    uint64_t seed = SYNTH_DEFAULT_SEED;
     bool skip_existing = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

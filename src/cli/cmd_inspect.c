@@ -21,12 +21,18 @@ static void put_json_str(FILE *f, const char *s, size_t n) {
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c == '\r')
+            fputs("\\r", f);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
 }
@@ -35,20 +41,35 @@ static void put_json_str(FILE *f, const char *s, size_t n) {
  * FLOAT32 prints enough digits to round-trip the float. */
 static void put_json_value(FILE *f, const gguf_value *v) {
     switch (v->type) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_UINT32:
         fprintf(f, "%" PRIu64, v->u);
         break;
-    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_INT16:
+    case GGUF_TYPE_INT32:
         fprintf(f, "%" PRId64, v->i);
         break;
-    case GGUF_TYPE_UINT64: fprintf(f, "\"%" PRIu64 "\"", v->u); break;
-    case GGUF_TYPE_INT64: fprintf(f, "\"%" PRId64 "\"", v->i); break;
-    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
-        if (v->f != v->f || v->f - v->f != 0) fprintf(f, "\"%g\"", v->f); /* NaN, inf */
-        else fprintf(f, "%.17g", v->f);
+    case GGUF_TYPE_UINT64:
+        fprintf(f, "\"%" PRIu64 "\"", v->u);
         break;
-    case GGUF_TYPE_BOOL: fputs(v->b ? "true" : "false", f); break;
-    case GGUF_TYPE_STRING: put_json_str(f, v->str.ptr, (size_t)v->str.len); break;
+    case GGUF_TYPE_INT64:
+        fprintf(f, "\"%" PRId64 "\"", v->i);
+        break;
+    case GGUF_TYPE_FLOAT32:
+    case GGUF_TYPE_FLOAT64:
+        if (v->f != v->f || v->f - v->f != 0)
+            fprintf(f, "\"%g\"", v->f); /* NaN, inf */
+        else
+            fprintf(f, "%.17g", v->f);
+        break;
+    case GGUF_TYPE_BOOL:
+        fputs(v->b ? "true" : "false", f);
+        break;
+    case GGUF_TYPE_STRING:
+        put_json_str(f, v->str.ptr, (size_t)v->str.len);
+        break;
     case GGUF_TYPE_ARRAY:
         fputc('[', f);
         for (uint64_t i = 0; i < v->arr.n; i++) {
@@ -58,7 +79,8 @@ static void put_json_value(FILE *f, const gguf_value *v) {
         }
         fputc(']', f);
         break;
-    default: fputs("null", f);
+    default:
+        fputs("null", f);
     }
 }
 
@@ -130,7 +152,8 @@ static void hparams_json(const inf_model_file *m) {
 
 static int64_t n_elements(int n_dims, const int64_t *ne) {
     int64_t n = 1;
-    for (int d = 0; d < n_dims; d++) n *= ne[d];
+    for (int d = 0; d < n_dims; d++)
+        n *= ne[d];
     return n;
 }
 
@@ -154,9 +177,10 @@ static void tensor_json(bool first, const char *name, uint32_t type, int n_dims,
     printf("%s{\"name\":", first ? "" : ",\n");
     put_json_str(stdout, name, strlen(name));
     printf(",\"type\":\"%s\",\"type_id\":%u,\"shape\":[", inf_ggml_type_name(type), type);
-    for (int d = 0; d < n_dims; d++) printf("%s%" PRId64, d ? "," : "", ne[d]);
-    printf("],\"bytes\":%zu,\"offset\":%" PRIu64 ",\"file_offset\":%" PRIu64 ",\"file\":%d}",
-           bytes, offset, file_offset, file_index);
+    for (int d = 0; d < n_dims; d++)
+        printf("%s%" PRId64, d ? "," : "", ne[d]);
+    printf("],\"bytes\":%zu,\"offset\":%" PRIu64 ",\"file_offset\":%" PRIu64 ",\"file\":%d}", bytes,
+           offset, file_offset, file_index);
 }
 
 static void totals(bool json, int64_t count, int64_t params, int64_t bytes) {
@@ -189,7 +213,8 @@ static int inspect_gguf(const char *path, bool json) {
         printf(",\"format\":\"gguf\",\"version\":%u,\"alignment\":%" PRIu64
                ",\"data_offset\":%" PRIu64 ",\n",
                g->version, g->alignment, g->data_offset);
-        if (m) hparams_json(m);
+        if (m)
+            hparams_json(m);
         else {
             printf("\"model_error\":");
             put_json_str(stdout, merr.msg, strlen(merr.msg));
@@ -212,8 +237,10 @@ static int inspect_gguf(const char *path, bool json) {
         printf("%s: GGUF v%u, %" PRId64 " metadata keys, %" PRId64 " tensors, alignment %" PRIu64
                ", data at offset %" PRIu64 "\n",
                path, g->version, g->n_kv, g->n_tensors, g->alignment, g->data_offset);
-        if (m) hparams_text(m);
-        else printf("\nnot a model inferno can run: %s\n", merr.msg);
+        if (m)
+            hparams_text(m);
+        else
+            printf("\nnot a model inferno can run: %s\n", merr.msg);
         printf("\nmetadata:\n");
         for (int64_t i = 0; i < g->n_kv; i++) {
             const gguf_kv *kv = &g->kv[i];
@@ -274,7 +301,7 @@ static int inspect_hf(const char *path, bool json) {
         const char *key;
         json_t *val;
         json_object_foreach(cfg, key, val) {
-            char *s = json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY);
+            char *s = json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
             printf("  %-40s %s\n", key, s ? s : "?");
             free(s);
         }
@@ -289,8 +316,8 @@ static int inspect_hf(const char *path, bool json) {
         params += n_elements(t->n_dims, t->ne);
         bytes += (int64_t)t->nbytes;
         if (json)
-            tensor_json(i == 0, t->name, t->type, t->n_dims, t->ne, t->nbytes, t->offset,
-                        t->offset, t->file_index);
+            tensor_json(i == 0, t->name, t->type, t->n_dims, t->ne, t->nbytes, t->offset, t->offset,
+                        t->file_index);
         else
             tensor_text(t->name, t->type, t->n_dims, t->ne, true, t->nbytes, t->offset,
                         t->file_index);
@@ -312,7 +339,8 @@ int cmd_inspect(int argc, char **argv) {
     bool json = false;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
+        if (!strcmp(argv[i], "--json"))
+            json = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;

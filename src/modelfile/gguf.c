@@ -50,8 +50,7 @@ static int cur_str(gguf_cursor *c, const char **ptr, uint64_t *len, const char *
     uint64_t n;
     if (cur_u64(c, &n, what)) return -1;
     if (n > c->size - c->pos)
-        return inf_fail(c->err,
-                        "%s: %s has length %llu at offset %zu, but only %zu bytes are left",
+        return inf_fail(c->err, "%s: %s has length %llu at offset %zu, but only %zu bytes are left",
                         c->file, what, (unsigned long long)n, c->pos - 8, c->size - c->pos);
     *ptr = (const char *)c->data + c->pos;
     *len = n;
@@ -78,8 +77,8 @@ static char *dup_name(const char *p, uint64_t n, gguf_cursor *c, const char *wha
 
 const char *gguf_type_name(uint32_t type) {
     static const char *names[GGUF_TYPE_COUNT] = {
-        "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32",
-        "BOOL",  "STRING", "ARRAY", "UINT64", "INT64", "FLOAT64",
+        "UINT8", "INT8",   "UINT16", "INT16",  "UINT32", "INT32",   "FLOAT32",
+        "BOOL",  "STRING", "ARRAY",  "UINT64", "INT64",  "FLOAT64",
     };
     return type < GGUF_TYPE_COUNT ? names[type] : "unknown";
 }
@@ -87,40 +86,93 @@ const char *gguf_type_name(uint32_t type) {
 /* Bytes of one scalar of `type`; 0 for STRING/ARRAY/unknown. */
 static size_t scalar_size(uint32_t type) {
     switch (type) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_BOOL: return 1;
-    case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16: return 2;
-    case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_FLOAT32: return 4;
-    case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64: case GGUF_TYPE_FLOAT64: return 8;
-    default: return 0;
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_BOOL:
+        return 1;
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_INT16:
+        return 2;
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_FLOAT32:
+        return 4;
+    case GGUF_TYPE_UINT64:
+    case GGUF_TYPE_INT64:
+    case GGUF_TYPE_FLOAT64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
 /* Decodes one scalar at p (size checked by the caller). */
 static gguf_value decode_scalar(uint32_t type, const unsigned char *p) {
     gguf_value v = {.type = type};
-    uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64;
-    int8_t i8; int16_t i16; int32_t i32; int64_t i64;
-    float f32; double f64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
     switch (type) {
-    case GGUF_TYPE_UINT8: memcpy(&u8, p, 1); v.u = u8; break;
-    case GGUF_TYPE_INT8: memcpy(&i8, p, 1); v.i = i8; break;
-    case GGUF_TYPE_UINT16: memcpy(&u16, p, 2); v.u = u16; break;
-    case GGUF_TYPE_INT16: memcpy(&i16, p, 2); v.i = i16; break;
-    case GGUF_TYPE_UINT32: memcpy(&u32, p, 4); v.u = u32; break;
-    case GGUF_TYPE_INT32: memcpy(&i32, p, 4); v.i = i32; break;
-    case GGUF_TYPE_FLOAT32: memcpy(&f32, p, 4); v.f = f32; break;
-    case GGUF_TYPE_BOOL: v.b = p[0] != 0; break;
-    case GGUF_TYPE_UINT64: memcpy(&u64, p, 8); v.u = u64; break;
-    case GGUF_TYPE_INT64: memcpy(&i64, p, 8); v.i = i64; break;
-    case GGUF_TYPE_FLOAT64: memcpy(&f64, p, 8); v.f = f64; break;
-    default: INF_ASSERT(0);
+    case GGUF_TYPE_UINT8:
+        memcpy(&u8, p, 1);
+        v.u = u8;
+        break;
+    case GGUF_TYPE_INT8:
+        memcpy(&i8, p, 1);
+        v.i = i8;
+        break;
+    case GGUF_TYPE_UINT16:
+        memcpy(&u16, p, 2);
+        v.u = u16;
+        break;
+    case GGUF_TYPE_INT16:
+        memcpy(&i16, p, 2);
+        v.i = i16;
+        break;
+    case GGUF_TYPE_UINT32:
+        memcpy(&u32, p, 4);
+        v.u = u32;
+        break;
+    case GGUF_TYPE_INT32:
+        memcpy(&i32, p, 4);
+        v.i = i32;
+        break;
+    case GGUF_TYPE_FLOAT32:
+        memcpy(&f32, p, 4);
+        v.f = f32;
+        break;
+    case GGUF_TYPE_BOOL:
+        v.b = p[0] != 0;
+        break;
+    case GGUF_TYPE_UINT64:
+        memcpy(&u64, p, 8);
+        v.u = u64;
+        break;
+    case GGUF_TYPE_INT64:
+        memcpy(&i64, p, 8);
+        v.i = i64;
+        break;
+    case GGUF_TYPE_FLOAT64:
+        memcpy(&f64, p, 8);
+        v.f = f64;
+        break;
+    default:
+        INF_ASSERT(0);
     }
     return v;
 }
 
 static void value_free(gguf_value *v) {
     if (v->type != GGUF_TYPE_ARRAY || !v->arr.items) return;
-    for (uint64_t i = 0; i < v->arr.n; i++) value_free(&v->arr.items[i]);
+    for (uint64_t i = 0; i < v->arr.n; i++)
+        value_free(&v->arr.items[i]);
     free(v->arr.items);
     v->arr.items = NULL;
 }
@@ -179,8 +231,9 @@ static int read_value(gguf_cursor *c, gguf_value *v, uint32_t type, int depth, c
     }
     if (type == GGUF_TYPE_ARRAY) return read_array(c, v, depth, key);
     size_t es = scalar_size(type);
-    if (!es) return inf_fail(c->err, "%s: metadata %s: value type %u is not a GGUF type", c->file,
-                             key, type);
+    if (!es)
+        return inf_fail(c->err, "%s: metadata %s: value type %u is not a GGUF type", c->file, key,
+                        type);
     if (cur_need(c, es, gguf_type_name(type))) return inf_fail_ctx(c->err, "metadata %s", key);
     *v = decode_scalar(type, c->data + c->pos);
     c->pos += es;
@@ -200,7 +253,8 @@ void gguf_close(gguf_file *g) {
         free(g->kv[i].key);
         value_free(&g->kv[i].val);
     }
-    for (int64_t i = 0; g->tensors && i < g->n_tensors; i++) free(g->tensors[i].name);
+    for (int64_t i = 0; g->tensors && i < g->n_tensors; i++)
+        free(g->tensors[i].name);
     free(g->kv);
     free(g->tensors);
     free(g->name);
@@ -236,7 +290,8 @@ static int parse_kvs(gguf_file *g, gguf_cursor *c) {
         if (kn == 0) return inf_fail(c->err, "%s: %s is empty", g->name, what);
         if (!(g->kv[i].key = dup_name(kp, kn, c, what))) return -1;
         uint32_t type;
-        if (cur_u32(c, &type, "value type")) return inf_fail_ctx(c->err, "metadata %s", g->kv[i].key);
+        if (cur_u32(c, &type, "value type"))
+            return inf_fail_ctx(c->err, "metadata %s", g->kv[i].key);
         if (type >= GGUF_TYPE_COUNT)
             return inf_fail(c->err, "%s: metadata %s: value type %u is not a GGUF type", g->name,
                             g->kv[i].key, type);
@@ -244,7 +299,8 @@ static int parse_kvs(gguf_file *g, gguf_cursor *c) {
     }
     char **keys = malloc((g->n_kv ? (size_t)g->n_kv : 1) * sizeof *keys);
     if (!keys) return inf_fail(c->err, "%s: out of memory", g->name);
-    for (int64_t i = 0; i < g->n_kv; i++) keys[i] = g->kv[i].key;
+    for (int64_t i = 0; i < g->n_kv; i++)
+        keys[i] = g->kv[i].key;
     const char *dup = find_duplicate(keys, g->n_kv);
     int rc = dup ? inf_fail(c->err, "%s: metadata key %s appears more than once", g->name, dup) : 0;
     free(keys);
@@ -263,11 +319,12 @@ static int parse_tensor_info(gguf_file *g, gguf_cursor *c, int64_t i) {
     uint32_t n_dims;
     if (cur_u32(c, &n_dims, "n_dims")) return inf_fail_ctx(c->err, "tensor %s", t->name);
     if (n_dims < 1 || n_dims > INF_MAX_DIMS)
-        return inf_fail(c->err, "%s: tensor %s has %u dimensions, expected 1..%d", g->name,
-                        t->name, n_dims, INF_MAX_DIMS);
+        return inf_fail(c->err, "%s: tensor %s has %u dimensions, expected 1..%d", g->name, t->name,
+                        n_dims, INF_MAX_DIMS);
     t->n_dims = (int)n_dims;
     uint64_t count = 1;
-    for (int d = 0; d < INF_MAX_DIMS; d++) t->ne[d] = 1;
+    for (int d = 0; d < INF_MAX_DIMS; d++)
+        t->ne[d] = 1;
     for (int d = 0; d < t->n_dims; d++) {
         uint64_t ne;
         if (cur_u64(c, &ne, "dimension")) return inf_fail_ctx(c->err, "tensor %s", t->name);
@@ -313,7 +370,8 @@ static int place_tensors(gguf_file *g, gguf_cursor *c) {
     g->data_offset = c->pos + pad;
     if (g->n_tensors == 0) return 0;
     if (g->data_offset > g->size)
-        return inf_fail(c->err, "%s: file is truncated: tensor data section starts at %llu, "
+        return inf_fail(c->err,
+                        "%s: file is truncated: tensor data section starts at %llu, "
                         "past the end (%zu bytes)",
                         g->name, (unsigned long long)g->data_offset, g->size);
     uint64_t avail = g->size - g->data_offset;
@@ -323,13 +381,17 @@ static int place_tensors(gguf_file *g, gguf_cursor *c) {
     for (int64_t i = 0; i < g->n_tensors && !rc; i++) {
         gguf_tensor_info *t = &g->tensors[i];
         if (t->offset % g->alignment)
-            rc = inf_fail(c->err, "%s: tensor %s: offset %llu is not a multiple of the "
-                          "alignment %llu", g->name, t->name, (unsigned long long)t->offset,
+            rc = inf_fail(c->err,
+                          "%s: tensor %s: offset %llu is not a multiple of the "
+                          "alignment %llu",
+                          g->name, t->name, (unsigned long long)t->offset,
                           (unsigned long long)g->alignment);
         else if (t->offset > avail || t->nbytes > avail - t->offset)
-            rc = inf_fail(c->err, "%s: tensor %s: data [%llu, +%zu) runs past the end of the "
-                          "file (data section is %llu bytes)", g->name, t->name,
-                          (unsigned long long)t->offset, t->nbytes, (unsigned long long)avail);
+            rc = inf_fail(c->err,
+                          "%s: tensor %s: data [%llu, +%zu) runs past the end of the "
+                          "file (data section is %llu bytes)",
+                          g->name, t->name, (unsigned long long)t->offset, t->nbytes,
+                          (unsigned long long)avail);
         else {
             t->data = g->data + g->data_offset + t->offset;
             spans[i] = (span){t->offset, t->offset + t->nbytes, i};
@@ -361,8 +423,8 @@ int gguf_parse(gguf_file **out, const void *data, size_t size, const char *name,
     if (cur_bytes(&c, magic, 4, "magic")) goto fail;
     if (memcmp(magic, GGUF_MAGIC, 4)) {
         inf_fail(err, "%s: not a GGUF file (magic is %02x %02x %02x %02x, expected \"GGUF\")",
-                 g->name, (unsigned char)magic[0], (unsigned char)magic[1],
-                 (unsigned char)magic[2], (unsigned char)magic[3]);
+                 g->name, (unsigned char)magic[0], (unsigned char)magic[1], (unsigned char)magic[2],
+                 (unsigned char)magic[3]);
         goto fail;
     }
     if (cur_u32(&c, &g->version, "version")) goto fail;
@@ -419,7 +481,8 @@ int gguf_parse(gguf_file **out, const void *data, size_t size, const char *name,
             inf_fail(err, "%s: out of memory", g->name);
             goto fail;
         }
-        for (int64_t i = 0; i < g->n_tensors; i++) names[i] = g->tensors[i].name;
+        for (int64_t i = 0; i < g->n_tensors; i++)
+            names[i] = g->tensors[i].name;
         const char *dup = find_duplicate(names, g->n_tensors);
         if (dup) inf_fail(err, "%s: tensor %s appears more than once", g->name, dup);
         free(names);
@@ -466,16 +529,23 @@ int gguf_get_int(const gguf_file *g, const char *key, int64_t *out, inf_err *err
     const gguf_kv *kv = find_required(g, key, err);
     if (!kv) return -1;
     switch (kv->val.type) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_UINT32: case GGUF_TYPE_UINT64:
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_UINT64:
         if (kv->val.u > (uint64_t)INT64_MAX)
             return inf_fail(err, "%s: metadata %s is %llu, too large", g->name, key,
                             (unsigned long long)kv->val.u);
         *out = (int64_t)kv->val.u;
         return 0;
-    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_INT16:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_INT64:
         *out = kv->val.i;
         return 0;
-    default: return wrong_type(g, kv, "an integer", err);
+    default:
+        return wrong_type(g, kv, "an integer", err);
     }
 }
 
@@ -496,8 +566,7 @@ int gguf_get_bool(const gguf_file *g, const char *key, bool *out, inf_err *err) 
     return 0;
 }
 
-int gguf_get_str(const gguf_file *g, const char *key, const char **ptr, size_t *len,
-                 inf_err *err) {
+int gguf_get_str(const gguf_file *g, const char *key, const char **ptr, size_t *len, inf_err *err) {
     const gguf_kv *kv = find_required(g, key, err);
     if (!kv) return -1;
     if (kv->val.type != GGUF_TYPE_STRING) return wrong_type(g, kv, "STRING", err);
@@ -506,14 +575,14 @@ int gguf_get_str(const gguf_file *g, const char *key, const char **ptr, size_t *
     return 0;
 }
 
-int gguf_get_arr(const gguf_file *g, const char *key, uint32_t elem_type,
-                 const gguf_value **arr, inf_err *err) {
+int gguf_get_arr(const gguf_file *g, const char *key, uint32_t elem_type, const gguf_value **arr,
+                 inf_err *err) {
     const gguf_kv *kv = find_required(g, key, err);
     if (!kv) return -1;
     if (kv->val.type != GGUF_TYPE_ARRAY) return wrong_type(g, kv, "ARRAY", err);
     if (elem_type != GGUF_TYPE_COUNT && kv->val.arr.type != elem_type)
-        return inf_fail(err, "%s: metadata %s is an array of %s, expected an array of %s",
-                        g->name, key, gguf_type_name(kv->val.arr.type), gguf_type_name(elem_type));
+        return inf_fail(err, "%s: metadata %s is an array of %s, expected an array of %s", g->name,
+                        key, gguf_type_name(kv->val.arr.type), gguf_type_name(elem_type));
     *arr = &kv->val;
     return 0;
 }
@@ -551,8 +620,8 @@ static int get_pos_int(const gguf_file *g, const char *key, int *out, inf_err *e
     int64_t v;
     if (gguf_get_int(g, key, &v, err)) return -1;
     if (v <= 0 || v > INT32_MAX)
-        return inf_fail(err, "%s: metadata %s is %lld, expected 1..%d", g->name, key,
-                        (long long)v, INT32_MAX);
+        return inf_fail(err, "%s: metadata %s is %lld, expected 1..%d", g->name, key, (long long)v,
+                        INT32_MAX);
     *out = (int)v;
     return 0;
 }
@@ -573,32 +642,33 @@ static int load_hparams(inf_model_file *m, const gguf_file *g, inf_err *err) {
     hp->rope_theta = (float)theta;
     hp->rms_eps = (float)eps;
     hp->n_head_kv = hp->n_head;
-    if (gguf_find(g, KEY("attention.head_count_kv")) &&
-        get_pos_int(g, key, &hp->n_head_kv, err))
+    if (gguf_find(g, KEY("attention.head_count_kv")) && get_pos_int(g, key, &hp->n_head_kv, err))
         return -1;
     /* Qwen3 states head_dim; n_head*head_dim need not equal n_embd */
     if (gguf_find(g, KEY("attention.key_length"))) {
         if (get_pos_int(g, key, &hp->head_dim, err)) return -1;
     } else {
         if (hp->n_embd % hp->n_head)
-            return inf_fail(err, "%s: metadata %s is missing and n_embd %d is not a multiple "
-                            "of n_head %d", g->name, key, hp->n_embd, hp->n_head);
+            return inf_fail(err,
+                            "%s: metadata %s is missing and n_embd %d is not a multiple "
+                            "of n_head %d",
+                            g->name, key, hp->n_embd, hp->n_head);
         hp->head_dim = hp->n_embd / hp->n_head;
     }
     if (gguf_find(g, KEY("attention.value_length"))) {
         int vl;
         if (get_pos_int(g, key, &vl, err)) return -1;
         if (vl != hp->head_dim)
-            return inf_fail(err, "%s: metadata %s is %d, expected the key length %d", g->name,
-                            key, vl, hp->head_dim);
+            return inf_fail(err, "%s: metadata %s is %d, expected the key length %d", g->name, key,
+                            vl, hp->head_dim);
     }
 #undef KEY
     return 0;
 }
 
 /* Copies a string array into v->tokens-like storage. */
-static int copy_str_array(const gguf_file *g, const char *key, const gguf_value *arr,
-                          char ***out, int *n_out, inf_err *err) {
+static int copy_str_array(const gguf_file *g, const char *key, const gguf_value *arr, char ***out,
+                          int *n_out, inf_err *err) {
     if (arr->arr.n > INT32_MAX)
         return inf_fail(err, "%s: metadata %s has %llu entries, too many", g->name, key,
                         (unsigned long long)arr->arr.n);
@@ -622,8 +692,8 @@ static int get_token_id(const gguf_file *g, const char *key, int n, int *out, in
     int64_t v;
     if (gguf_get_int(g, key, &v, err)) return -1;
     if (v < 0 || v >= n)
-        return inf_fail(err, "%s: metadata %s is %lld, expected a token id below %d", g->name,
-                        key, (long long)v, n);
+        return inf_fail(err, "%s: metadata %s is %lld, expected a token id below %d", g->name, key,
+                        (long long)v, n);
     *out = (int)v;
     return 0;
 }
@@ -641,12 +711,15 @@ static int load_vocab(inf_vocab_desc *v, const gguf_file *g, inf_err *err) {
     if (gguf_find(g, "tokenizer.ggml.token_type")) {
         if (gguf_get_arr(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &arr, err)) return -1;
         if (arr->arr.n != (uint64_t)v->n_tokens)
-            return inf_fail(err, "%s: metadata tokenizer.ggml.token_type has %llu entries, "
-                            "expected one per token (%d)", g->name,
-                            (unsigned long long)arr->arr.n, v->n_tokens);
-        for (int i = 0; i < v->n_tokens; i++) v->token_type[i] = (int32_t)gguf_arr_at(arr, i).i;
+            return inf_fail(err,
+                            "%s: metadata tokenizer.ggml.token_type has %llu entries, "
+                            "expected one per token (%d)",
+                            g->name, (unsigned long long)arr->arr.n, v->n_tokens);
+        for (int i = 0; i < v->n_tokens; i++)
+            v->token_type[i] = (int32_t)gguf_arr_at(arr, i).i;
     } else {
-        for (int i = 0; i < v->n_tokens; i++) v->token_type[i] = INF_TOKEN_NORMAL;
+        for (int i = 0; i < v->n_tokens; i++)
+            v->token_type[i] = INF_TOKEN_NORMAL;
     }
     if (gguf_find(g, "tokenizer.ggml.merges") &&
         (gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &arr, err) ||

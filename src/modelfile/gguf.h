@@ -72,9 +72,9 @@ typedef struct gguf_kv {
 } gguf_kv;
 
 typedef struct gguf_tensor_info {
-    char *name;    /* NUL-terminated copy */
-    uint32_t type; /* ggml type id (always one inferno supports after parsing) */
-    int n_dims;    /* 1..4 */
+    char *name;               /* NUL-terminated copy */
+    uint32_t type;            /* ggml type id (always one inferno supports after parsing) */
+    int n_dims;               /* 1..4 */
     int64_t ne[INF_MAX_DIMS]; /* fastest-first; unused = 1 */
     uint64_t offset;          /* as stored: relative to the data section */
     size_t nbytes;
@@ -118,10 +118,9 @@ const gguf_kv *gguf_find(const gguf_file *g, const char *key);
 int gguf_get_int(const gguf_file *g, const char *key, int64_t *out, inf_err *err);
 int gguf_get_float(const gguf_file *g, const char *key, double *out, inf_err *err);
 int gguf_get_bool(const gguf_file *g, const char *key, bool *out, inf_err *err);
-int gguf_get_str(const gguf_file *g, const char *key, const char **ptr, size_t *len,
+int gguf_get_str(const gguf_file *g, const char *key, const char **ptr, size_t *len, inf_err *err);
+int gguf_get_arr(const gguf_file *g, const char *key, uint32_t elem_type, const gguf_value **arr,
                  inf_err *err);
-int gguf_get_arr(const gguf_file *g, const char *key, uint32_t elem_type,
-                 const gguf_value **arr, inf_err *err);
 
 /* Element i (< arr->arr.n) of an array value, decoded into a scalar, string
  * or array value. */

@@ -104,8 +104,10 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
         goto done;
     /* Qwen3 states head_dim; n_head*head_dim need not equal hidden_size */
     if (!json_object_get(cfg, "head_dim") && hp->n_embd % hp->n_head) {
-        inf_fail(err, "%s: field head_dim is missing and hidden_size is not a multiple of "
-                 "num_attention_heads", path);
+        inf_fail(err,
+                 "%s: field head_dim is missing and hidden_size is not a multiple of "
+                 "num_attention_heads",
+                 path);
         goto done;
     }
     if (cfg_int(cfg, path, "head_dim", hp->n_embd / hp->n_head, &hp->head_dim, err)) goto done;
@@ -176,8 +178,10 @@ static int load_index(inf_model_file *m, const char *dir, const char *index_path
     json_object_foreach(wm, tname, fv) {
         const char *file = json_string_value(fv);
         if (!st_find(m->priv->st[find_shard(m, dir, file)], tname)) {
-            inf_fail(err, "%s: weight_map says tensor %s is in %s, but that file has no such "
-                     "tensor", index_path, tname, file);
+            inf_fail(err,
+                     "%s: weight_map says tensor %s is in %s, but that file has no such "
+                     "tensor",
+                     index_path, tname, file);
             goto done;
         }
     }
@@ -188,7 +192,8 @@ done:
 }
 
 static int load_weights(inf_model_file *m, const char *dir, inf_err *err) {
-    char *index = join(dir, "model.safetensors.index.json"), *single = join(dir, "model.safetensors");
+    char *index = join(dir, "model.safetensors.index.json"),
+         *single = join(dir, "model.safetensors");
     int rc = -1;
     if (!index || !single) {
         inf_fail(err, "%s: out of memory", dir);
@@ -199,12 +204,15 @@ static int load_weights(inf_model_file *m, const char *dir, inf_err *err) {
     } else if (is_file(single)) {
         if (add_shard(m, dir, "model.safetensors", err)) goto done;
     } else {
-        inf_fail(err, "%s: folder has no model: neither model.safetensors nor "
-                 "model.safetensors.index.json", dir);
+        inf_fail(err,
+                 "%s: folder has no model: neither model.safetensors nor "
+                 "model.safetensors.index.json",
+                 dir);
         goto done;
     }
     int64_t total = 0;
-    for (int i = 0; i < m->priv->n_st; i++) total += m->priv->st[i]->n_tensors;
+    for (int i = 0; i < m->priv->n_st; i++)
+        total += m->priv->st[i]->n_tensors;
     if (total > INT32_MAX) {
         inf_fail(err, "%s: too many tensors", dir);
         goto done;
@@ -261,9 +269,11 @@ int hf_model_open(inf_model_file **out, const char *dir, inf_err *err) {
     if (model_alloc(&m, INF_FORMAT_HF, dir, err)) return -1;
     /* the folder's own name, without trailing slashes */
     size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
     size_t b = n;
-    while (b > 0 && dir[b - 1] != '/') b--;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
     if (!(m->name = strndup(dir + b, n - b))) {
         inf_model_close(m);
         return inf_fail(err, "%s: out of memory", dir);

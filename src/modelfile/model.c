@@ -30,7 +30,8 @@ int model_alloc(inf_model_file **out, inf_format format, const char *path, inf_e
 
 void inf_model_close(inf_model_file *m) {
     if (!m) return;
-    for (int i = 0; m->tensors && i < m->n_tensors; i++) free(m->tensors[i].name);
+    for (int i = 0; m->tensors && i < m->n_tensors; i++)
+        free(m->tensors[i].name);
     free(m->tensors);
     free(m->layers);
     inf_vocab_desc_free(&m->vocab);
@@ -39,7 +40,8 @@ void inf_model_close(inf_model_file *m) {
     free(m->name);
     if (m->priv) {
         gguf_close(m->priv->gguf);
-        for (int i = 0; i < m->priv->n_st; i++) st_close(m->priv->st[i]);
+        for (int i = 0; i < m->priv->n_st; i++)
+            st_close(m->priv->st[i]);
         free(m->priv->st);
         free(m->priv->by_name);
         free(m->priv);
@@ -91,46 +93,97 @@ typedef struct slot_def {
 
 #define LW(f) offsetof(inf_layer_weights, f)
 static const slot_def layer_slots[] = {
-    {"blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", 1, {D_EMBD}, true,
+    {"blk.%d.attn_norm.weight",
+     "model.layers.%d.input_layernorm.weight",
+     1,
+     {D_EMBD},
+     true,
      LW(attn_norm)},
-    {"blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", 2, {D_EMBD, D_Q}, false,
+    {"blk.%d.attn_q.weight",
+     "model.layers.%d.self_attn.q_proj.weight",
+     2,
+     {D_EMBD, D_Q},
+     false,
      LW(wq)},
-    {"blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", 2, {D_EMBD, D_KV}, false,
+    {"blk.%d.attn_k.weight",
+     "model.layers.%d.self_attn.k_proj.weight",
+     2,
+     {D_EMBD, D_KV},
+     false,
      LW(wk)},
-    {"blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", 2, {D_EMBD, D_KV}, false,
+    {"blk.%d.attn_v.weight",
+     "model.layers.%d.self_attn.v_proj.weight",
+     2,
+     {D_EMBD, D_KV},
+     false,
      LW(wv)},
-    {"blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", 2, {D_Q, D_EMBD},
-     false, LW(wo)},
-    {"blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", 1, {D_HEAD}, true,
+    {"blk.%d.attn_output.weight",
+     "model.layers.%d.self_attn.o_proj.weight",
+     2,
+     {D_Q, D_EMBD},
+     false,
+     LW(wo)},
+    {"blk.%d.attn_q_norm.weight",
+     "model.layers.%d.self_attn.q_norm.weight",
+     1,
+     {D_HEAD},
+     true,
      LW(q_norm)},
-    {"blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", 1, {D_HEAD}, true,
+    {"blk.%d.attn_k_norm.weight",
+     "model.layers.%d.self_attn.k_norm.weight",
+     1,
+     {D_HEAD},
+     true,
      LW(k_norm)},
-    {"blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", 1, {D_EMBD},
-     true, LW(ffn_norm)},
-    {"blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", 2, {D_EMBD, D_FF}, false,
+    {"blk.%d.ffn_norm.weight",
+     "model.layers.%d.post_attention_layernorm.weight",
+     1,
+     {D_EMBD},
+     true,
+     LW(ffn_norm)},
+    {"blk.%d.ffn_gate.weight",
+     "model.layers.%d.mlp.gate_proj.weight",
+     2,
+     {D_EMBD, D_FF},
+     false,
      LW(w_gate)},
-    {"blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", 2, {D_EMBD, D_FF}, false,
+    {"blk.%d.ffn_up.weight",
+     "model.layers.%d.mlp.up_proj.weight",
+     2,
+     {D_EMBD, D_FF},
+     false,
      LW(w_up)},
-    {"blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", 2, {D_FF, D_EMBD}, false,
+    {"blk.%d.ffn_down.weight",
+     "model.layers.%d.mlp.down_proj.weight",
+     2,
+     {D_FF, D_EMBD},
+     false,
      LW(w_down)},
 };
 #define N_LAYER_SLOTS (int)(sizeof layer_slots / sizeof layer_slots[0])
 
-static const slot_def embd_slot = {"token_embd.weight", "model.embed_tokens.weight", 2,
-                                   {D_EMBD, D_VOCAB}, false, 0};
+static const slot_def embd_slot = {
+    "token_embd.weight", "model.embed_tokens.weight", 2, {D_EMBD, D_VOCAB}, false, 0};
 static const slot_def norm_slot = {"output_norm.weight", "model.norm.weight", 1, {D_EMBD}, true, 0};
-static const slot_def output_slot = {"output.weight", "lm_head.weight", 2, {D_EMBD, D_VOCAB},
-                                     false, 0};
+static const slot_def output_slot = {
+    "output.weight", "lm_head.weight", 2, {D_EMBD, D_VOCAB}, false, 0};
 
 static int64_t dim_value(const inf_hparams *hp, enum dim d) {
     switch (d) {
-    case D_EMBD: return hp->n_embd;
-    case D_Q: return (int64_t)hp->n_head * hp->head_dim;
-    case D_KV: return (int64_t)hp->n_head_kv * hp->head_dim;
-    case D_HEAD: return hp->head_dim;
-    case D_FF: return hp->n_ff;
-    case D_VOCAB: return hp->n_vocab;
-    default: return 1;
+    case D_EMBD:
+        return hp->n_embd;
+    case D_Q:
+        return (int64_t)hp->n_head * hp->head_dim;
+    case D_KV:
+        return (int64_t)hp->n_head_kv * hp->head_dim;
+    case D_HEAD:
+        return hp->head_dim;
+    case D_FF:
+        return hp->n_ff;
+    case D_VOCAB:
+        return hp->n_vocab;
+    default:
+        return 1;
     }
 }
 
@@ -159,9 +212,11 @@ static int bind_slot(const inf_model_file *m, const slot_def *s, int layer, bool
     }
     const inf_tensor *t = *out;
     int64_t want[INF_MAX_DIMS] = {1, 1, 1, 1};
-    for (int d = 0; d < s->n_dims; d++) want[d] = dim_value(&m->hp, s->shape[d]);
+    for (int d = 0; d < s->n_dims; d++)
+        want[d] = dim_value(&m->hp, s->shape[d]);
     bool ok = t->n_dims == s->n_dims;
-    for (int d = 0; d < s->n_dims && ok; d++) ok = t->ne[d] == want[d];
+    for (int d = 0; d < s->n_dims && ok; d++)
+        ok = t->ne[d] == want[d];
     if (!ok) {
         char a[96], e[96];
         fmt_shape(a, sizeof a, m->format, t->n_dims, t->ne);
@@ -179,16 +234,16 @@ static int check_hparams(const inf_model_file *m, inf_err *err) {
     const struct {
         const char *name;
         int v;
-    } pos[] = {{"n_layer", hp->n_layer}, {"n_embd", hp->n_embd}, {"n_head", hp->n_head},
-               {"n_head_kv", hp->n_head_kv}, {"head_dim", hp->head_dim}, {"n_ff", hp->n_ff},
+    } pos[] = {{"n_layer", hp->n_layer},        {"n_embd", hp->n_embd},     {"n_head", hp->n_head},
+               {"n_head_kv", hp->n_head_kv},    {"head_dim", hp->head_dim}, {"n_ff", hp->n_ff},
                {"n_ctx_train", hp->n_ctx_train}};
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
         if (pos[i].v <= 0)
-            return inf_fail(err, "%s: hyperparameter %s is %d, expected a positive number",
-                            m->path, pos[i].name, pos[i].v);
+            return inf_fail(err, "%s: hyperparameter %s is %d, expected a positive number", m->path,
+                            pos[i].name, pos[i].v);
     if (hp->n_head % hp->n_head_kv)
-        return inf_fail(err, "%s: %d query heads are not a multiple of %d key/value heads",
-                        m->path, hp->n_head, hp->n_head_kv);
+        return inf_fail(err, "%s: %d query heads are not a multiple of %d key/value heads", m->path,
+                        hp->n_head, hp->n_head_kv);
     if (!(hp->rope_theta > 0) || !(hp->rope_theta < 1e30f))
         return inf_fail(err, "%s: rope theta %g is not a positive finite number", m->path,
                         (double)hp->rope_theta);
@@ -206,7 +261,8 @@ int model_bind(inf_model_file *m, inf_err *err) {
     struct inf_model_file_priv *p = m->priv;
     p->by_name = malloc((m->n_tensors ? (size_t)m->n_tensors : 1) * sizeof *p->by_name);
     if (!p->by_name) return inf_fail(err, "%s: out of memory", m->path);
-    for (int i = 0; i < m->n_tensors; i++) p->by_name[i] = &m->tensors[i];
+    for (int i = 0; i < m->n_tensors; i++)
+        p->by_name[i] = &m->tensors[i];
     qsort(p->by_name, (size_t)m->n_tensors, sizeof *p->by_name, cmp_tensor_name);
     for (int i = 1; i < m->n_tensors; i++)
         if (!strcmp(p->by_name[i - 1]->name, p->by_name[i]->name))
@@ -218,8 +274,7 @@ int model_bind(inf_model_file *m, inf_err *err) {
     /* n_vocab comes from the embedding's shape */
     const inf_tensor *te = NULL;
     char name[128];
-    snprintf(name, sizeof name, "%s",
-             m->format == INF_FORMAT_GGUF ? embd_slot.gguf : embd_slot.hf);
+    snprintf(name, sizeof name, "%s", m->format == INF_FORMAT_GGUF ? embd_slot.gguf : embd_slot.hf);
     te = inf_model_find(m, name);
     if (!te) return inf_fail(err, "%s: tensor %s is missing", m->path, name);
     if (te->n_dims != 2 || te->ne[1] > INT32_MAX) {

@@ -12,7 +12,7 @@
 #include "modelfile/safetensors.h"
 
 struct inf_model_file_priv {
-    gguf_file *gguf;            /* GGUF: the parsed file; owns the mapping */
+    gguf_file *gguf; /* GGUF: the parsed file; owns the mapping */
     int n_st;
     st_file **st;               /* HF: [n_st] safetensors files (shards); own their mappings */
     int tie_hint;               /* HF tie_word_embeddings: 1/0; -1 when the format has no flag */

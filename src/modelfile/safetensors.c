@@ -12,7 +12,8 @@
 
 void st_close(st_file *f) {
     if (!f) return;
-    for (int i = 0; f->tensors && i < f->n_tensors; i++) free(f->tensors[i].name);
+    for (int i = 0; f->tensors && i < f->n_tensors; i++)
+        free(f->tensors[i].name);
     free(f->tensors);
     free(f->name);
     inf_mmap_close(&f->map);
@@ -42,8 +43,10 @@ static int parse_entry(st_file *f, st_tensor *t, json_t *e, uint64_t data_len, i
             es = st_dtypes[i].size;
         }
     if (!es)
-        return inf_fail(err, "%s: tensor %s has dtype %s, which inferno does not support "
-                        "(F32, F16, BF16)", f->name, t->name, json_string_value(dt));
+        return inf_fail(err,
+                        "%s: tensor %s has dtype %s, which inferno does not support "
+                        "(F32, F16, BF16)",
+                        f->name, t->name, json_string_value(dt));
     if (!json_is_array(shape))
         return inf_fail(err, "%s: tensor %s: \"shape\" is missing or not an array", f->name,
                         t->name);
@@ -52,7 +55,8 @@ static int parse_entry(st_file *f, st_tensor *t, json_t *e, uint64_t data_len, i
         return inf_fail(err, "%s: tensor %s has %zu dimensions, expected 1..%d", f->name, t->name,
                         nd, INF_MAX_DIMS);
     t->n_dims = (int)nd;
-    for (int d = 0; d < INF_MAX_DIMS; d++) t->ne[d] = 1;
+    for (int d = 0; d < INF_MAX_DIMS; d++)
+        t->ne[d] = 1;
     uint64_t count = 1;
     for (size_t d = 0; d < nd; d++) {
         json_t *v = json_array_get(shape, d);
@@ -71,21 +75,23 @@ static int parse_entry(st_file *f, st_tensor *t, json_t *e, uint64_t data_len, i
     uint64_t want = count * es;
     if (!json_is_array(offs) || json_array_size(offs) != 2 ||
         !json_is_integer(json_array_get(offs, 0)) || !json_is_integer(json_array_get(offs, 1)))
-        return inf_fail(err, "%s: tensor %s: \"data_offsets\" is not a [begin, end] pair",
-                        f->name, t->name);
+        return inf_fail(err, "%s: tensor %s: \"data_offsets\" is not a [begin, end] pair", f->name,
+                        t->name);
     json_int_t b = json_integer_value(json_array_get(offs, 0)),
                en = json_integer_value(json_array_get(offs, 1));
     if (b < 0 || en < b)
         return inf_fail(err, "%s: tensor %s: data_offsets [%lld, %lld] are not ordered", f->name,
                         t->name, (long long)b, (long long)en);
     if ((uint64_t)en > data_len)
-        return inf_fail(err, "%s: tensor %s: data_offsets end %lld is past the end of the data "
-                        "(%llu bytes)", f->name, t->name, (long long)en,
-                        (unsigned long long)data_len);
+        return inf_fail(err,
+                        "%s: tensor %s: data_offsets end %lld is past the end of the data "
+                        "(%llu bytes)",
+                        f->name, t->name, (long long)en, (unsigned long long)data_len);
     if ((uint64_t)(en - b) != want)
-        return inf_fail(err, "%s: tensor %s: data_offsets span %lld bytes, but shape and dtype "
-                        "need %llu", f->name, t->name, (long long)(en - b),
-                        (unsigned long long)want);
+        return inf_fail(err,
+                        "%s: tensor %s: data_offsets span %lld bytes, but shape and dtype "
+                        "need %llu",
+                        f->name, t->name, (long long)(en - b), (unsigned long long)want);
     t->offset = 8 + f->header_len + (uint64_t)b;
     t->nbytes = (size_t)want;
     t->data = f->data + t->offset;
@@ -100,8 +106,7 @@ static int cmp_offset(const void *a, const void *b) {
 }
 
 static int parse_header(st_file *f, json_t *root, inf_err *err) {
-    if (!json_is_object(root))
-        return inf_fail(err, "%s: header is not a JSON object", f->name);
+    if (!json_is_object(root)) return inf_fail(err, "%s: header is not a JSON object", f->name);
     size_t n = json_object_size(root);
     if (json_object_get(root, "__metadata__")) {
         if (!json_is_object(json_object_get(root, "__metadata__")))
@@ -143,8 +148,8 @@ int st_parse(st_file **out, const void *data, size_t size, const char *name, inf
     int rc = -1;
     json_t *root = NULL;
     if (size < 8) {
-        inf_fail(err, "%s: file is truncated: %zu bytes, the header length alone needs 8",
-                 f->name, size);
+        inf_fail(err, "%s: file is truncated: %zu bytes, the header length alone needs 8", f->name,
+                 size);
         goto done;
     }
     memcpy(&f->header_len, data, 8);
@@ -163,8 +168,8 @@ int st_parse(st_file **out, const void *data, size_t size, const char *name, inf
         goto done;
     }
     json_error_t je;
-    root = json_loadb((const char *)f->data + 8, (size_t)f->header_len,
-                      JSON_REJECT_DUPLICATES, &je);
+    root =
+        json_loadb((const char *)f->data + 8, (size_t)f->header_len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         inf_fail(err, "%s: header JSON is broken at line %d column %d: %s", f->name, je.line,
                  je.column, je.text);

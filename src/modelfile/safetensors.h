@@ -22,8 +22,8 @@
 
 typedef struct st_tensor {
     char *name;
-    inf_dtype type; /* INF_F32, INF_F16 or INF_BF16 */
-    int n_dims;     /* 1..4 */
+    inf_dtype type;           /* INF_F32, INF_F16 or INF_BF16 */
+    int n_dims;               /* 1..4 */
     int64_t ne[INF_MAX_DIMS]; /* fastest-first (the file's shape reversed); unused = 1 */
     uint64_t offset;          /* file offset of the data */
     size_t nbytes;

@@ -93,6 +93,9 @@ typedef enum synth_kind {
 
 #define SYNTH_HF_SHARDS 3
 
+/* The seed inferno-mkmodel uses unless told otherwise (models/ is made with it). */
+#define SYNTH_DEFAULT_SEED 42
+
 typedef struct synth_output {
     synth_kind kind;
     synth_mix mix;

@@ -24,16 +24,25 @@ static inline void bb_bytes(bb *b, const void *src, size_t n) {
     if (n) memcpy(b->p + b->n, src, n);
     b->n += n;
 }
-static inline void bb_u8(bb *b, uint8_t v) { bb_bytes(b, &v, 1); }
-static inline void bb_u32(bb *b, uint32_t v) { bb_bytes(b, &v, 4); }
-static inline void bb_u64(bb *b, uint64_t v) { bb_bytes(b, &v, 8); }
-static inline void bb_f32(bb *b, float v) { bb_bytes(b, &v, 4); }
+static inline void bb_u8(bb *b, uint8_t v) {
+    bb_bytes(b, &v, 1);
+}
+static inline void bb_u32(bb *b, uint32_t v) {
+    bb_bytes(b, &v, 4);
+}
+static inline void bb_u64(bb *b, uint64_t v) {
+    bb_bytes(b, &v, 8);
+}
+static inline void bb_f32(bb *b, float v) {
+    bb_bytes(b, &v, 4);
+}
 static inline void bb_str(bb *b, const char *s) {
     bb_u64(b, strlen(s));
     bb_bytes(b, s, strlen(s));
 }
 static inline void bb_pad(bb *b, size_t align) {
-    while (b->n % align) bb_u8(b, 0);
+    while (b->n % align)
+        bb_u8(b, 0);
 }
 static inline void bb_free(bb *b) {
     free(b->p);
@@ -66,7 +75,8 @@ static inline void kv_strs(bb *b, const char *k, const char *const *v, int n) {
     bb_u32(b, 9);
     bb_u32(b, 8);
     bb_u64(b, (uint64_t)n);
-    for (int i = 0; i < n; i++) bb_str(b, v[i]);
+    for (int i = 0; i < n; i++)
+        bb_str(b, v[i]);
 }
 static inline void kv_i32s(bb *b, const char *k, const int32_t *v, int n) {
     bb_str(b, k);
@@ -88,7 +98,7 @@ typedef struct tiny_opts {
     bool untied;           /* write output.weight */
     const char *skip;      /* leave out this tensor */
     const char *bad_shape; /* give this tensor one extra row */
-    uint32_t mat_type;     /* 0 = F32 */
+    uint32_t mat_type;     /* 0 = F32, 1 = F16, 30 = BF16, 8 = Q8_0 */
     uint32_t alignment;    /* 0 = no general.alignment key (default 32) */
 } tiny_opts;
 
@@ -104,8 +114,8 @@ typedef struct tiny_layout {
 } tiny_layout;
 
 static const char *const tiny_tokens[TINY_VOCAB] = {
-    "!", "\"", "a", "b", "ab", "\xc4\xa0the", "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-    "x", "y", "xy"};
+    "!",          "\"", "a", "b", "ab", "\xc4\xa0the", "<|endoftext|>", "<|im_start|>",
+    "<|im_end|>", "x",  "y", "xy"};
 
 static inline void tiny_gguf(bb *b, const tiny_opts *o, tiny_layout *lay) {
     static const int32_t types[TINY_VOCAB] = {1, 1, 1, 1, 1, 1, 3, 3, 3, 1, 1, 1};
@@ -182,8 +192,9 @@ static inline void tiny_gguf(bb *b, const tiny_opts *o, tiny_layout *lay) {
         int64_t ne0 = t[i].ne0;
         if (t[i].n_dims == 1 && o->bad_shape && !strcmp(o->bad_shape, t[i].name)) ne0++;
         tys[j] = t[i].mat && o->mat_type ? o->mat_type : 0;
-        size_t es = tys[j] ? 2 : 4;
-        sizes[j] = (size_t)(ne0 * ne1) * es;
+        /* F32 4 bytes, F16/BF16 2 bytes, Q8_0 34 bytes per 32 weights */
+        sizes[j] =
+            tys[j] == 8 ? (size_t)(ne0 * ne1) / 32 * 34 : (size_t)(ne0 * ne1) * (tys[j] ? 2 : 4);
         lay->names[j] = t[i].name;
         bb_str(b, t[i].name);
         bb_u32(b, (uint32_t)t[i].n_dims);
@@ -199,11 +210,18 @@ static inline void tiny_gguf(bb *b, const tiny_opts *o, tiny_layout *lay) {
     bb_pad(b, align);
     lay->data_offset = b->n;
     for (int j = 0; j < nk; j++) {
+        if (tys[j] == 8) { /* Q8_0 blocks: byte pattern only */
+            for (size_t e = 0; e < sizes[j]; e++)
+                bb_u8(b, (uint8_t)(keep[j] + e));
+            bb_pad(b, align);
+            continue;
+        }
         /* deterministic values: element e of tensor j is j + e/1000 */
         size_t es = tys[j] ? 2 : 4;
         for (size_t e = 0; e < sizes[j] / es; e++) {
             float v = (float)keep[j] + (float)e / 1000.0f;
-            if (es == 4) bb_f32(b, v);
+            if (es == 4)
+                bb_f32(b, v);
             else {
                 uint32_t u;
                 memcpy(&u, &v, 4);
@@ -223,7 +241,8 @@ static inline void st_image(bb *b, const char *header, const void *data, size_t 
     size_t hl = strlen(header), padded = (hl + 7) / 8 * 8;
     bb_u64(b, padded);
     bb_bytes(b, header, hl);
-    for (size_t i = hl; i < padded; i++) bb_u8(b, ' ');
+    for (size_t i = hl; i < padded; i++)
+        bb_u8(b, ' ');
     bb_bytes(b, data, n);
 }
 
@@ -246,10 +265,10 @@ static const hf_t hf_tensors[] = {
     {"model.embed_tokens.weight", 2, TINY_VOCAB, TINY_EMBD},
     {"model.norm.weight", 1, 0, TINY_EMBD},
     {"model.layers.0.input_layernorm.weight", 1, 0, TINY_EMBD},
-    {"model.layers.0.self_attn.q_proj.weight", 2, TINY_HEAD * TINY_HD, TINY_EMBD},
-    {"model.layers.0.self_attn.k_proj.weight", 2, TINY_KV * TINY_HD, TINY_EMBD},
-    {"model.layers.0.self_attn.v_proj.weight", 2, TINY_KV * TINY_HD, TINY_EMBD},
-    {"model.layers.0.self_attn.o_proj.weight", 2, TINY_EMBD, TINY_HEAD * TINY_HD},
+    {"model.layers.0.self_attn.q_proj.weight", 2, TINY_HEAD *TINY_HD, TINY_EMBD},
+    {"model.layers.0.self_attn.k_proj.weight", 2, TINY_KV *TINY_HD, TINY_EMBD},
+    {"model.layers.0.self_attn.v_proj.weight", 2, TINY_KV *TINY_HD, TINY_EMBD},
+    {"model.layers.0.self_attn.o_proj.weight", 2, TINY_EMBD, TINY_HEAD *TINY_HD},
     {"model.layers.0.self_attn.q_norm.weight", 1, 0, TINY_HD},
     {"model.layers.0.self_attn.k_norm.weight", 1, 0, TINY_HD},
     {"model.layers.0.post_attention_layernorm.weight", 1, 0, TINY_EMBD},
@@ -274,7 +293,8 @@ static inline void hf_file(bb *b, int from, int to, const char *skip, const char
         int cols = t->cols + (bad && !strcmp(bad, t->name) && t->n_dims == 1);
         size_t n = (size_t)(t->n_dims == 2 ? rows : 1) * (size_t)cols;
         size_t begin = data.n;
-        for (size_t e = 0; e < n; e++) bb_f32(&data, (float)i + (float)e / 1000.0f);
+        for (size_t e = 0; e < n; e++)
+            bb_f32(&data, (float)i + (float)e / 1000.0f);
         if (t->n_dims == 2)
             k += (size_t)snprintf(h + k, sizeof h - k,
                                   "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
@@ -305,6 +325,5 @@ static const char *const tiny_tokenizer =
     "\"trim_offsets\":false,\"use_regex\":true},"
     "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"d\":3,\"e\":4,\"f\":5,"
     "\"g\":6,\"h\":7,\"ab\":8,\"cd\":9},\"merges\":[\"a b\",\"c d\"]}}";
-
 
 #endif

@@ -19,44 +19,99 @@ static void generic_image(bb *b) {
     bb_u32(b, 3);
     bb_u64(b, 7);  /* tensors */
     bb_u64(b, 16); /* kv */
-    bb_str(b, "u8"); bb_u32(b, 0); bb_u8(b, 200);
-    bb_str(b, "i8"); bb_u32(b, 1); bb_u8(b, 0x80);
-    bb_str(b, "u16"); bb_u32(b, 2); { uint16_t v = 65535; bb_bytes(b, &v, 2); }
-    bb_str(b, "i16"); bb_u32(b, 3); { int16_t v = -300; bb_bytes(b, &v, 2); }
+    bb_str(b, "u8");
+    bb_u32(b, 0);
+    bb_u8(b, 200);
+    bb_str(b, "i8");
+    bb_u32(b, 1);
+    bb_u8(b, 0x80);
+    bb_str(b, "u16");
+    bb_u32(b, 2);
+    {
+        uint16_t v = 65535;
+        bb_bytes(b, &v, 2);
+    }
+    bb_str(b, "i16");
+    bb_u32(b, 3);
+    {
+        int16_t v = -300;
+        bb_bytes(b, &v, 2);
+    }
     kv_u32(b, "u32", 4000000000u);
-    bb_str(b, "i32"); bb_u32(b, 5); { int32_t v = -70000; bb_bytes(b, &v, 4); }
+    bb_str(b, "i32");
+    bb_u32(b, 5);
+    {
+        int32_t v = -70000;
+        bb_bytes(b, &v, 4);
+    }
     kv_f32(b, "f32", 0.1f);
     kv_bool(b, "bool", true);
     kv_str(b, "str", "h\xc3\xa9llo");
-    bb_str(b, "u64"); bb_u32(b, 10); bb_u64(b, 0xffffffffffffffffull);
-    bb_str(b, "i64"); bb_u32(b, 11); bb_u64(b, (uint64_t)-5);
-    bb_str(b, "f64"); bb_u32(b, 12); { double v = 2.5e-300; bb_bytes(b, &v, 8); }
-    { int32_t v[3] = {7, -8, 9}; kv_i32s(b, "arr.i32", v, 3); }
+    bb_str(b, "u64");
+    bb_u32(b, 10);
+    bb_u64(b, 0xffffffffffffffffull);
+    bb_str(b, "i64");
+    bb_u32(b, 11);
+    bb_u64(b, (uint64_t)-5);
+    bb_str(b, "f64");
+    bb_u32(b, 12);
+    {
+        double v = 2.5e-300;
+        bb_bytes(b, &v, 8);
+    }
+    {
+        int32_t v[3] = {7, -8, 9};
+        kv_i32s(b, "arr.i32", v, 3);
+    }
     /* [[1, 2], []] as arrays of UINT16 */
-    bb_str(b, "arr.nested"); bb_u32(b, 9); bb_u32(b, 9); bb_u64(b, 2);
-    bb_u32(b, 2); bb_u64(b, 2); { uint16_t v[2] = {1, 2}; bb_bytes(b, v, 4); }
-    bb_u32(b, 2); bb_u64(b, 0);
-    { const char *s[2] = {"", "two"}; kv_strs(b, "arr.str", s, 2); }
+    bb_str(b, "arr.nested");
+    bb_u32(b, 9);
+    bb_u32(b, 9);
+    bb_u64(b, 2);
+    bb_u32(b, 2);
+    bb_u64(b, 2);
+    {
+        uint16_t v[2] = {1, 2};
+        bb_bytes(b, v, 4);
+    }
+    bb_u32(b, 2);
+    bb_u64(b, 0);
+    {
+        const char *s[2] = {"", "two"};
+        kv_strs(b, "arr.str", s, 2);
+    }
     kv_u32(b, "general.alignment", 64);
-    /* tensors: F32 [3], F16 [2,2], BF16 [5], Q8_0 [32,2], Q4_0 [64], Q4_K [256], Q6_K [256,1,1,2] */
-    struct { const char *n; int nd; uint64_t ne[4]; uint32_t type; size_t bytes; } t[7] = {
-        {"a.f32", 1, {3}, 0, 12},        {"b.f16", 2, {2, 2}, 1, 8},
-        {"c.bf16", 1, {5}, 30, 10},      {"d.q8_0", 2, {32, 2}, 8, 68},
-        {"e.q4_0", 1, {64}, 2, 36},      {"f.q4_k", 1, {256}, 12, 144},
+    /* tensors: F32 [3], F16 [2,2], BF16 [5], Q8_0 [32,2], Q4_0 [64], Q4_K [256], Q6_K [256,1,1,2]
+     */
+    struct {
+        const char *n;
+        int nd;
+        uint64_t ne[4];
+        uint32_t type;
+        size_t bytes;
+    } t[7] = {
+        {"a.f32", 1, {3}, 0, 12},
+        {"b.f16", 2, {2, 2}, 1, 8},
+        {"c.bf16", 1, {5}, 30, 10},
+        {"d.q8_0", 2, {32, 2}, 8, 68},
+        {"e.q4_0", 1, {64}, 2, 36},
+        {"f.q4_k", 1, {256}, 12, 144},
         {"g.q6_k", 4, {256, 1, 1, 2}, 14, 420},
     };
     uint64_t off = 0;
     for (int i = 0; i < 7; i++) {
         bb_str(b, t[i].n);
         bb_u32(b, (uint32_t)t[i].nd);
-        for (int d = 0; d < t[i].nd; d++) bb_u64(b, t[i].ne[d]);
+        for (int d = 0; d < t[i].nd; d++)
+            bb_u64(b, t[i].ne[d]);
         bb_u32(b, t[i].type);
         bb_u64(b, off);
         off += (t[i].bytes + 63) / 64 * 64;
     }
     bb_pad(b, 64);
     for (int i = 0; i < 7; i++) {
-        for (size_t k = 0; k < t[i].bytes; k++) bb_u8(b, (uint8_t)(i * 16 + k));
+        for (size_t k = 0; k < t[i].bytes; k++)
+            bb_u8(b, (uint8_t)(i * 16 + k));
         bb_pad(b, 64);
     }
 }
@@ -99,14 +154,13 @@ static void test_generic(void) {
           strstr(err.msg, "STRING"));
     CHECK(gguf_get_float(g, "f64", &fv, &err) == 0 && fv == 2.5e-300);
     CHECK(gguf_get_str(g, "str", &sp, &sn, &err) == 0 && sn == 6 && !memcmp(sp, "h\xc3\xa9llo", 6));
-    CHECK(gguf_get_str(g, "missing.key", &sp, &sn, &err) == -1 &&
-          strstr(err.msg, "missing.key") && strstr(err.msg, "generic.gguf"));
+    CHECK(gguf_get_str(g, "missing.key", &sp, &sn, &err) == -1 && strstr(err.msg, "missing.key") &&
+          strstr(err.msg, "generic.gguf"));
 
     const gguf_value *a;
     CHECK(gguf_get_arr(g, "arr.i32", GGUF_TYPE_INT32, &a, &err) == 0 && a->arr.n == 3 &&
           gguf_arr_at(a, 1).i == -8 && gguf_arr_at(a, 2).i == 9);
-    CHECK(gguf_get_arr(g, "arr.i32", GGUF_TYPE_STRING, &a, &err) == -1 &&
-          strstr(err.msg, "INT32"));
+    CHECK(gguf_get_arr(g, "arr.i32", GGUF_TYPE_STRING, &a, &err) == -1 && strstr(err.msg, "INT32"));
     CHECK(gguf_get_arr(g, "arr.nested", GGUF_TYPE_ARRAY, &a, &err) == 0 && a->arr.n == 2);
     if (a && a->type == GGUF_TYPE_ARRAY && a->arr.n == 2) {
         gguf_value e0 = gguf_arr_at(a, 0), e1 = gguf_arr_at(a, 1);
@@ -211,7 +265,22 @@ static void test_tiny_model(void) {
         CHECK(m->layers[0].w_gate->type == INF_BF16);
         CHECK(m->output_norm->type == INF_F32);
         CHECK_INT(m->layers[0].w_gate->nbytes, TINY_EMBD * TINY_FF * 2);
-        for (int i = 0; i < m->n_tensors; i++) CHECK_INT(m->tensors[i].offset % 128, 0);
+        for (int i = 0; i < m->n_tensors; i++)
+            CHECK_INT(m->tensors[i].offset % 128, 0);
+    }
+    inf_model_close(m);
+    bb_free(&b);
+
+    /* Q8_0 matrices: 32 weights per 34-byte block, in place */
+    o = (tiny_opts){.mat_type = INF_Q8_0};
+    m = open_tiny(&o, &b, &err);
+    CHECK_MSG(m != NULL, "%s", err.msg);
+    if (m) {
+        CHECK(m->layers[0].w_down->type == INF_Q8_0);
+        CHECK(m->token_embd->type == INF_Q8_0);
+        CHECK(m->layers[0].q_norm->type == INF_F32);
+        CHECK_INT(m->layers[0].w_down->nbytes, TINY_FF * TINY_EMBD / 32 * 34);
+        CHECK_INT(((const uint8_t *)m->layers[0].w_down->data)[1], 12 + 1);
     }
     inf_model_close(m);
     bb_free(&b);

@@ -40,8 +40,12 @@ static const char *gguf_error(const unsigned char *p, size_t n) {
         CHECK_MSG(ok_, "error was \"%s\"", m_);                                                    \
     } while (0)
 
-static void put_u32(bb *b, size_t pos, uint32_t v) { memcpy(b->p + pos, &v, 4); }
-static void put_u64(bb *b, size_t pos, uint64_t v) { memcpy(b->p + pos, &v, 8); }
+static void put_u32(bb *b, size_t pos, uint32_t v) {
+    memcpy(b->p + pos, &v, 4);
+}
+static void put_u64(bb *b, size_t pos, uint64_t v) {
+    memcpy(b->p + pos, &v, 8);
+}
 
 /* Position of the n-th occurrence (0-based) of s in the image. */
 static size_t find_bytes(const bb *b, const char *s, int nth) {
@@ -71,7 +75,8 @@ static void test_gguf_truncation(void) {
     for (size_t n = 0; n < b.n; n++) {
         const char *e = gguf_error(b.p, n);
         if (n < data_end) {
-            if (e[0] && strstr(e, "bad.gguf")) clean++;
+            if (e[0] && strstr(e, "bad.gguf"))
+                clean++;
             else {
                 bad++;
                 if (bad < 4) fprintf(stderr, "truncated at %zu: \"%s\"\n", n, e);
@@ -103,8 +108,8 @@ static void test_gguf_header(void) {
     size_t type0 = lay.first_key_len_pos + 8 + strlen("general.architecture");
     CHECK_ERR(MUTATE(put_u32(&c, type0, 99)), "general.architecture", "value type 99");
     size_t abos = find_bytes(&b, "tokenizer.ggml.add_bos_token", 0) + 28;
-    CHECK_ERR(MUTATE(put_u32(&c, abos, GGUF_TYPE_UINT8)), "tokenizer.ggml.add_bos_token",
-              "UINT8", "expected BOOL");
+    CHECK_ERR(MUTATE(put_u32(&c, abos, GGUF_TYPE_UINT8)), "tokenizer.ggml.add_bos_token", "UINT8",
+              "expected BOOL");
     /* a string value of absurd length */
     CHECK_ERR(MUTATE(put_u64(&c, type0 + 4, 1ull << 50)), "general.architecture", "length");
     /* token array count far too large for the file */
@@ -172,7 +177,8 @@ static void test_gguf_tensors(void) {
     CHECK_ERR(gguf_error(b.p, b.n), "token_embd.weight is missing");
     bb_free(&b);
     tiny_gguf(&b, &(tiny_opts){.bad_shape = "blk.0.attn_k.weight"}, &lay);
-    CHECK_ERR(gguf_error(b.p, b.n), "tensor blk.0.attn_k.weight has shape [32, 17], expected [32, 16]");
+    CHECK_ERR(gguf_error(b.p, b.n),
+              "tensor blk.0.attn_k.weight has shape [32, 17], expected [32, 16]");
     bb_free(&b);
     tiny_gguf(&b, &(tiny_opts){.bad_shape = "blk.0.attn_q_norm.weight"}, &lay);
     CHECK_ERR(gguf_error(b.p, b.n), "blk.0.attn_q_norm.weight has shape [17], expected [16]");
@@ -266,7 +272,8 @@ static void test_safetensors(void) {
     bb_free(&b);
 
 #define H(t) "{\"t\":{" t "}}"
-    CHECK_INT(strlen(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), 8)), 0);
+    CHECK_INT(
+        strlen(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), 8)), 0);
     CHECK_ERR(st_header_error("{\"t\":{\"dtype\":\"F32\",", 8), "bad.safetensors",
               "JSON is broken");
     CHECK_ERR(st_header_error("[1,2]", 0), "not start with '{'");
@@ -274,17 +281,20 @@ static void test_safetensors(void) {
     CHECK_ERR(st_header_error(H("\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]"), 8),
               "tensor t has dtype I64");
     CHECK_ERR(st_header_error(H("\"shape\":[1],\"data_offsets\":[0,4]"), 4), "tensor t", "dtype");
-    CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"data_offsets\":[0,4]"), 4), "tensor t", "shape");
+    CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"data_offsets\":[0,4]"), 4), "tensor t",
+              "shape");
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]"), 4),
               "tensor t has 0 dimensions");
-    CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,4]"), 4),
-              "tensor t has 5 dimensions");
+    CHECK_ERR(
+        st_header_error(H("\"dtype\":\"F32\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,4]"), 4),
+        "tensor t has 5 dimensions");
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]"), 4),
               "tensor t", "shape[0]");
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[\"2\"],\"data_offsets\":[0,4]"), 4),
               "tensor t", "shape[0]");
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
-                                "\"data_offsets\":[0,4]"), 4),
+                                "\"data_offsets\":[0,4]"),
+                              4),
               "tensor t", "overflow");
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]"), 8),
               "tensor t", "span 4 bytes", "need 8");
@@ -295,13 +305,16 @@ static void test_safetensors(void) {
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]"), 8),
               "tensor t", "data_offsets");
     CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":"
-                                "[99999999999999999999,0]"), 8),
+                                "[99999999999999999999,0]"),
+                              8),
               "JSON is broken");
     CHECK_ERR(st_header_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                              "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12),
+                              "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                              12),
               "overlaps");
     CHECK_ERR(st_header_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                              "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8),
+                              "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                              8),
               "duplicate");
     CHECK_ERR(st_header_error("{\"__metadata__\":[1]}", 0), "__metadata__");
 #undef H
@@ -311,7 +324,8 @@ static void test_safetensors(void) {
     CHECK_ERR(st_error(b.p, b.n), "bad.safetensors", "header length");
     bb_free(&b);
     bb_u64(&b, 200u << 20);
-    for (int i = 0; i < 2; i++) bb_bytes(&b, "{}", 2);
+    for (int i = 0; i < 2; i++)
+        bb_bytes(&b, "{}", 2);
     CHECK_ERR(st_error(b.p, b.n), "header length");
     bb_free(&b);
 }
@@ -325,7 +339,9 @@ static void put(const char *file, const void *p, size_t n) {
     snprintf(path, sizeof path, "%s/%s", dir, file);
     CHECK(write_file(path, p, n) == 0);
 }
-static void put_text(const char *file, const char *s) { put(file, s, strlen(s)); }
+static void put_text(const char *file, const char *s) {
+    put(file, s, strlen(s));
+}
 static void del(const char *file) {
     char path[600];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -364,7 +380,8 @@ static void config_with(const char *field, const char *value) {
     char *at = strstr(cfg, key);
     INF_ASSERT(at);
     char *end = at + strlen(key);
-    while (*end != ',' && *end != '}') end++;
+    while (*end != ',' && *end != '}')
+        end++;
     if (*end == ',' && !value) end++;
     if (value)
         snprintf(out, sizeof out, "%.*s%s%s%s", (int)(at - cfg), cfg, key, value, end);
@@ -437,8 +454,9 @@ static void test_hf(void) {
     put("a.safetensors", b.p, b.n);
     put("b.safetensors", b.p, b.n);
     bb_free(&b);
-    put_text("model.safetensors.index.json",
-             "{\"weight_map\": {\"model.norm.weight\": \"a.safetensors\", \"x\": \"a.safetensors\"}}");
+    put_text(
+        "model.safetensors.index.json",
+        "{\"weight_map\": {\"model.norm.weight\": \"a.safetensors\", \"x\": \"a.safetensors\"}}");
     CHECK_ERR(hf_error(), "tensor x is in a.safetensors", "no such tensor");
     put_text("model.safetensors.index.json",
              "{\"weight_map\": {\"model.norm.weight\": \"a.safetensors\", "
@@ -468,7 +486,8 @@ static void test_paths(void) {
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     if (fd >= 0) close(fd);
-    CHECK(inf_model_open(&m, path, &err) == -1 && strstr(err.msg, path) && strstr(err.msg, "empty"));
+    CHECK(inf_model_open(&m, path, &err) == -1 && strstr(err.msg, path) &&
+          strstr(err.msg, "empty"));
     unlink(path);
 }
 

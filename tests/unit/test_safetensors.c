@@ -18,7 +18,8 @@ static void small_image(bb *b) {
                     "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
                     "\"c\":{\"dtype\":\"F16\",\"shape\":[1,1,2,1],\"data_offsets\":[30,34]}}";
     unsigned char data[34];
-    for (int i = 0; i < 34; i++) data[i] = (unsigned char)i;
+    for (int i = 0; i < 34; i++)
+        data[i] = (unsigned char)i;
     st_image(b, h, data, sizeof data);
 }
 
@@ -130,8 +131,9 @@ static void test_folder(void) {
     char idx[4096];
     size_t k = (size_t)snprintf(idx, sizeof idx, "{\"metadata\":{},\"weight_map\":{");
     for (int i = 0; i < N_HF_T; i++)
-        k += (size_t)snprintf(idx + k, sizeof idx - k, "%s\"%s\":\"model-0000%d-of-00002.safetensors\"",
-                              i ? "," : "", hf_tensors[i].name, i < 6 ? 1 : 2);
+        k += (size_t)snprintf(idx + k, sizeof idx - k,
+                              "%s\"%s\":\"model-0000%d-of-00002.safetensors\"", i ? "," : "",
+                              hf_tensors[i].name, i < 6 ? 1 : 2);
     snprintf(idx + k, sizeof idx - k, "}}");
     put_text(dir, "model.safetensors.index.json", idx);
     rc = inf_model_open(&m, dir, &err);
