@@ -79,15 +79,28 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         if (IS("--no-think")) { a->no_think = true; continue; }
         if (IS("--ignore-eos")) { a->ignore_eos = true; continue; }
         if (IS("--verbose-prompt")) { a->verbose_prompt = true; continue; }
+        static const char *const takes_value[] = {
+            "-m", "--model", "-p", "--prompt", "-sys", "--system-prompt", "--dump-logits",
+            "--token-ids", "--backend", "-n", "--n-predict", "-c", "--ctx-size", "-b",
+            "--batch-size", "-t", "--threads", "--temp", "--top-k", "--top-p", "--min-p",
+            "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
+            "-s", "--seed"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
+            known |= !strcmp(f, takes_value[k]);
+        if (!known || (!want_prompt && (IS("-p") || IS("--prompt")))) {
+            fprintf(stderr, "inferno %s: unknown %s '%s' (see --help)\n", cmd,
+                    f[0] == '-' ? "option" : "argument", f);
+            return -1;
+        }
         if (i + 1 >= argc) {
-            fprintf(stderr, "inferno %s: %s: %s\n", cmd, f,
-                    f[0] == '-' ? "unknown option or missing value (see --help)" : "unexpected argument");
+            fprintf(stderr, "inferno %s: %s needs a value (see --help)\n", cmd, f);
             return -1;
         }
         const char *v = argv[++i];
         int bad = 0;
         if (IS("-m") || IS("--model")) a->model = v;
-        else if (want_prompt && (IS("-p") || IS("--prompt"))) a->prompt = v;
+        else if (IS("-p") || IS("--prompt")) a->prompt = v;
         else if (IS("-sys") || IS("--system-prompt")) a->system = v;
         else if (IS("--dump-logits")) a->dump_logits = v;
         else if (IS("--token-ids")) a->token_ids = v, a->raw = true;
@@ -110,9 +123,6 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
             unsigned long long s = strtoull(v, &end, 10);
             bad = errno || end == v || *end || v[0] == '-';
             a->sp.seed = s;
-        } else {
-            fprintf(stderr, "inferno %s: unknown option '%s' (see --help)\n", cmd, f);
-            return -1;
         }
 #undef IS
         if (bad) {
