@@ -60,6 +60,7 @@ int cmd_chat(int argc, char **argv) {
         }
         gen_stream_finish(&st);
         printf("\n");
+        fflush(stdout);
         json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "assistant", "content",
                                               reply ? reply : ""));
         free(reply);

@@ -77,6 +77,7 @@ int cmd_run(int argc, char **argv) {
     if (inf_session_generate(g.session, ids, n_ids, &o, &why, &err)) goto fail;
     gen_stream_finish(&st);
     printf("\n");
+    fflush(stdout);
     if (gen_dump_close(&g, &err)) goto fail;
     gen_print_timings(&g, why);
     free(ids);
