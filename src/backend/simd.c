@@ -350,7 +350,7 @@ static void simd_attn_decode(const inf_backend *be, float *out, const float *q, 
 
 /* ---- construction --------------------------------------------------------------------------- */
 
-inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads) {
+inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     inf_backend *be = calloc(1, sizeof *be);
     simd_ctx *c = calloc(1, sizeof *c);
     if (!be || !c) goto fail;
@@ -364,7 +364,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads) {
     c->amx_scratch = calloc((size_t)c->nth, sizeof *c->amx_scratch);
     c->thr_scratch = calloc((size_t)c->nth, sizeof *c->thr_scratch);
     if (!c->amx_scratch || !c->thr_scratch) goto fail;
-    snprintf(c->name, sizeof c->name, "%s-%s", c->pool ? "pool" : "simd", inf_isa_name(c->k->isa));
+    snprintf(c->name, sizeof c->name, "%s-%s", pool || c->pool ? "pool" : "simd", inf_isa_name(c->k->isa));
     be->name = c->name;
     be->ctx = c;
     be->prepare_weight = simd_prepare_weight;
