@@ -155,6 +155,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const float *dr[4];
     const int32_t *sr[4];
     __m512 acc[4];
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xqr[t] = xq->q + (size_t)(t0 + t) * (size_t)n;
         dr[t] = xq->d + (size_t)(t0 + t) * (size_t)(n / 32);
@@ -166,15 +167,19 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
         __m512i ai[4];
+        #pragma GCC unroll 4
         for (int t = 0; t < TB; t++) ai[t] = _mm512_setzero_si512();
         switch (pk->kind) {
         case INF_PACK_Q8_0: {
+            #pragma GCC unroll 8
             for (int c = 0; c < 8; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++)
                     ai[t] = _mm512_dpbusd_epi32(ai[t], w, bcast4(xqr[t] + 32 * g + 4 * c));
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 512)));
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
@@ -185,10 +190,12 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         }
         case INF_PACK_Q4_0:
         case INF_PACK_Q4_K: {
+            #pragma GCC unroll 8
             for (int c = 0; c < 4; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);
                 __m512i lo = _mm512_and_si512(w, m0f);
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
                     ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
@@ -196,6 +203,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
             if (pk->kind == INF_PACK_Q4_0) {
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                     __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(8 * s));
@@ -204,6 +212,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 }
             } else {
                 __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 288)));
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                     __m512 dx = _mm512_set1_ps(dr[t][g]);
@@ -224,6 +233,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             __m512i q2 = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
             __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
                                          _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 const int8_t *xg = xqr[t] + 16 * g;
                 ai[t] = _mm512_dpbusd_epi32(ai[t], q0, bcast4(xg));
@@ -232,6 +242,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 ai[t] = _mm512_dpbusd_epi32(ai[t], q3, bcast4(xg + 12));
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][g]));
                 acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
@@ -242,6 +253,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         default: break;
         }
     }
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, acc[t]);
 }
 
@@ -251,6 +263,7 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     const int64_t n = xq->n;
     const uint16_t *xr[4];
     __m512 acc[4], acc2[4];
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xr[t] = xq->bf + (size_t)(t0 + t) * (size_t)n;
         acc[t] = _mm512_setzero_ps();
@@ -258,15 +271,18 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
+        #pragma GCC unroll 8
         for (int c = 0; c < 16; c += 2) {
             __m512bh w0 = (__m512bh)_mm512_loadu_si512(gp + 64 * c);
             __m512bh w1 = (__m512bh)_mm512_loadu_si512(gp + 64 * c + 64);
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 acc[t] = _mm512_dpbf16_ps(acc[t], w0, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c));
                 acc2[t] = _mm512_dpbf16_ps(acc2[t], w1, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c + 2));
             }
         }
     }
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++)
         _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, _mm512_add_ps(acc[t], acc2[t]));
 }
@@ -390,19 +406,15 @@ static inline __m512 reduce16(__m512 v[16]) {
     return _mm512_permutexvar_ps(idx, d);
 }
 
-static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
-                         float *scratch) {
-    if (hd % 16 || hd > 256) {
-        inf_kernels g;
-        inf_kernels_fill_generic(&g);
-        g.attn_rows(it, kv, hd, scale, scratch);
-        return;
-    }
+static inline __attribute__((always_inline)) void
+attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale, float *scratch) {
     const int R = it->R, nv = hd / 16;
     float *st = scratch;                      /* [R][64] scores */
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
+    float *ktile = acc + (size_t)R * hd; /* [64][hd] */
+    float *vtile = ktile + (size_t)INF_KV_TILE * hd;
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
@@ -412,15 +424,26 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
     const __m512 vscale = _mm512_set1_ps(scale);
     for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
+        /* Copy the tile contiguously: cache rows are often exactly 4 KiB apart,
+         * which maps every key of a tile to the same L1 sets. */
         for (int j = 0; j < nk; j++) {
-            krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-            vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+            const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+            const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+            float *kd = ktile + (size_t)j * hd, *vd = vtile + (size_t)j * hd;
+#pragma GCC unroll 16
+            for (int i = 0; i < nv; i++) {
+                _mm512_store_ps(kd + 16 * i, _mm512_loadu_ps(ks + 16 * i));
+                _mm512_store_ps(vd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
+            }
+            krow[j] = kd;
+            vrow[j] = vd;
         }
         /* scores, 16 keys at a time */
         for (int r = 0; r < R; r++) {
             if (it->lim[r] <= t0) continue;
             int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
             __m512 qv[16];
+            #pragma GCC unroll 16
             for (int i = 0; i < nv; i++) qv[i] = _mm512_loadu_ps(it->q[r] + 16 * i);
             for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
                 __m512 sv;
@@ -428,10 +451,12 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
                     sv = _mm512_set1_ps(-INFINITY);
                 } else {
                     __m512 a[16];
+                    #pragma GCC unroll 16
                     for (int j = 0; j < 16; j++) {
                         a[j] = _mm512_setzero_ps();
                         if (kb + j >= nkr) continue;
                         const float *k = krow[kb + j];
+                        #pragma GCC unroll 16
                         for (int i = 0; i < nv; i++)
                             a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
                     }
@@ -452,9 +477,11 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             float m = ml[2 * r], l = ml[2 * r + 1];
             float *a = acc + (size_t)r * hd;
             __m512 av[16];
+            #pragma GCC unroll 16
             for (int i = 0; i < nv; i++) av[i] = _mm512_load_ps(a + 16 * i);
             if (tmax > m) {
                 __m512 corr = exp512(_mm512_set1_ps(m - tmax));
+                #pragma GCC unroll 16
                 for (int i = 0; i < nv; i++) av[i] = _mm512_mul_ps(av[i], corr);
                 l *= _mm512_cvtss_f32(corr);
                 m = tmax;
@@ -472,8 +499,10 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             for (int j = 0; j < nkr; j++) {
                 __m512 p = _mm512_set1_ps(s[j]);
                 const float *v = vrow[j];
+                #pragma GCC unroll 16
                 for (int i = 0; i < nv; i++) av[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + 16 * i), av[i]);
             }
+            #pragma GCC unroll 16
             for (int i = 0; i < nv; i++) _mm512_store_ps(a + 16 * i, av[i]);
             ml[2 * r] = m;
             ml[2 * r + 1] = l;
@@ -481,9 +510,26 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
     }
     for (int r = 0; r < R; r++) {
         __m512 inv = _mm512_set1_ps(1.0f / ml[2 * r + 1]);
+        #pragma GCC unroll 16
         for (int i = 0; i < nv; i++)
             _mm512_storeu_ps(it->out[r] + 16 * i, _mm512_mul_ps(_mm512_load_ps(acc + (size_t)r * hd + 16 * i), inv));
     }
+}
+
+/* head_dim is a compile-time constant in each body so q and the accumulators stay in registers */
+static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
+                         float *scratch) {
+    switch (hd) {
+    case 64: attn_body(it, kv, 64, scale, scratch); return;
+    case 128: attn_body(it, kv, 128, scale, scratch); return;
+    case 256: attn_body(it, kv, 256, scale, scratch); return;
+    case 16: attn_body(it, kv, 16, scale, scratch); return;
+    case 32: attn_body(it, kv, 32, scale, scratch); return;
+    case 96: attn_body(it, kv, 96, scale, scratch); return;
+    }
+    inf_kernels g;
+    inf_kernels_fill_generic(&g);
+    g.attn_rows(it, kv, hd, scale, scratch);
 }
 
 static int a5_reduce16_ok = -1;

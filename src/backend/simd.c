@@ -161,7 +161,7 @@ static void mm_task(void *arg, int ith, int nth) {
 static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T) {
     simd_ctx *c = ctx_of(be);
     mm_job j = {.c = c, .y = y, .x = x, .w = w, .T = T};
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(64, 256) + INF_CHUNK) == 0);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) == 0);
     const inf_packed *pk = c->k->has_packed ? w->packed : NULL;
     if (pk) {
         int64_t n = w->n_in;
@@ -327,13 +327,13 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
                      const inf_attn_shape *s) {
     attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T};
     int group = s->n_head / s->n_head_kv;
-    j.hpi = group < 64 ? group : 64;
+    j.hpi = group < INF_ATTN_MAX_R ? group : INF_ATTN_MAX_R;
     j.n_hchunk = (group + j.hpi - 1) / j.hpi;
-    j.qb = 16 / j.hpi > 1 ? 16 / j.hpi : 1;
+    j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
     j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk;
     atomic_store(&j.next, 0);
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(64, s->head_dim) + INF_CHUNK) == 0);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK) == 0);
     if (j.n_items > 1) run(c, attn_task, &j);
     else attn_task(&j, 0, 1);
 }
