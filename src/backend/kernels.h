@@ -56,7 +56,8 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
-    uint8_t *data;      /* [n_panels][n_groups][group_bytes], 64-byte aligned */
+    uint8_t *data;      /* [n_panels][n_groups][group_bytes], page aligned (huge pages if allowed) */
+    size_t mapped;      /* bytes mapped at data */
 } inf_packed;
 
 /* Builds the packed form of w (NULL when its type has none or n_in does not
