@@ -92,6 +92,7 @@ typedef struct inf_attn_rows {
 /* Floats of attention scratch one thread needs for an item of R rows. */
 static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
     return 2 * (size_t)head_dim * INF_KV_TILE + (size_t)R * (head_dim + INF_KV_TILE + 2) + 64;
+    /* = K^T and V tiles + per row: accumulator, 64 scores, max and sum; + alignment */
 }
 
 typedef struct inf_kernels {
