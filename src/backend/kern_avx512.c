@@ -438,7 +438,7 @@ scores_rows(float *st, const inf_attn_rows *it, int r0, const int RB, const floa
 
 /* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows. */
 static inline __attribute__((always_inline)) void
-pv_rows(float *acc, const float *st, int r0, const int RB, const float *vt, int nj, const int hd) {
+pv_rows(float *acc, const float *st, int r0, const int RB, const float *const *vrow, int nj, const int hd) {
     const int nv = hd / 16;
     __m512 av[2][16];
 #pragma GCC unroll 2
@@ -446,12 +446,12 @@ pv_rows(float *acc, const float *st, int r0, const int RB, const float *vt, int 
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++) av[r][i] = _mm512_load_ps(acc + (size_t)(r0 + r) * hd + 16 * i);
     for (int j = 0; j < nj; j++) {
-        const float *v = vt + (size_t)j * hd;
+        const float *v = vrow[j];
         __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * INF_KV_TILE + j]);
         __m512 p1 = RB > 1 ? _mm512_set1_ps(st[(size_t)(r0 + 1) * INF_KV_TILE + j]) : p0;
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++) {
-            __m512 vv = _mm512_load_ps(v + 16 * i);
+            __m512 vv = _mm512_loadu_ps(v + 16 * i);
             av[0][i] = _mm512_fmadd_ps(p0, vv, av[0][i]);
             if (RB > 1) av[1][i] = _mm512_fmadd_ps(p1, vv, av[1][i]);
         }
@@ -460,6 +460,34 @@ pv_rows(float *acc, const float *st, int r0, const int RB, const float *vt, int 
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++) _mm512_store_ps(acc + (size_t)(r0 + r) * hd + 16 * i, av[r][i]);
+}
+
+/* Scores of one row against the tile's keys read in place (few rows: a
+ * transposed copy would cost more than it saves): 16 dot products at a time,
+ * summed across lanes by reduce16. Lanes past nk are left 0. */
+static inline __attribute__((always_inline)) void
+scores_direct(float *s, const float *q, const float *const *krow, int nk, const int hd) {
+    const int nv = hd / 16;
+    __m512 qv[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < nv; i++) qv[i] = _mm512_loadu_ps(q + 16 * i);
+    for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
+        if (kb >= nk) {
+            _mm512_store_ps(s + kb, _mm512_setzero_ps());
+            continue;
+        }
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            a[j] = _mm512_setzero_ps();
+            if (kb + j < nk) {
+                const float *k = krow[kb + j];
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
+            }
+        }
+        _mm512_store_ps(s + kb, reduce16(a));
+    }
 }
 
 /* One attention work item. Per 64-key tile: K is transposed and V copied
@@ -483,21 +511,33 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
         memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
     }
     const __m512 vscale = _mm512_set1_ps(scale);
+    const int direct = R < 8;
+    const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
     for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
-        for (int j = 0; j < nk; j++) {
-            const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-            const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-            for (int d = 0; d < hd; d++) kt[(size_t)d * INF_KV_TILE + j] = ks[d];
-#pragma GCC unroll 16
-            for (int i = 0; i < nv; i++) _mm512_store_ps(vt + (size_t)j * hd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
-        }
-        if (nk < INF_KV_TILE)
-            for (int d = 0; d < hd; d++)
-                memset(kt + (size_t)d * INF_KV_TILE + nk, 0, sizeof(float) * (size_t)(INF_KV_TILE - nk));
         int r = 0;
-        for (; r + 4 <= R; r += 4) scores_rows(st, it, r, 4, kt, hd);
-        for (; r < R; r++) scores_rows(st, it, r, 1, kt, hd);
+        if (direct) {
+            for (int j = 0; j < nk; j++) {
+                krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+                vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+            }
+            for (; r < R; r++)
+                if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
+        } else {
+            for (int j = 0; j < nk; j++) {
+                const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+                const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+                for (int d = 0; d < hd; d++) kt[(size_t)d * INF_KV_TILE + j] = ks[d];
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) _mm512_store_ps(vt + (size_t)j * hd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
+                vrow[j] = vt + (size_t)j * hd;
+            }
+            if (nk < INF_KV_TILE)
+                for (int d = 0; d < hd; d++)
+                    memset(kt + (size_t)d * INF_KV_TILE + nk, 0, sizeof(float) * (size_t)(INF_KV_TILE - nk));
+            for (; r + 4 <= R; r += 4) scores_rows(st, it, r, 4, kt, hd);
+            for (; r < R; r++) scores_rows(st, it, r, 1, kt, hd);
+        }
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
             float *s = st + (size_t)r * INF_KV_TILE;
@@ -534,8 +574,8 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
             ml[2 * r] = m;
             ml[2 * r + 1] = l + _mm512_reduce_add_ps(lsum);
         }
-        for (r = 0; r + 2 <= R; r += 2) pv_rows(acc, st, r, 2, vt, nk, hd);
-        for (; r < R; r++) pv_rows(acc, st, r, 1, vt, nk, hd);
+        for (r = 0; r + 2 <= R; r += 2) pv_rows(acc, st, r, 2, vrow, nk, hd);
+        for (; r < R; r++) pv_rows(acc, st, r, 1, vrow, nk, hd);
     }
     for (int r = 0; r < R; r++) {
         __m512 inv = _mm512_set1_ps(1.0f / ml[2 * r + 1]);
