@@ -23,7 +23,8 @@
 #define cpu_relax() ((void)0)
 #endif
 
-#define SPIN_ITERS 20000
+#define SPIN_ITERS 20000 /* workers between jobs */
+#define SPIN_WAIT 2000   /* the caller waiting for workers */
 
 typedef struct worker {
     struct inf_pool *pool;
@@ -41,6 +42,8 @@ struct inf_pool {
     _Atomic uint64_t state;    /* job generation << 32 | CLOSED | workers active in it */
     _Atomic int next;          /* next unclaimed chunk */
     _Atomic int sleeping;      /* workers inside futex wait */
+    _Atomic unsigned done;     /* bumped when the last active worker leaves a closed job (futex word) */
+    _Atomic int caller_waiting;
     _Atomic int stop;
     inf_pool_fn fn;            /* the current job; stable while any worker is active */
     void *arg;
@@ -89,7 +92,11 @@ static void *worker_main(void *p_) {
             }
         if (!joined) continue;
         run_chunks(p, w->tid);
-        atomic_fetch_sub_explicit(&p->state, 1, memory_order_release);
+        uint64_t left = atomic_fetch_sub(&p->state, 1) - 1;
+        if ((left & CLOSED) && (left & ACTIVE_MASK) == 0) {
+            atomic_fetch_add(&p->done, 1);
+            if (atomic_load(&p->caller_waiting)) futex_wake_all(&p->done);
+        }
     }
     return NULL;
 }
@@ -142,12 +149,22 @@ void inf_pool_run(inf_pool *p, inf_pool_fn fn, void *arg, int n_chunks) {
     atomic_store(&p->gen, g); /* seq_cst: publishes the job, ordered before the sleeper check */
     if (atomic_load(&p->sleeping) > 0) futex_wake_all(&p->gen);
     run_chunks(p, 0);
-    /* no new joins from here; wait for the workers that joined */
+    /* No new joins from here; wait for the workers that joined: spin a
+     * little, then sleep, so a busy machine can give this core to a worker
+     * that was preempted in the middle of its chunk. */
+    unsigned done0 = atomic_load(&p->done);
     uint64_t s = atomic_fetch_or(&p->state, CLOSED) | CLOSED;
     int spins = 0;
     while (s & ACTIVE_MASK) {
-        if (++spins < SPIN_ITERS) cpu_relax();
-        else sched_yield();
+        if (++spins < SPIN_WAIT) {
+            cpu_relax();
+        } else {
+            atomic_store(&p->caller_waiting, 1);
+            s = atomic_load(&p->state);
+            if (s & ACTIVE_MASK) futex_wait(&p->done, done0);
+            atomic_store(&p->caller_waiting, 0);
+            done0 = atomic_load(&p->done);
+        }
         s = atomic_load_explicit(&p->state, memory_order_acquire);
     }
 }

@@ -26,7 +26,7 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "  -c, --ctx-size N          context size (default min(4096, model's))\n"
             "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
             "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
-            "  --backend NAME            compute backend: pool (default), simd or scalar\n"
+            "  --backend NAME            compute backend: scalar (default, the reference), simd, pool\n"
             "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
             "  --trace                   print the per-op time histogram after the run\n"
             "  --temp T                  temperature (0.8; <= 0 = greedy)\n"
@@ -70,7 +70,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
     *a = (gen_args){.model = INF_DEFAULT_MODEL,
                     .n_predict = -1,
                     .n_batch = 512,
-                    .backend = "pool",
+                    .backend = "scalar",
                     .sp = inf_sampler_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];

@@ -21,7 +21,7 @@ typedef struct gen_args {
     const char *system;      /* -sys */
     const char *dump_logits; /* --dump-logits FILE.npy */
     const char *token_ids;   /* --token-ids 1,2,3: the prompt as ids (oracle checks) */
-    const char *backend;     /* --backend (pool) */
+    const char *backend;     /* --backend (scalar: the oracle checks compare its logits at 1e-4) */
     const char *isa;         /* --isa: force a lower SIMD level (NULL: INFERNO_ISA or the best) */
     bool trace;              /* --trace: per-op histogram after the run */
     int n_predict;           /* -n; -1: until end of generation or a full context */
