@@ -58,20 +58,23 @@ void srv_logprobs_from_logits(srv_logprob *out, const float *logits, int n_vocab
     out->id = id;
     out->logprob = (float)(logits[id] - lse);
     if (k > SRV_MAX_TOP_LOGPROBS) k = SRV_MAX_TOP_LOGPROBS;
-    /* Insertion into a sorted list of at most k: strict > keeps the lower id first on ties. */
+    /* Insertion into a sorted list of at most k raw logits: strict > keeps
+     * the lower id first on ties. */
+    float top[SRV_MAX_TOP_LOGPROBS]; /* [k] raw logits, best first */
     int n = 0;
     for (int i = 0; i < n_vocab && k > 0; i++) {
         float v = logits[i];
-        if (n == k && !(v > out->top_logprob[n - 1] + lse)) continue;
+        if (n == k && !(v > top[n - 1])) continue;
         int j = n < k ? n++ : k - 1;
-        while (j > 0 && v > out->top_logprob[j - 1] + lse) {
+        while (j > 0 && v > top[j - 1]) {
             out->top_id[j] = out->top_id[j - 1];
-            out->top_logprob[j] = out->top_logprob[j - 1];
+            top[j] = top[j - 1];
             j--;
         }
         out->top_id[j] = i;
-        out->top_logprob[j] = (float)(v - lse);
+        top[j] = v;
     }
+    for (int j = 0; j < n; j++) out->top_logprob[j] = (float)(top[j] - lse);
     out->n_top = n;
 }
 
@@ -202,12 +205,13 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
     s->m.tokens_predicted_seconds_total += tm.predicted_ms * 1e-3;
     if (atomic_load(&t->cancelled)) s->m.requests_cancelled_total++;
     else s->m.requests_finished_total++;
+    sl->task = NULL;
+    sl->state = SLOT_IDLE;
+    s->m.requests_processing = n_active(s);
     pthread_mutex_unlock(&s->mu);
 
     s->eng->sampler_free(sl->smpl);
     sl->smpl = NULL;
-    sl->task = NULL;
-    sl->state = SLOT_IDLE;
     sl->last_used = ++s->clock;
     srv_buf_clear(&sl->pending);
     srv_task_release(t);
@@ -387,6 +391,10 @@ static void *sched_main(void *arg) {
             if (atomic_load(&t->cancelled)) {
                 queue_pop(s);
                 s->m.requests_cancelled_total++;
+                pthread_mutex_lock(&t->mu);
+                t->done = true;
+                pthread_cond_broadcast(&t->cv);
+                pthread_mutex_unlock(&t->mu);
                 srv_task_release(t);
                 continue;
             }
