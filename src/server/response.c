@@ -106,7 +106,10 @@ static json_t *chunk(const srv_stream *st, json_t *delta, const char *text, size
     json_t *choice = json_object();
     json_object_set_new(choice, "index", json_integer(0));
     if (st->meta.kind == SRV_CHAT) json_object_set_new(choice, "delta", delta);
-    else json_object_set_new(choice, "text", srv_json_stringn(text ? text : "", n));
+    else {
+        json_decref(delta);
+        json_object_set_new(choice, "text", srv_json_stringn(text ? text : "", n));
+    }
     json_object_set_new(choice, "logprobs", logprobs ? logprobs : json_null());
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_t *choices = json_array();
