@@ -325,7 +325,7 @@ int main(int argc, char **argv) {
     srv_engine e = make_engine(&f, serve ? 4 : 1, 256, 64);
     srv_config cfg = {.host = "127.0.0.1",
                       .port = serve ? atoi(argv[2]) : 0,
-                      .api_key = serve ? NULL : "sk-test",
+                      .api_key = serve ? "sk-inferno-test" : "sk-test",
                       .alias = "fake-alias",
                       .max_body = 65536,
                       .timeout_s = 30,
@@ -351,6 +351,7 @@ int main(int argc, char **argv) {
     }
     srv_http_ready(h, &e, s);
     if (serve) {
+        f.delay_us = 2000; /* about a small model's step */
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         fprintf(stderr, "fake server on port %d\n", g_port);
