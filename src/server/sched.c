@@ -166,7 +166,7 @@ static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
     uint64_t seed = t->samp.has_seed ? t->samp.seed
                                       : splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
     sl->smpl = e->sampler_new(e->ctx, &t->samp, seed);
-    for (int i = 0; i < t->n_prompt; i++) e->sampler_accept(sl->smpl, t->prompt[i]);
+    for (int i = 0; sl->smpl && i < t->n_prompt; i++) e->sampler_accept(sl->smpl, t->prompt[i]);
     s->m.cache_tokens_reused += (uint64_t)lcp;
     pthread_mutex_lock(&t->mu);
     t->started = true;
@@ -210,7 +210,7 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
     s->m.requests_processing = n_active(s);
     pthread_mutex_unlock(&s->mu);
 
-    s->eng->sampler_free(sl->smpl);
+    if (sl->smpl) s->eng->sampler_free(sl->smpl);
     sl->smpl = NULL;
     sl->last_used = ++s->clock;
     srv_buf_clear(&sl->pending);
@@ -315,8 +315,9 @@ static void step(srv_sched *s) {
     const srv_engine *e = s->eng;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
-        if (sl->state != SLOT_IDLE && atomic_load(&sl->task->cancelled))
-            finish_slot(s, sl, SRV_FINISH_NONE, NULL);
+        if (sl->state == SLOT_IDLE) continue;
+        if (atomic_load(&sl->task->cancelled)) finish_slot(s, sl, SRV_FINISH_NONE, NULL);
+        else if (!sl->smpl) fail_slot(s, sl, 500, "cannot create the sampler (out of memory?)");
     }
     int n = build_batch(s);
     if (n == 0) return;
