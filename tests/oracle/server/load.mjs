@@ -18,12 +18,12 @@ const DURATION_S = Number(process.env.DURATION_S ?? 20);
 const TIE_NATS = 1e-3;
 
 const specs = [
-  { kind: 'completion', prompt: 'The quick brown fox', max_tokens: 24 },
-  { kind: 'completion', prompt: 'In a hole in the ground there lived', max_tokens: 32 },
-  { kind: 'completion', prompt: '1, 2, 3, 4,', max_tokens: 16 },
-  { kind: 'completion', prompt: 'Dear diary, today I', max_tokens: 40 },
-  { kind: 'chat', messages: [{ role: 'user', content: 'Name three colours.' }], max_tokens: 24 },
-  { kind: 'chat', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is 2+2?' }], max_tokens: 20 },
+  { kind: 'completion', prompt: 'The quick brown fox', max_tokens: 10 },
+  { kind: 'completion', prompt: 'In a hole in the ground there lived', max_tokens: 12 },
+  { kind: 'completion', prompt: '1, 2, 3, 4,', max_tokens: 6 },
+  { kind: 'completion', prompt: 'Dear diary, today I', max_tokens: 14 },
+  { kind: 'chat', messages: [{ role: 'user', content: 'Name three colours.' }], max_tokens: 10 },
+  { kind: 'chat', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What is 2+2?' }], max_tokens: 8 },
 ];
 
 function request(spec, extra) {

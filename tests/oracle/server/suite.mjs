@@ -25,7 +25,7 @@ await test('health and models', async () => {
 let wholeChat;
 await test('chat, whole', async () => {
   const r = await client.chat.completions.create({
-    model: MODEL, messages: chatMsgs, max_tokens: 24, temperature: 0, ...noThink,
+    model: MODEL, messages: chatMsgs, max_tokens: 12, temperature: 0, ...noThink,
   });
   wholeChat = r;
   check(r.id.startsWith('chatcmpl-'), 'chat id');
@@ -36,13 +36,13 @@ await test('chat, whole', async () => {
   check(['stop', 'length'].includes(c.finish_reason), 'finish_reason', c.finish_reason);
   check(r.usage.prompt_tokens > 0 && r.usage.completion_tokens > 0, 'usage counts');
   checkEq(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens, 'total_tokens');
-  if (c.finish_reason === 'length') checkEq(r.usage.completion_tokens, 24, 'length at max_tokens');
+  if (c.finish_reason === 'length') checkEq(r.usage.completion_tokens, 12, 'length at max_tokens');
   check(typeof r.timings?.predicted_n === 'number', 'llama.cpp timings');
 });
 
 await test('chat, streamed with include_usage = whole', async () => {
   const s = await client.chat.completions.create({
-    model: MODEL, messages: chatMsgs, max_tokens: 24, temperature: 0, stream: true,
+    model: MODEL, messages: chatMsgs, max_tokens: 12, temperature: 0, stream: true,
     stream_options: { include_usage: true }, ...noThink,
   });
   const r = await collectChat(s);
@@ -74,20 +74,20 @@ await test('chat, streamed without include_usage has no usage chunk', async () =
 const prompt = 'The capital of France is';
 let wholeCompl;
 await test('completions, whole and streamed', async () => {
-  const r = await client.completions.create({ model: MODEL, prompt, max_tokens: 20, temperature: 0, logprobs: 2 });
+  const r = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0, logprobs: 2 });
   wholeCompl = r;
   checkEq(r.object, 'text_completion', 'object');
   check(r.id.startsWith('cmpl-'), 'id');
   const c = r.choices[0];
   check(typeof c.text === 'string', 'text');
   const s = await client.completions.create({
-    model: MODEL, prompt, max_tokens: 20, temperature: 0, stream: true, stream_options: { include_usage: true },
+    model: MODEL, prompt, max_tokens: 12, temperature: 0, stream: true, stream_options: { include_usage: true },
   });
   const st = await collectCompletion(s);
   checkEq(st.text, c.text, 'streamed text equals the whole response');
   checkEq(st.finish, c.finish_reason, 'finish_reason');
   checkEq(st.usage?.completion_tokens, r.usage.completion_tokens, 'usage');
-  if (c.finish_reason === 'length') checkEq(r.usage.completion_tokens, 20, 'max_tokens reached');
+  if (c.finish_reason === 'length') checkEq(r.usage.completion_tokens, 12, 'max_tokens reached');
 });
 
 await test('logprobs', async () => {
@@ -127,11 +127,11 @@ await test('stop strings across token boundaries', async () => {
     const at = full.indexOf(stop);
     const want = full.slice(0, at);
     tried++;
-    const r = await client.completions.create({ model: MODEL, prompt, max_tokens: 20, temperature: 0, stop: [stop] });
+    const r = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0, stop: [stop] });
     checkEq(r.choices[0].text, want, `stop ${JSON.stringify(stop)}: text before it`);
     checkEq(r.choices[0].finish_reason, 'stop', `stop ${JSON.stringify(stop)}: finish_reason`);
     const s = await client.completions.create({
-      model: MODEL, prompt, max_tokens: 20, temperature: 0, stop, stream: true,
+      model: MODEL, prompt, max_tokens: 12, temperature: 0, stop, stream: true,
     });
     const st = await collectCompletion(s);
     // Anything leaked would remain in the concatenation of the deltas.
@@ -139,12 +139,12 @@ await test('stop strings across token boundaries', async () => {
   }
   check(tried > 0, 'found a token boundary to stop on');
   // A stop string that never occurs changes nothing.
-  const r = await client.completions.create({ model: MODEL, prompt, max_tokens: 20, temperature: 0, stop: ['\u0001never'] });
+  const r = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0, stop: ['\u0001never'] });
   checkEq(r.choices[0].text, full, 'absent stop string');
 });
 
 await test('seeds are reproducible', async () => {
-  const req = { model: MODEL, prompt: 'Once upon a time', max_tokens: 16, temperature: 1.0, seed: 1234 };
+  const req = { model: MODEL, prompt: 'Once upon a time', max_tokens: 8, temperature: 1.0, seed: 1234 };
   const a = await client.completions.create(req);
   const b = await client.completions.create(req);
   checkEq(a.choices[0].text, b.choices[0].text, 'same seed, same text');
@@ -243,8 +243,12 @@ await test('second turn reuses the cache', async () => {
   const r1 = await client.chat.completions.create({ model: MODEL, messages: msgs, max_tokens: 6, temperature: 0, ...noThink });
   const msgs2 = [...msgs, { role: 'assistant', content: r1.choices[0].message.content }, { role: 'user', content: 'And lakes?' }];
   const r2 = await client.chat.completions.create({ model: MODEL, messages: msgs2, max_tokens: 6, temperature: 0, ...noThink });
-  check(r2.timings.cache_n >= r1.usage.prompt_tokens - 1, 'second turn cache_n covers the first prompt',
+  // The template may render the first turn's generation prompt differently
+  // once the reply is history (Qwen3 drops the empty think block), so the
+  // reusable prefix can end a few tokens before the first prompt's end.
+  check(r2.timings.cache_n >= r1.usage.prompt_tokens - 8, 'second turn cache_n covers the first prompt',
     `cache_n ${r2.timings.cache_n}, first prompt ${r1.usage.prompt_tokens}`);
+  checkEq(r2.timings.prompt_n, r2.usage.prompt_tokens - r2.timings.cache_n, 'prompt_n + cache_n = prompt');
   check(r2.timings.prompt_n < r2.usage.prompt_tokens, 'second turn prefilled only what is new');
 });
 
