@@ -258,6 +258,7 @@ static int parse_fields(srv_request *r, srv_error *e) {
     if (parse_stop(r, e)) return -1;
 
     if (get_bool(o, "stream", &r->stream, e)) return -1;
+    if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) return -1;
     json_t *so = field(o, "stream_options");
     if (so) {
         if (!json_is_object(so)) return bad(e, "stream_options", "expected an object");

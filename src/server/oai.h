@@ -68,6 +68,7 @@ typedef struct srv_request {
     bool stream, include_usage;
     bool logprobs;
     int top_logprobs; /* 0..SRV_MAX_TOP_LOGPROBS */
+    bool ignore_eos;  /* llama.cpp's extension: end-of-generation tokens do not stop */
 } srv_request;
 
 /* Parses and validates a request body. On success r owns its JSON (free with

@@ -21,6 +21,7 @@ srv_task *srv_task_new(int32_t *prompt, int n_prompt, const srv_request *r) {
     t->max_tokens = r->max_tokens;
     t->want_logprobs = r->logprobs;
     t->top_logprobs = r->top_logprobs;
+    t->ignore_eos = r->ignore_eos;
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     atomic_init(&t->cancelled, false);
@@ -229,7 +230,7 @@ static void sample_and_emit(srv_sched *s, slot *sl, float *logits) {
     srv_finish fin = SRV_FINISH_NONE;
     pthread_mutex_lock(&t->mu);
     t->n_gen++;
-    if (e->is_eog(e->ctx, id)) {
+    if (!t->ignore_eos && e->is_eog(e->ctx, id)) {
         fin = SRV_FINISH_STOP;
     } else {
         if (t->want_logprobs && t->n_lp < t->cap_lp) {

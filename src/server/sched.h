@@ -34,6 +34,7 @@ typedef struct srv_task {
     srv_stop stop;
     bool want_logprobs;
     int top_logprobs;
+    bool ignore_eos;
 
     /* Output, under mu. */
     pthread_mutex_t mu;

@@ -124,6 +124,7 @@ static void test_chat_bad(void) {
         "stop");
     bad(SRV_CHAT, "{" MSG ",\"stream\":\"yes\"}", "stream");
     bad(SRV_CHAT, "{" MSG ",\"stream\":1}", "stream");
+    bad(SRV_CHAT, "{" MSG ",\"ignore_eos\":\"x\"}", "ignore_eos");
     bad(SRV_CHAT, "{" MSG ",\"stream_options\":true}", "stream_options");
     bad(SRV_CHAT, "{" MSG ",\"stream_options\":{\"include_usage\":1}}",
         "stream_options.include_usage");
