@@ -91,7 +91,7 @@ models: all
 	scripts/make-models.sh
 
 asan:
-	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT=-O1 all tests
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" OPT=-O1 all tests
 tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT=-O1 all tests
 

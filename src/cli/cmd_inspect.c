@@ -301,7 +301,7 @@ static int inspect_hf(const char *path, bool json) {
         const char *key;
         json_t *val;
         json_object_foreach(cfg, key, val) {
-            char *s = json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY);
+            char *s = json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
             printf("  %-40s %s\n", key, s ? s : "?");
             free(s);
         }

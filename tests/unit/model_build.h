@@ -98,7 +98,7 @@ typedef struct tiny_opts {
     bool untied;           /* write output.weight */
     const char *skip;      /* leave out this tensor */
     const char *bad_shape; /* give this tensor one extra row */
-    uint32_t mat_type;     /* 0 = F32 */
+    uint32_t mat_type;     /* 0 = F32, 1 = F16, 30 = BF16, 8 = Q8_0 */
     uint32_t alignment;    /* 0 = no general.alignment key (default 32) */
 } tiny_opts;
 
@@ -192,8 +192,9 @@ static inline void tiny_gguf(bb *b, const tiny_opts *o, tiny_layout *lay) {
         int64_t ne0 = t[i].ne0;
         if (t[i].n_dims == 1 && o->bad_shape && !strcmp(o->bad_shape, t[i].name)) ne0++;
         tys[j] = t[i].mat && o->mat_type ? o->mat_type : 0;
-        size_t es = tys[j] ? 2 : 4;
-        sizes[j] = (size_t)(ne0 * ne1) * es;
+        /* F32 4 bytes, F16/BF16 2 bytes, Q8_0 34 bytes per 32 weights */
+        sizes[j] =
+            tys[j] == 8 ? (size_t)(ne0 * ne1) / 32 * 34 : (size_t)(ne0 * ne1) * (tys[j] ? 2 : 4);
         lay->names[j] = t[i].name;
         bb_str(b, t[i].name);
         bb_u32(b, (uint32_t)t[i].n_dims);
@@ -209,6 +210,12 @@ static inline void tiny_gguf(bb *b, const tiny_opts *o, tiny_layout *lay) {
     bb_pad(b, align);
     lay->data_offset = b->n;
     for (int j = 0; j < nk; j++) {
+        if (tys[j] == 8) { /* Q8_0 blocks: byte pattern only */
+            for (size_t e = 0; e < sizes[j]; e++)
+                bb_u8(b, (uint8_t)(keep[j] + e));
+            bb_pad(b, align);
+            continue;
+        }
         /* deterministic values: element e of tensor j is j + e/1000 */
         size_t es = tys[j] ? 2 : 4;
         for (size_t e = 0; e < sizes[j] / es; e++) {

@@ -270,6 +270,20 @@ static void test_tiny_model(void) {
     }
     inf_model_close(m);
     bb_free(&b);
+
+    /* Q8_0 matrices: 32 weights per 34-byte block, in place */
+    o = (tiny_opts){.mat_type = INF_Q8_0};
+    m = open_tiny(&o, &b, &err);
+    CHECK_MSG(m != NULL, "%s", err.msg);
+    if (m) {
+        CHECK(m->layers[0].w_down->type == INF_Q8_0);
+        CHECK(m->token_embd->type == INF_Q8_0);
+        CHECK(m->layers[0].q_norm->type == INF_F32);
+        CHECK_INT(m->layers[0].w_down->nbytes, TINY_FF * TINY_EMBD / 32 * 34);
+        CHECK_INT(((const uint8_t *)m->layers[0].w_down->data)[1], 12 + 1);
+    }
+    inf_model_close(m);
+    bb_free(&b);
     inf_model_close(NULL);
 }
 
