@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@ static void usage(FILE *f) {
             "  -t, --threads N         compute threads (default: the backend's)\n"
             "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
             "  --backend NAME          compute backend (default scalar)\n"
+            "  --kv basic|paged        KV cache: one contiguous cache per slot, or one block pool\n"
+            "                          with a radix prefix cache shared by all requests (default)\n"
+            "  --block-size N          paged: positions per block, a power of two (default 16)\n"
+            "  --cache-mem MIB         paged: pool size (default: -np x -c positions)\n"
             "  --api-key KEY           require 'Authorization: Bearer KEY' (all but /health)\n"
             "  --alias NAME            the model id shown by /v1/models and in responses\n"
             "  --max-body BYTES        request body limit (default 8388608)\n"
@@ -51,7 +56,8 @@ int cmd_serve(int argc, char **argv) {
                       .max_body = 8u << 20,
                       .timeout_s = 600,
                       .max_conns = 256};
-    long np = 4, ctx = 0, threads = 0, batch = 256;
+    long np = 4, ctx = 0, threads = 0, batch = 256, block = 16, cache_mib = 0;
+    bool paged = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -75,6 +81,12 @@ int cmd_serve(int argc, char **argv) {
         else if (IS("-t") || IS("--threads")) bad = parse_long(v, 0, 1024, &threads);
         else if (IS("-b") || IS("--batch-size")) bad = parse_long(v, 1, 65536, &batch);
         else if (IS("--backend")) backend = v;
+        else if (IS("--kv")) {
+            bad = strcmp(v, "basic") && strcmp(v, "paged");
+            paged = !strcmp(v, "paged");
+        } else if (IS("--block-size"))
+            bad = parse_long(v, 1, 4096, &block) || (block & (block - 1));
+        else if (IS("--cache-mem")) bad = parse_long(v, 1, 1L << 24, &cache_mib);
         else if (IS("--api-key")) cfg.api_key = v;
         else if (IS("--alias")) cfg.alias = v;
         else if (IS("--max-body")) bad = parse_long(v, 1024, LONG_MAX, &x), cfg.max_body = (size_t)x;
@@ -117,7 +129,10 @@ int cmd_serve(int argc, char **argv) {
                           .n_seq = (int)np,
                           .n_ctx = (int)ctx,
                           .n_threads = (int)threads,
-                          .max_rows = (int)(np + batch)};
+                          .max_rows = (int)(np + batch),
+                          .paged = paged,
+                          .block_size = (int)block,
+                          .cache_mib = cache_mib};
     srv_sched *sched = NULL;
     if (srv_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);
@@ -131,8 +146,9 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     srv_http_ready(http, &eng, sched);
-    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions\n",
-            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx);
+    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache\n",
+            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx,
+            paged ? "paged" : "basic");
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -6,6 +6,8 @@
 
 #include "backend/backend.h"
 #include "kv/kv_basic.h"
+#include "kv/kv_paged.h"
+#include "kv/kv_radix.h"
 #include "model/qwen3.h"
 #include "modelfile/model.h"
 #include "runtime/sampler.h"
@@ -18,7 +20,13 @@ typedef struct eng_ctx {
     inf_backend be;
     inf_qwen3 *model;
     int n_seq, n_ctx, n_layer;
-    inf_kv_basic **kv;   /* [n_seq] one cache per slot */
+    inf_kv_basic **kv;   /* basic: [n_seq] one cache per slot */
+    inf_kv_pool *pool;   /* paged: the blocks of all slots */
+    inf_kv_seq *seqs;    /* paged: [n_seq] */
+    kv_radix *radix;     /* paged: the prefix cache */
+    int32_t *match;      /* paged: [blocks per sequence] lookup scratch */
+    int32_t *counts;     /* paged: [n_blocks] reference check scratch */
+    long tokens_reused;  /* paged: prompt tokens adopted from the prefix cache */
     inf_kv_view *views;  /* [n_seq][n_layer] */
     char name[128];
 } eng_ctx;
@@ -29,15 +37,78 @@ static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *er
                     .logits = b->logits};
     if (inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++) {
-        inf_kv_basic *kv = c->kv[b->seq[r]];
-        if (b->pos[r] + 1 > kv->n_past) kv->n_past = b->pos[r] + 1;
+        int *n_past = c->pool ? &c->seqs[b->seq[r]].n_tokens : &c->kv[b->seq[r]]->n_past;
+        if (b->pos[r] + 1 > *n_past) *n_past = b->pos[r] + 1;
     }
     return 0;
 }
 
 static void eng_truncate(void *ctx, int seq, int n) {
     eng_ctx *c = ctx;
-    if (n < c->kv[seq]->n_past) inf_kv_basic_truncate(c->kv[seq], n);
+    if (c->pool) inf_kv_seq_truncate(&c->seqs[seq], n);
+    else if (n < c->kv[seq]->n_past) inf_kv_basic_truncate(c->kv[seq], n);
+}
+
+/* ---- paged: the prefix cache ---- */
+
+static int eng_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
+    eng_ctx *c = ctx;
+    inf_kv_seq *s = &c->seqs[seq];
+    inf_kv_seq_truncate(s, 0);
+    int m = kv_radix_match(c->radix, prompt, n, c->match);
+    if (m >= n) m = n - 1; /* the last prompt row must run for its logits */
+    inf_kv_seq_adopt(s, c->match, m);
+    c->tokens_reused += m;
+    return m;
+}
+
+static int eng_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
+    eng_ctx *c = ctx;
+    inf_kv_seq *s = &c->seqs[seq];
+    if (!inf_kv_seq_reserve(s, n_new, NULL)) return 0;
+    /* Make room by dropping least recently used prefixes, then retry. */
+    int need = inf_kv_blocks_for(s->n_tokens + n_new, c->pool->block_size) -
+               inf_kv_blocks_for(s->n_tokens, c->pool->block_size) + 1;
+    kv_radix_evict(c->radix, need);
+    return inf_kv_seq_reserve(s, n_new, err);
+}
+
+static void eng_seq_publish(void *ctx, int seq, const int32_t *tokens, int n) {
+    eng_ctx *c = ctx;
+    if (n > 0) kv_radix_insert(c->radix, tokens, n, c->seqs[seq].table);
+}
+
+static void eng_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
+    eng_ctx *c = ctx;
+    inf_kv_seq *s = &c->seqs[seq];
+    if (n > s->n_tokens) n = s->n_tokens;
+    if (n > 0) kv_radix_insert(c->radix, tokens, n, s->table);
+    inf_kv_seq_truncate(s, 0);
+}
+
+static void eng_kv_stats(void *ctx, srv_kv_stats *st) {
+    eng_ctx *c = ctx;
+    kv_radix_stats rs;
+    kv_radix_get_stats(c->radix, &rs);
+    const inf_kv_pool *p = c->pool;
+    /* Every reference in the pool must belong to a sequence or the tree. */
+    memset(c->counts, 0, (size_t)p->n_blocks * sizeof *c->counts);
+    for (int i = 0; i < c->n_seq; i++)
+        for (int b = 0; b < c->seqs[i].max_blocks && c->seqs[i].table[b] >= 0; b++)
+            c->counts[c->seqs[i].table[b]]++;
+    kv_radix_count_refs(c->radix, c->counts);
+    long bad = 0;
+    for (int b = 0; b < p->n_blocks; b++) bad += c->counts[b] != p->refs[b];
+    *st = (srv_kv_stats){.block_size = p->block_size,
+                         .blocks_total = p->n_blocks,
+                         .blocks_free = p->n_free,
+                         .prefix_lookups = rs.lookups,
+                         .prefix_hits = rs.hits,
+                         .prefix_tokens_reused = c->tokens_reused,
+                         .tree_nodes = rs.nodes,
+                         .tree_tokens = rs.tokens,
+                         .evictions = rs.evictions,
+                         .ref_errors = bad};
 }
 
 static int eng_tokenize(void *ctx, const char *text, size_t n, bool parse_special, int32_t **ids,
@@ -132,6 +203,12 @@ static void eng_free(eng_ctx *c) {
     if (!c) return;
     for (int i = 0; c->kv && i < c->n_seq; i++) inf_kv_basic_free(c->kv[i]);
     free(c->kv);
+    for (int i = 0; c->seqs && i < c->n_seq; i++) inf_kv_seq_free(&c->seqs[i]);
+    free(c->seqs);
+    kv_radix_free(c->radix);
+    inf_kv_pool_free(c->pool);
+    free(c->match);
+    free(c->counts);
     free(c->views);
     inf_qwen3_free(c->model);
     inf_tok_free(c->tok);
@@ -162,19 +239,49 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
     c->n_layer = hp->n_layer;
     int max_rows = o->max_rows > c->n_seq ? o->max_rows : c->n_seq + 1;
     if (inf_qwen3_create(&c->model, c->mf, &c->be, c->n_ctx, max_rows, err)) goto fail;
-    c->kv = calloc((size_t)c->n_seq, sizeof *c->kv);
     c->views = calloc((size_t)c->n_seq * (size_t)c->n_layer, sizeof *c->views);
-    if (!c->kv || !c->views) {
+    if (!c->views) {
         inf_fail(err, "out of memory");
         goto fail;
     }
-    for (int s = 0; s < c->n_seq; s++) {
-        if (inf_kv_basic_create(&c->kv[s], hp->n_layer, c->n_ctx, hp->n_head_kv * hp->head_dim,
-                                err)) {
-            inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, c->n_ctx);
+    int kv_dim = hp->n_head_kv * hp->head_dim;
+    if (o->paged) {
+        int bs = o->block_size ? o->block_size : 16;
+        size_t row_bytes = 2 * (size_t)hp->n_layer * (size_t)kv_dim * sizeof(float);
+        long n_blocks = o->cache_mib > 0
+                            ? (long)(((size_t)o->cache_mib << 20) / (row_bytes * (size_t)bs))
+                            : (long)c->n_seq * inf_kv_blocks_for(c->n_ctx, bs);
+        if (n_blocks < inf_kv_blocks_for(c->n_ctx, bs)) {
+            inf_fail(err, "--cache-mem %ld MiB holds %ld blocks of %d positions, fewer than one "
+                     "context of %d needs", o->cache_mib, n_blocks, bs, c->n_ctx);
             goto fail;
         }
-        inf_kv_basic_views(c->kv[s], c->views + (size_t)s * (size_t)c->n_layer);
+        if (inf_kv_pool_create(&c->pool, hp->n_layer, kv_dim, bs, (int)n_blocks, err)) goto fail;
+        c->seqs = calloc((size_t)c->n_seq, sizeof *c->seqs);
+        c->radix = kv_radix_create(c->pool);
+        c->match = malloc(((size_t)inf_kv_blocks_for(c->n_ctx, bs) + 1) * sizeof *c->match);
+        c->counts = malloc((size_t)n_blocks * sizeof *c->counts);
+        if (!c->seqs || !c->radix || !c->match || !c->counts) {
+            inf_fail(err, "out of memory");
+            goto fail;
+        }
+        for (int s = 0; s < c->n_seq; s++) {
+            if (inf_kv_seq_init(&c->seqs[s], c->pool, c->n_ctx, err)) goto fail;
+            inf_kv_seq_views(&c->seqs[s], c->views + (size_t)s * (size_t)c->n_layer);
+        }
+    } else {
+        c->kv = calloc((size_t)c->n_seq, sizeof *c->kv);
+        if (!c->kv) {
+            inf_fail(err, "out of memory");
+            goto fail;
+        }
+        for (int s = 0; s < c->n_seq; s++) {
+            if (inf_kv_basic_create(&c->kv[s], hp->n_layer, c->n_ctx, kv_dim, err)) {
+                inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, c->n_ctx);
+                goto fail;
+            }
+            inf_kv_basic_views(c->kv[s], c->views + (size_t)s * (size_t)c->n_layer);
+        }
     }
     snprintf(c->name, sizeof c->name, "%s", c->mf->name ? c->mf->name : o->model_path);
     *e = (srv_engine){
@@ -195,6 +302,13 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         .sampler_sample = eng_sampler_sample,
         .sampler_free = eng_sampler_free,
     };
+    if (c->pool) {
+        e->seq_begin = eng_seq_begin;
+        e->seq_reserve = eng_seq_reserve;
+        e->seq_publish = eng_seq_publish;
+        e->seq_end = eng_seq_end;
+        e->kv_stats = eng_kv_stats;
+    }
     return 0;
 fail:
     eng_free(c);

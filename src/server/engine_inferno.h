@@ -1,8 +1,12 @@
-/* The real engine behind the server: the Qwen3 forward pass over one basic
- * KV cache per slot, the model's tokenizer and chat template, and
- * llama.cpp's sampler, packaged as a srv_engine. */
+/* The real engine behind the server: the Qwen3 forward pass, the model's
+ * tokenizer and chat template, and llama.cpp's sampler, packaged as a
+ * srv_engine. Two KV caches: basic (one contiguous cache per slot; the
+ * scheduler reuses a slot's own tokens) or paged (one block pool for all
+ * slots and a radix prefix cache shared across requests). */
 #ifndef INF_SERVER_ENGINE_INFERNO_H
 #define INF_SERVER_ENGINE_INFERNO_H
+
+#include <stdbool.h>
 
 #include "server/engine.h"
 #include "util/err.h"
@@ -14,6 +18,9 @@ typedef struct srv_engine_opts {
     int n_ctx;           /* positions per slot; 0: min(4096, the model's training context) */
     int n_threads;       /* 0: the backend's default */
     int max_rows;        /* rows per forward call (decode rows + a prefill chunk) */
+    bool paged;          /* paged KV + radix prefix cache (else basic) */
+    int block_size;      /* paged: positions per block (power of two; 0: 16) */
+    long cache_mib;      /* paged: pool size in MiB; 0: n_seq * n_ctx positions */
 } srv_engine_opts;
 
 /* Loads the model and fills e. 0, or -1 with a message naming what failed.

@@ -44,6 +44,28 @@ char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ct
            (double)m->requests_finished_total);
     metric(&b, "counter", "inferno:requests_cancelled_total",
            "Generations abandoned by their client.", (double)m->requests_cancelled_total);
+    if (m->has_kv_stats) {
+        const srv_kv_stats *k = &m->kv;
+        metric(&b, "gauge", "inferno:kv_block_size", "Positions per KV block.", (double)k->block_size);
+        metric(&b, "gauge", "inferno:kv_blocks_used", "KV blocks referenced.",
+               (double)(k->blocks_total - k->blocks_free));
+        metric(&b, "gauge", "inferno:kv_blocks_free", "KV blocks free.", (double)k->blocks_free);
+        metric(&b, "counter", "inferno:prefix_cache_lookups_total", "Prefix cache lookups.",
+               (double)k->prefix_lookups);
+        metric(&b, "counter", "inferno:prefix_cache_hits_total",
+               "Prefix cache lookups that reused at least one token.", (double)k->prefix_hits);
+        metric(&b, "counter", "inferno:prefix_cache_tokens_reused_total",
+               "Prompt tokens served from the prefix cache.", (double)k->prefix_tokens_reused);
+        metric(&b, "gauge", "inferno:prefix_cache_nodes", "Radix tree nodes.",
+               (double)k->tree_nodes);
+        metric(&b, "gauge", "inferno:prefix_cache_tokens", "Tokens held by the radix tree.",
+               (double)k->tree_tokens);
+        metric(&b, "counter", "inferno:prefix_cache_evictions_total", "Radix tree nodes evicted.",
+               (double)k->evictions);
+        metric(&b, "gauge", "inferno:kv_refcount_errors",
+               "KV block references not held by a sequence or the prefix cache (must be 0).",
+               (double)k->ref_errors);
+    }
     metric(&b, "counter", "inferno:http_requests_total", "HTTP requests answered.",
            (double)h->requests_total);
     metric(&b, "counter", "inferno:http_errors_total", "HTTP requests answered with an error.",
