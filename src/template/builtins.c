@@ -418,6 +418,17 @@ tv tm_call_func(tm_rt *R, int id, tm_args *a, long pos) {
     tm_fail(S_, pos, "internal error: unknown function");
 }
 
+const char *const tm_filter_names[] = {
+    "default", "d", "length", "count", "tojson", "safe", "string", "escape", "e", "join", "first", "last",
+    "items", "list", "reverse", "sort", "min", "max", "unique", "sum", "map", "select", "reject",
+    "selectattr", "rejectattr", "int", "float", "abs", "round", "trim", "upper", "lower", "capitalize",
+    "title", "replace", "indent", "wordcount", "dictsort", NULL};
+const char *const tm_test_names[] = {
+    "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true", "false",
+    "mapping", "iterable", "sequence", "callable", "odd", "even", "divisibleby", "lower", "upper", "eq",
+    "equalto", "==", "sameas", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt", "greaterthan", ">",
+    "ge", ">=", "in", NULL};
+
 /* ---- tests ---------------------------------------------------------------- */
 #define NAME_IS(s) (len == sizeof(s) - 1 && !memcmp(name, s, len))
 
@@ -805,7 +816,13 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         tv *method = arg(a, 1, "method");
         const char *m = method ? str_arg(R, method, "round", pos)->p : "common";
         double x = tv_num(v), scale = pow(10.0, (double)prec), r;
-        if (!strcmp(m, "common")) r = round(x * scale) / scale;
+        if (!strcmp(m, "common") && prec >= 0 && prec <= 30 && isfinite(x)) {
+            /* Python's round: correctly rounded from the exact binary value, ties to even,
+               which is what printf does too */
+            char buf[400];
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+            r = strtod(buf, NULL);
+        } else if (!strcmp(m, "common")) r = nearbyint(x * scale) / scale;
         else if (!strcmp(m, "floor")) r = floor(x * scale) / scale;
         else if (!strcmp(m, "ceil")) r = ceil(x * scale) / scale;
         else tm_fail(S_, pos, "method must be common, ceil or floor");

@@ -19,7 +19,7 @@ static tm_node *parse_unary(parser *P, bool with_filter);
 static tm_node *parse_primary(parser *P);
 static tm_node *parse_postfix(parser *P, tm_node *node);
 static tm_node *parse_filter_expr(parser *P, tm_node *node);
-static tm_nodes parse_body(parser *P, const char *const *ends);
+static tm_nodes parse_body(parser *P, const char *const *ends, long open_pos);
 
 static const tm_token *cur(parser *P) { return &P->t[P->i]; }
 static const tm_token *next(parser *P) { return &P->t[P->i < P->n - 1 ? P->i++ : P->i]; }
@@ -435,6 +435,12 @@ static tm_node *parse_postfix(parser *P, tm_node *n) {
     }
 }
 
+static void check_known(parser *P, const tm_node *n, const char *const *names, const char *what) {
+    for (int k = 0; names[k]; k++)
+        if (strlen(names[k]) == n->name_len && !memcmp(names[k], n->name, n->name_len)) return;
+    tm_fail(P->S, n->pos, "no %s named '%.*s'", what, (int)n->name_len, n->name);
+}
+
 /* name or dotted name of a filter/test */
 static void parse_dotted(parser *P, tm_node *n) {
     const tm_token *t = expect_name(P);
@@ -454,6 +460,7 @@ static tm_node *parse_filter_expr(parser *P, tm_node *n) {
             tm_node *f = node(P, N_FILTER, pos);
             f->a = n;
             parse_dotted(P, f);
+            check_known(P, f, tm_filter_names, "filter");
             if (is_op(P, OP_LPAREN)) {
                 enter(P);
                 parse_call_args(P, f);
@@ -470,6 +477,7 @@ static tm_node *parse_filter_expr(parser *P, tm_node *n) {
             tm_node *f = node(P, N_TEST, pos);
             f->a = n;
             parse_dotted(P, f);
+            check_known(P, f, tm_test_names, "test");
             const tm_token *t = cur(P);
             if (is_op(P, OP_LPAREN)) {
                 enter(P);
@@ -549,7 +557,7 @@ static tm_node *parse_if(parser *P, long pos) {
     tm_node *n = node(P, N_IF, pos);
     n->a = parse_tuple(P, true, false);
     expect_block_end(P);
-    n->body = parse_body(P, END_IF);
+    n->body = parse_body(P, END_IF, pos);
     const tm_token *t = next(P);
     if (t->n == 4 && !memcmp(t->p, "elif", 4)) {
         add(P, &n->orelse, parse_if(P, t->pos));
@@ -557,7 +565,7 @@ static tm_node *parse_if(parser *P, long pos) {
     }
     if (t->n == 4 && !memcmp(t->p, "else", 4)) {
         expect_block_end(P);
-        n->orelse = parse_body(P, (const char *const[]){"endif", NULL});
+        n->orelse = parse_body(P, (const char *const[]){"endif", NULL}, pos);
         next(P);
     }
     expect_block_end(P);
@@ -576,11 +584,11 @@ static tm_node *parse_for(parser *P, long pos) {
     }
     if (is_name(P, "recursive")) tm_fail(P->S, cur(P)->pos, "recursive for loops are not supported");
     expect_block_end(P);
-    n->body = parse_body(P, END_FOR);
+    n->body = parse_body(P, END_FOR, pos);
     const tm_token *t = next(P);
     if (t->n == 4 && !memcmp(t->p, "else", 4)) {
         expect_block_end(P);
-        n->orelse = parse_body(P, END_ENDFOR);
+        n->orelse = parse_body(P, END_ENDFOR, pos);
         next(P);
     }
     expect_block_end(P);
@@ -604,7 +612,7 @@ static tm_node *parse_set(parser *P, long pos) {
         n->a = f;
     }
     expect_block_end(P);
-    n->body = parse_body(P, END_SET);
+    n->body = parse_body(P, END_SET, pos);
     next(P);
     expect_block_end(P);
     return n;
@@ -633,7 +641,7 @@ static tm_node *parse_macro(parser *P, long pos) {
     }
     next(P);
     expect_block_end(P);
-    n->body = parse_body(P, END_MACRO);
+    n->body = parse_body(P, END_MACRO, pos);
     next(P);
     if (cur(P)->type == TK_NAME) next(P); /* {% endmacro name %} */
     expect_block_end(P);
@@ -663,12 +671,13 @@ static tm_node *parse_statement(parser *P) {
             tm_node *x = node(P, N_FILTER, cur(P)->pos);
             x->a = f;
             parse_dotted(P, x);
+            check_known(P, x, tm_filter_names, "filter");
             if (is_op(P, OP_LPAREN)) parse_call_args(P, x);
             f = x;
         } while (is_op(P, OP_PIPE));
         n->a = f;
         expect_block_end(P);
-        n->body = parse_body(P, END_FILTER);
+        n->body = parse_body(P, END_FILTER, t->pos);
         next(P);
         expect_block_end(P);
         return n;
@@ -676,7 +685,7 @@ static tm_node *parse_statement(parser *P) {
     if (IS("generation")) { /* transformers' assistant-mask marker: renders its body */
         tm_node *n = node(P, N_BODY, t->pos);
         expect_block_end(P);
-        n->body = parse_body(P, END_GENERATION);
+        n->body = parse_body(P, END_GENERATION, t->pos);
         next(P);
         expect_block_end(P);
         return n;
@@ -687,9 +696,9 @@ static tm_node *parse_statement(parser *P) {
 
 /* Parses until a block whose name is one of `ends` (left current, after its
  * '{%'); at the end of the template when ends is NULL. */
-static tm_nodes parse_body(parser *P, const char *const *ends) {
+static tm_nodes parse_body(parser *P, const char *const *ends, long open_pos) {
     tm_nodes body = {0};
-    long start = P->i > 0 ? P->t[P->i - 1].pos : 0;
+    long start = open_pos;
     enter(P);
     for (;;) {
         const tm_token *t = cur(P);
@@ -743,6 +752,6 @@ static tm_nodes parse_body(parser *P, const char *const *ends) {
 tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth) {
     parser P = {S, toks, n_tokens, 0, 0, max_depth};
     tm_node *root = node(&P, N_BODY, 0);
-    root->body = parse_body(&P, NULL);
+    root->body = parse_body(&P, NULL, 0);
     return root;
 }

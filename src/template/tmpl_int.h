@@ -216,6 +216,10 @@ struct inf_tmpl {
     char *src;     /* normalized source */
 };
 
+/* NULL-terminated names of the filters and tests builtins.c knows. */
+extern const char *const tm_filter_names[];
+extern const char *const tm_test_names[];
+
 /* Parses the tokens into a tree (N_BODY). */
 tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth);
 
