@@ -394,7 +394,13 @@ tv tm_call_func(tm_rt *R, int id, tm_args *a, long pos) {
         if (a->n > 1) tm_fail(S_, pos, "%s takes at most 1 positional argument", id == TF_DICT ? "dict" : "namespace");
         if (a->n == 1) {
             if (a->v[0].t != TV_DICT && a->v[0].t != TV_NS) tm_fail(S_, pos, "expected a mapping argument");
-            for (long i = 0; i < a->v[0].u.d->n; i++) tm_dict_set(S_, d, a->v[0].u.d->k[i], a->v[0].u.d->v[i]);
+            /* the source's keys are already unique: copy without searching */
+            const tm_dict *src = a->v[0].u.d;
+            tm_charge(R, pos, (size_t)src->n * 16);
+            d = tm_dict_new(S_, src->n + a->n_kw);
+            memcpy(d->k, src->k, (size_t)src->n * sizeof(tv));
+            memcpy(d->v, src->v, (size_t)src->n * sizeof(tv));
+            d->n = src->n;
         }
         for (int i = 0; i < a->n_kw; i++) tm_dict_set(S_, d, tv_cstr(S_, a->kw[i]), a->kv[i]);
         tv r = {.t = id == TF_DICT ? TV_DICT : TV_NS};

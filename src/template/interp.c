@@ -91,6 +91,7 @@ tv tm_getattr(tm_rt *R, tv v, const char *name, size_t len, long pos) {
         return r;
     }
     if (v.t == TV_DICT || v.t == TV_NS) {
+        tm_charge(R, pos, (size_t)v.u.d->n * 4); /* lookups are linear */
         tv *x = tm_dict_get(v.u.d, name, len);
         if (x) return *x;
     }
@@ -125,6 +126,7 @@ static size_t cp_offset(const tm_str *s, long cp) {
 tv tm_getitem(tm_rt *R, tv v, tv key, long pos) {
     if (v.t == TV_UNDEF) tm_fail_undef(R, v, pos);
     if (v.t == TV_DICT || v.t == TV_NS) {
+        tm_charge(R, pos, (size_t)v.u.d->n * 4);
         tv *x = tm_dict_find(v.u.d, key);
         if (x) return *x;
     } else if ((v.t == TV_LIST || v.t == TV_STR) && (key.t == TV_INT || key.t == TV_BOOL)) {
@@ -431,7 +433,7 @@ static bool contains(tm_rt *R, tv hay, tv needle, long pos) {
         for (long i = 0; i < hay.u.l->n; i++)
             if (tv_equal(hay.u.l->v[i], needle)) return true;
         return false;
-    case TV_DICT: return tm_dict_find(hay.u.d, needle) != NULL;
+    case TV_DICT: tm_charge(R, pos, (size_t)hay.u.d->n * 4); return tm_dict_find(hay.u.d, needle) != NULL;
     default: tm_fail(&R->S, pos, "argument of type '%s' is not iterable", tv_type_name(hay));
     }
 }
@@ -576,10 +578,10 @@ static int exec_for(tm_rt *R, tm_frame *f, const tm_node *n) {
     if (n->b) { /* `for x in y if cond`: filter first, so loop.length counts what is kept */
         tv *kept = tm_alloc(&R->S, (size_t)(count ? count : 1) * sizeof(tv));
         long k = 0;
+        tm_frame tmp = {f, NULL};
         for (long i = 0; i < count; i++) {
             if (++R->iters > R->t->lim.max_iterations)
                 tm_fail(&R->S, n->pos, "loop iteration limit of %ld exceeded", R->t->lim.max_iterations);
-            tm_frame tmp = {f, NULL};
             assign_targets(R, &tmp, &n->targets, items[i], n->pos);
             if (tv_truthy(eval(R, &tmp, n->b))) kept[k++] = items[i];
         }
@@ -591,13 +593,18 @@ static int exec_for(tm_rt *R, tm_frame *f, const tm_node *n) {
     loop->items = items;
     tv loopv = {.t = TV_LOOP};
     loopv.u.loop = loop;
+    /* Each iteration starts from a fresh scope; the frame's table is reused,
+       cut back to the loop's own variables, so long loops do not allocate. */
+    tm_frame it = {f, NULL};
+    long base = -1;
     for (long i = 0; i < count; i++) {
         if (++R->iters > R->t->lim.max_iterations)
             tm_fail(&R->S, n->pos, "loop iteration limit of %ld exceeded", R->t->lim.max_iterations);
         loop->index0 = i;
-        tm_frame it = {f, NULL};
+        if (it.vars && base >= 0) it.vars->n = base;
         assign_targets(R, &it, &n->targets, items[i], n->pos);
         frame_set(R, &it, "loop", 4, loopv);
+        if (base < 0) base = it.vars->n;
         int flow = exec_body(R, &it, &n->body);
         if (flow == FLOW_BREAK) break;
     }

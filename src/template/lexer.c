@@ -4,6 +4,7 @@
  * tag on its own line are dropped; `-` strips all whitespace on that side,
  * `+` turns lstrip/trim off for that tag). The source arrives with newlines
  * already normalized to "\n". */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,9 +194,9 @@ static size_t lex_tag(lexer *L, size_t pos, bool block, long tag_pos) {
             if (is_float) t->f = strtod(num, NULL);
             else {
                 char *end;
+                errno = 0;
                 t->i = strtoll(num, &end, 10);
-                if (pos - st > 18 && (t->i == INT64_MAX || k >= sizeof num - 1))
-                    tm_fail(L->S, (long)st, "integer literal too large");
+                if (errno == ERANGE || k >= sizeof num - 1) tm_fail(L->S, (long)st, "integer literal too large");
             }
             continue;
         }

@@ -423,7 +423,7 @@ static tm_node *parse_postfix(parser *P, tm_node *n) {
             n = parse_subscript(P, n, t->pos);
             leave(P);
         } else if (t->op == OP_LPAREN) {
-            tm_node *c = node(P, N_CALL, t->pos);
+            tm_node *c = node(P, N_CALL, n->pos); /* errors point at what is called */
             c->a = n;
             enter(P);
             parse_call_args(P, c);

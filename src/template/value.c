@@ -173,7 +173,12 @@ double tv_num(tv v) {
 
 static int64_t tv_as_i(tv v) { return v.t == TV_BOOL ? v.u.b : v.u.i; }
 
-bool tv_equal(tv a, tv b) {
+static bool equal_rec(tv a, tv b, int depth);
+bool tv_equal(tv a, tv b) { return equal_rec(a, b, 0); }
+
+/* Deeper than 500 levels compares unequal rather than overflow the stack. */
+static bool equal_rec(tv a, tv b, int depth) {
+    if (depth > 500) return false;
     if (tv_is_number(a) && tv_is_number(b)) {
         if (a.t == TV_FLOAT || b.t == TV_FLOAT) return tv_num(a) == tv_num(b);
         return tv_as_i(a) == tv_as_i(b);
@@ -186,13 +191,13 @@ bool tv_equal(tv a, tv b) {
     case TV_LIST:
         if (a.tuple != b.tuple || a.u.l->n != b.u.l->n) return false;
         for (long i = 0; i < a.u.l->n; i++)
-            if (!tv_equal(a.u.l->v[i], b.u.l->v[i])) return false;
+            if (!equal_rec(a.u.l->v[i], b.u.l->v[i], depth + 1)) return false;
         return true;
     case TV_DICT:
         if (a.u.d->n != b.u.d->n) return false;
         for (long i = 0; i < a.u.d->n; i++) {
             tv *o = tm_dict_find(b.u.d, a.u.d->k[i]);
-            if (!o || !tv_equal(a.u.d->v[i], *o)) return false;
+            if (!o || !equal_rec(a.u.d->v[i], *o, depth + 1)) return false;
         }
         return true;
     case TV_NS: return a.u.d == b.u.d;
@@ -202,8 +207,12 @@ bool tv_equal(tv a, tv b) {
     }
 }
 
-int tv_compare(tv a, tv b, bool *ok) {
-    *ok = true;
+static int compare_rec(tv a, tv b, bool *ok, int depth);
+int tv_compare(tv a, tv b, bool *ok) { return compare_rec(a, b, ok, 0); }
+
+static int compare_rec(tv a, tv b, bool *ok, int depth) {
+    *ok = depth <= 500;
+    if (!*ok) return 0;
     if (tv_is_number(a) && tv_is_number(b)) {
         if (a.t != TV_FLOAT && b.t != TV_FLOAT) {
             int64_t x = tv_as_i(a), y = tv_as_i(b);
@@ -222,7 +231,7 @@ int tv_compare(tv a, tv b, bool *ok) {
         long n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (long i = 0; i < n; i++) {
             if (tv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return tv_compare(a.u.l->v[i], b.u.l->v[i], ok);
+            return compare_rec(a.u.l->v[i], b.u.l->v[i], ok, depth + 1);
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
@@ -331,8 +340,9 @@ static void write_repr_str(tm_state *S, tm_buf *b, const tm_str *s) {
     tm_buf_putc(S, b, q);
 }
 
-static void write_value(tm_state *S, tm_buf *b, tv v, bool repr) {
+static void write_value(tm_state *S, tm_buf *b, tv v, bool repr, int depth) {
     char num[40];
+    if (depth > 500) tm_fail(S, -1, "value nested too deeply (or containing itself) to print");
     switch (v.t) {
     case TV_UNDEF: if (repr) tm_buf_puts(S, b, "Undefined"); return;
     case TV_NONE: tm_buf_puts(S, b, "None"); return;
@@ -347,7 +357,7 @@ static void write_value(tm_state *S, tm_buf *b, tv v, bool repr) {
         tm_buf_putc(S, b, v.tuple ? '(' : '[');
         for (long i = 0; i < v.u.l->n; i++) {
             if (i) tm_buf_puts(S, b, ", ");
-            write_value(S, b, v.u.l->v[i], true);
+            write_value(S, b, v.u.l->v[i], true, depth + 1);
         }
         if (v.tuple && v.u.l->n == 1) tm_buf_putc(S, b, ',');
         tm_buf_putc(S, b, v.tuple ? ')' : ']');
@@ -358,9 +368,9 @@ static void write_value(tm_state *S, tm_buf *b, tv v, bool repr) {
         tm_buf_putc(S, b, '{');
         for (long i = 0; i < v.u.d->n; i++) {
             if (i) tm_buf_puts(S, b, ", ");
-            write_value(S, b, v.u.d->k[i], true);
+            write_value(S, b, v.u.d->k[i], true, depth + 1);
             tm_buf_puts(S, b, ": ");
-            write_value(S, b, v.u.d->v[i], true);
+            write_value(S, b, v.u.d->v[i], true, depth + 1);
         }
         tm_buf_putc(S, b, '}');
         if (v.t == TV_NS) tm_buf_putc(S, b, '>');
@@ -371,8 +381,8 @@ static void write_value(tm_state *S, tm_buf *b, tv v, bool repr) {
     }
 }
 
-void tv_write_str(tm_state *S, tm_buf *b, tv v) { write_value(S, b, v, false); }
-void tv_write_repr(tm_state *S, tm_buf *b, tv v) { write_value(S, b, v, true); }
+void tv_write_str(tm_state *S, tm_buf *b, tv v) { write_value(S, b, v, false, 0); }
+void tv_write_repr(tm_state *S, tm_buf *b, tv v) { write_value(S, b, v, true, 0); }
 
 /* ---- json.dumps ----------------------------------------------------------- */
 static void write_json_str(tm_state *S, tm_buf *b, const char *p, size_t n) {
