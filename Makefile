@@ -91,13 +91,14 @@ models: all
 	scripts/make-models.sh
 
 asan:
-	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT=-O1 all tests
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" OPT=-O1 all tests
 tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT=-O1 all tests
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 fuzz:
-	$(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 lib
+	$(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 \
+	  WARN="$(WARN) -Wno-unknown-warning-option" lib
 	@mkdir -p build-fuzz/fuzz
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer \

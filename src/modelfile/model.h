@@ -82,6 +82,9 @@ typedef struct inf_vocab_desc {
     char *model;         /* "gpt2" (byte-level BPE) */
     char *pre;           /* pre-tokenizer name, e.g. "qwen2" */
     char *pretok_regex;  /* the split regex when the file states it (tokenizer.json), else NULL */
+    bool nfc;            /* normalize text to NFC before splitting (tokenizer.json's
+                            normalizer); GGUF readers leave it false and the
+                            tokenizer decides from `pre` */
     char *chat_template; /* Jinja source, or NULL */
 } inf_vocab_desc;
 

@@ -2,6 +2,7 @@
 #ifndef INF_UTIL_HALF_H
 #define INF_UTIL_HALF_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static inline uint16_t inf_f32_to_f16(float f) {
     if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow -> inf */
     if (a < 0x38800000u) {                                   /* subnormal or zero */
         float af = inf_bits_to_f32(a);
-        uint32_t m = (uint32_t)__builtin_roundevenf(af * 16777216.0f);
+        uint32_t m = (uint32_t)nearbyintf(af * 16777216.0f) /* default rounding: to nearest even */;
         return (uint16_t)(sign | m);
     }
     uint32_t r = a + 0xfffu + ((a >> 13) & 1u) - (112u << 23);

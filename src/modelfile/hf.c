@@ -1,0 +1,288 @@
+/* Hugging Face folder reader: config.json, model.safetensors or the sharded
+ * model.safetensors.index.json, tokenizer.json and tokenizer_config.json,
+ * into the neutral model description. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "modelfile/modelfile_priv.h"
+
+#define HF_MAX_JSON (64u << 20) /* config and index files are small */
+
+static char *join(const char *dir, const char *file) {
+    size_t n = strlen(dir) + strlen(file) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s/%s", dir, file);
+    return s;
+}
+
+static bool is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Loads a JSON file whose top level must be an object. */
+static json_t *load_json(const char *path, inf_err *err) {
+    char *text;
+    size_t len;
+    if (inf_read_file(&text, &len, path, HF_MAX_JSON, err)) return NULL;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!root) {
+        inf_fail(err, "%s: broken JSON at line %d column %d: %s", path, je.line, je.column,
+                 je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        inf_fail(err, "%s: the top level is not a JSON object", path);
+        return NULL;
+    }
+    return root;
+}
+
+/* A config.json integer field that must be a positive int; `def` < 0 means
+ * required, else the value used when absent. */
+static int cfg_int(json_t *cfg, const char *path, const char *key, int def, int *out,
+                   inf_err *err) {
+    json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) {
+        if (def < 0) return inf_fail(err, "%s: field %s is missing", path, key);
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
+        return inf_fail(err, "%s: field %s is not a positive integer", path, key);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int cfg_num(json_t *cfg, const char *path, const char *key, double *out, inf_err *err) {
+    json_t *v = json_object_get(cfg, key);
+    if (!v) return inf_fail(err, "%s: field %s is missing", path, key);
+    if (!json_is_number(v)) return inf_fail(err, "%s: field %s is not a number", path, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
+    char *path = join(dir, "config.json");
+    if (!path) return inf_fail(err, "%s: out of memory", dir);
+    int rc = -1;
+    json_t *cfg = NULL;
+    if (!is_file(path)) {
+        inf_fail(err, "%s: folder has no config.json", dir);
+        goto done;
+    }
+    if (!(cfg = load_json(path, err))) goto done;
+    json_t *mt = json_object_get(cfg, "model_type");
+    if (!json_is_string(mt)) {
+        inf_fail(err, "%s: field model_type is missing or not a string", path);
+        goto done;
+    }
+    if (strcmp(json_string_value(mt), "qwen3")) {
+        inf_fail(err, "%s: model_type is \"%s\"; inferno supports qwen3", path,
+                 json_string_value(mt));
+        goto done;
+    }
+    if (!(m->arch = strdup("qwen3"))) goto oom;
+    inf_hparams *hp = &m->hp;
+    int vocab;
+    double theta, eps;
+    if (cfg_int(cfg, path, "hidden_size", -1, &hp->n_embd, err) ||
+        cfg_int(cfg, path, "num_hidden_layers", -1, &hp->n_layer, err) ||
+        cfg_int(cfg, path, "num_attention_heads", -1, &hp->n_head, err) ||
+        cfg_int(cfg, path, "num_key_value_heads", hp->n_head, &hp->n_head_kv, err) ||
+        cfg_int(cfg, path, "intermediate_size", -1, &hp->n_ff, err) ||
+        cfg_int(cfg, path, "vocab_size", -1, &vocab, err) ||
+        cfg_int(cfg, path, "max_position_embeddings", -1, &hp->n_ctx_train, err) ||
+        cfg_num(cfg, path, "rope_theta", &theta, err) ||
+        cfg_num(cfg, path, "rms_norm_eps", &eps, err))
+        goto done;
+    /* Qwen3 states head_dim; n_head*head_dim need not equal hidden_size */
+    if (!json_object_get(cfg, "head_dim") && hp->n_embd % hp->n_head) {
+        inf_fail(err,
+                 "%s: field head_dim is missing and hidden_size is not a multiple of "
+                 "num_attention_heads",
+                 path);
+        goto done;
+    }
+    if (cfg_int(cfg, path, "head_dim", hp->n_embd / hp->n_head, &hp->head_dim, err)) goto done;
+    hp->rope_theta = (float)theta;
+    hp->rms_eps = (float)eps;
+    m->priv->cfg_vocab = vocab;
+    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+    if (tie && !json_is_boolean(tie)) {
+        inf_fail(err, "%s: field tie_word_embeddings is not true or false", path);
+        goto done;
+    }
+    m->priv->tie_hint = tie && json_is_true(tie);
+    rc = 0;
+    goto done;
+oom:
+    inf_fail(err, "%s: out of memory", path);
+done:
+    json_decref(cfg);
+    free(path);
+    return rc;
+}
+
+/* Opens one safetensors file of the folder and appends it to the shards. */
+static int add_shard(inf_model_file *m, const char *dir, const char *file, inf_err *err) {
+    struct inf_model_file_priv *p = m->priv;
+    st_file **grown = realloc(p->st, (size_t)(p->n_st + 1) * sizeof *grown);
+    if (!grown) return inf_fail(err, "%s: out of memory", dir);
+    p->st = grown;
+    char *path = join(dir, file);
+    if (!path) return inf_fail(err, "%s: out of memory", dir);
+    int rc = st_open(&p->st[p->n_st], path, err);
+    free(path);
+    if (rc) return -1;
+    p->n_st++;
+    return 0;
+}
+
+static int find_shard(const inf_model_file *m, const char *dir, const char *file) {
+    for (int i = 0; i < m->priv->n_st; i++) {
+        const char *name = m->priv->st[i]->name + strlen(dir) + 1;
+        if (!strcmp(name, file)) return i;
+    }
+    return -1;
+}
+
+/* model.safetensors.index.json: {"weight_map": {tensor: file, ...}}. Every
+ * file named is opened once; every tensor named must be in its file. */
+static int load_index(inf_model_file *m, const char *dir, const char *index_path, inf_err *err) {
+    json_t *idx = load_json(index_path, err);
+    if (!idx) return -1;
+    int rc = -1;
+    json_t *wm = json_object_get(idx, "weight_map");
+    if (!json_is_object(wm) || json_object_size(wm) == 0) {
+        inf_fail(err, "%s: field weight_map is missing or not a non-empty object", index_path);
+        goto done;
+    }
+    const char *tname;
+    json_t *fv;
+    json_object_foreach(wm, tname, fv) {
+        const char *file = json_string_value(fv);
+        if (!file || !*file || strchr(file, '/') || !strcmp(file, "..") || !strcmp(file, ".")) {
+            inf_fail(err, "%s: weight_map[\"%s\"] is not a file name in the folder", index_path,
+                     tname);
+            goto done;
+        }
+        if (find_shard(m, dir, file) < 0 && add_shard(m, dir, file, err)) goto done;
+    }
+    json_object_foreach(wm, tname, fv) {
+        const char *file = json_string_value(fv);
+        if (!st_find(m->priv->st[find_shard(m, dir, file)], tname)) {
+            inf_fail(err,
+                     "%s: weight_map says tensor %s is in %s, but that file has no such "
+                     "tensor",
+                     index_path, tname, file);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    json_decref(idx);
+    return rc;
+}
+
+static int load_weights(inf_model_file *m, const char *dir, inf_err *err) {
+    char *index = join(dir, "model.safetensors.index.json"),
+         *single = join(dir, "model.safetensors");
+    int rc = -1;
+    if (!index || !single) {
+        inf_fail(err, "%s: out of memory", dir);
+        goto done;
+    }
+    if (is_file(index)) {
+        if (load_index(m, dir, index, err)) goto done;
+    } else if (is_file(single)) {
+        if (add_shard(m, dir, "model.safetensors", err)) goto done;
+    } else {
+        inf_fail(err,
+                 "%s: folder has no model: neither model.safetensors nor "
+                 "model.safetensors.index.json",
+                 dir);
+        goto done;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < m->priv->n_st; i++)
+        total += m->priv->st[i]->n_tensors;
+    if (total > INT32_MAX) {
+        inf_fail(err, "%s: too many tensors", dir);
+        goto done;
+    }
+    m->tensors = calloc(total ? (size_t)total : 1, sizeof *m->tensors);
+    if (!m->tensors) {
+        inf_fail(err, "%s: out of memory", dir);
+        goto done;
+    }
+    for (int s = 0; s < m->priv->n_st; s++) {
+        const st_file *f = m->priv->st[s];
+        for (int i = 0; i < f->n_tensors; i++) {
+            const st_tensor *st = &f->tensors[i];
+            inf_tensor *t = &m->tensors[m->n_tensors];
+            if (!(t->name = strdup(st->name))) {
+                inf_fail(err, "%s: out of memory", dir);
+                goto done;
+            }
+            m->n_tensors++;
+            t->type = st->type;
+            t->n_dims = st->n_dims;
+            memcpy(t->ne, st->ne, sizeof t->ne);
+            t->data = st->data;
+            t->nbytes = st->nbytes;
+            t->offset = st->offset;
+            t->file_index = s;
+        }
+    }
+    rc = 0;
+done:
+    free(index);
+    free(single);
+    return rc;
+}
+
+static int load_tokenizer(inf_model_file *m, const char *dir, inf_err *err) {
+    char *tj = join(dir, "tokenizer.json"), *tc = join(dir, "tokenizer_config.json");
+    int rc = -1;
+    if (!tj || !tc) {
+        inf_fail(err, "%s: out of memory", dir);
+    } else if (!is_file(tj)) {
+        inf_fail(err, "%s: folder has no tokenizer.json", dir);
+    } else {
+        rc = inf_vocab_from_hf(&m->vocab, tj, is_file(tc) ? tc : NULL, err);
+    }
+    free(tj);
+    free(tc);
+    return rc;
+}
+
+int hf_model_open(inf_model_file **out, const char *dir, inf_err *err) {
+    *out = NULL;
+    inf_model_file *m;
+    if (model_alloc(&m, INF_FORMAT_HF, dir, err)) return -1;
+    /* the folder's own name, without trailing slashes */
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
+    if (!(m->name = strndup(dir + b, n - b))) {
+        inf_model_close(m);
+        return inf_fail(err, "%s: out of memory", dir);
+    }
+    if (load_config(m, dir, err) || load_weights(m, dir, err) || load_tokenizer(m, dir, err) ||
+        model_bind(m, err)) {
+        inf_model_close(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}

@@ -1,0 +1,537 @@
+#include "modelfile/synth.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "modelfile/gguf_writer.h"
+#include "modelfile/st_writer.h"
+#include "quant/quantize.h"
+
+static const char *const mix_names[SYNTH_N_MIX] = {
+    [SYNTH_F32] = "f32",   [SYNTH_F16] = "f16",   [SYNTH_BF16] = "bf16", [SYNTH_Q8_0] = "q8_0",
+    [SYNTH_Q4_0] = "q4_0", [SYNTH_Q4_K] = "q4_k", [SYNTH_Q6_K] = "q6_k", [SYNTH_Q4_K_M] = "q4_k_m",
+};
+
+const char *synth_mix_name(synth_mix m) {
+    return (unsigned)m < SYNTH_N_MIX ? mix_names[m] : "unknown";
+}
+
+int synth_mix_parse(const char *s) {
+    for (int m = 0; m < SYNTH_N_MIX; m++)
+        if (!strcmp(s, mix_names[m])) return m;
+    return -1;
+}
+
+int synth_preset(inf_hparams *hp, const char *name) {
+    if (!strcmp(name, "tiny")) {
+        *hp = (inf_hparams){.n_layer = 4,
+                            .n_embd = 256,
+                            .n_head = 4,
+                            .n_head_kv = 2,
+                            .head_dim = 64,
+                            .n_ff = 768,
+                            .n_vocab = 151936,
+                            .n_ctx_train = 4096,
+                            .rope_theta = 1e6f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = true};
+        return 0;
+    }
+    if (!strcmp(name, "qwen3-0.6b")) {
+        *hp = (inf_hparams){.n_layer = 28,
+                            .n_embd = 1024,
+                            .n_head = 16,
+                            .n_head_kv = 8,
+                            .head_dim = 128,
+                            .n_ff = 3072,
+                            .n_vocab = 151936,
+                            .n_ctx_train = 40960,
+                            .rope_theta = 1e6f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = true};
+        return 0;
+    }
+    return -1;
+}
+
+/* Per-block tensors: role, GGUF suffix, HF suffix. */
+static const struct {
+    synth_role role;
+    const char *gguf, *hf;
+} block_tensors[] = {
+    {SYNTH_ATTN_NORM, "attn_norm", "input_layernorm"},
+    {SYNTH_ATTN_Q, "attn_q", "self_attn.q_proj"},
+    {SYNTH_ATTN_K, "attn_k", "self_attn.k_proj"},
+    {SYNTH_ATTN_V, "attn_v", "self_attn.v_proj"},
+    {SYNTH_ATTN_OUTPUT, "attn_output", "self_attn.o_proj"},
+    {SYNTH_ATTN_Q_NORM, "attn_q_norm", "self_attn.q_norm"},
+    {SYNTH_ATTN_K_NORM, "attn_k_norm", "self_attn.k_norm"},
+    {SYNTH_FFN_NORM, "ffn_norm", "post_attention_layernorm"},
+    {SYNTH_FFN_GATE, "ffn_gate", "mlp.gate_proj"},
+    {SYNTH_FFN_UP, "ffn_up", "mlp.up_proj"},
+    {SYNTH_FFN_DOWN, "ffn_down", "mlp.down_proj"},
+};
+enum { N_BLOCK_TENSORS = sizeof block_tensors / sizeof block_tensors[0] };
+
+/* Shape fastest-first {n_in, n_out} of a role; n_out = 0 for 1-D tensors. */
+static void role_shape(int64_t ne[2], synth_role r, const inf_hparams *hp) {
+    const int64_t q = (int64_t)hp->n_head * hp->head_dim,
+                  kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    switch (r) {
+    case SYNTH_TOKEN_EMBD:
+        ne[0] = hp->n_embd, ne[1] = hp->n_vocab;
+        break;
+    case SYNTH_OUTPUT_NORM:
+    case SYNTH_ATTN_NORM:
+    case SYNTH_FFN_NORM:
+        ne[0] = hp->n_embd, ne[1] = 0;
+        break;
+    case SYNTH_ATTN_Q_NORM:
+    case SYNTH_ATTN_K_NORM:
+        ne[0] = hp->head_dim, ne[1] = 0;
+        break;
+    case SYNTH_ATTN_Q:
+        ne[0] = hp->n_embd, ne[1] = q;
+        break;
+    case SYNTH_ATTN_K:
+    case SYNTH_ATTN_V:
+        ne[0] = hp->n_embd, ne[1] = kv;
+        break;
+    case SYNTH_ATTN_OUTPUT:
+        ne[0] = q, ne[1] = hp->n_embd;
+        break;
+    case SYNTH_FFN_GATE:
+    case SYNTH_FFN_UP:
+        ne[0] = hp->n_embd, ne[1] = hp->n_ff;
+        break;
+    case SYNTH_FFN_DOWN:
+        ne[0] = hp->n_ff, ne[1] = hp->n_embd;
+        break;
+    }
+}
+
+static void set_tensor(synth_tensor *t, synth_role r, int layer, const inf_hparams *hp) {
+    t->role = r;
+    t->layer = layer;
+    role_shape(t->ne, r, hp);
+    t->n_dims = t->ne[1] ? 2 : 1;
+    if (!t->ne[1]) t->ne[1] = 1;
+}
+
+int synth_tensor_list(synth_tensor **out, const inf_hparams *hp) {
+    int n = 2 + hp->n_layer * N_BLOCK_TENSORS;
+    synth_tensor *t = calloc((size_t)n, sizeof *t);
+    *out = t;
+    if (!t) return -1;
+    int k = 0;
+    set_tensor(&t[k], SYNTH_TOKEN_EMBD, -1, hp);
+    snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "token_embd.weight");
+    snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.embed_tokens.weight");
+    k++;
+    for (int l = 0; l < hp->n_layer; l++)
+        for (int j = 0; j < N_BLOCK_TENSORS; j++, k++) {
+            set_tensor(&t[k], block_tensors[j].role, l, hp);
+            snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "blk.%d.%s.weight", l,
+                     block_tensors[j].gguf);
+            snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.layers.%d.%s.weight", l,
+                     block_tensors[j].hf);
+        }
+    set_tensor(&t[k], SYNTH_OUTPUT_NORM, -1, hp);
+    snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "output_norm.weight");
+    snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.norm.weight");
+    return n;
+}
+
+/* ---- weights ---- */
+
+static uint64_t mix64(uint64_t z) { /* splitmix64's finalizer */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t name_key(const char *name, uint64_t seed) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return mix64(h ^ mix64(seed + 0x9e3779b97f4a7c15ull));
+}
+
+static bool role_is_norm(synth_role r) {
+    return r == SYNTH_OUTPUT_NORM || r == SYNTH_ATTN_NORM || r == SYNTH_FFN_NORM ||
+           r == SYNTH_ATTN_Q_NORM || r == SYNTH_ATTN_K_NORM;
+}
+
+void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64_t seed,
+                int64_t start, int64_t n) {
+    float mean = 0.0f, std;
+    if (role_is_norm(t->role))
+        mean = 1.0f, std = 0.05f;
+    else if (t->role == SYNTH_TOKEN_EMBD)
+        std = 2.0f / sqrtf((float)hp->n_embd);
+    else
+        std = 1.0f / sqrtf((float)t->ne[0]);
+    /* Element i is a function of (key, i) alone (counter-based splitmix64),
+     * so any range can be generated on its own. A sum of four 16-bit
+     * uniforms (Irwin-Hall, mean 2, variance 1/3) is a cheap, bounded
+     * (±3.46σ) approximation of a normal. */
+    const uint64_t key = name_key(t->gguf_name, seed);
+    const float k = std * sqrtf(3.0f) / 65536.0f;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = mix64(key + (uint64_t)(start + i + 1) * 0x9e3779b97f4a7c15ull);
+        int32_t s = (int32_t)(z & 0xffff) + (int32_t)((z >> 16) & 0xffff) +
+                    (int32_t)((z >> 32) & 0xffff) + (int32_t)(z >> 48) - 2 * 65536;
+        dst[i] = mean + k * (float)s;
+    }
+}
+
+/* ---- type mixes ---- */
+
+/* llama.cpp's choice of layers that get more bits in *_M mixes: the first
+ * and last eighth, and every third layer in between. */
+static bool use_more_bits(int layer, int n_layer) {
+    return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams *hp) {
+    if (t->n_dims == 1) return INF_F32;
+    switch (m) {
+    case SYNTH_F32:
+        return INF_F32;
+    case SYNTH_F16:
+        return INF_F16;
+    case SYNTH_BF16:
+        return INF_BF16;
+    case SYNTH_Q8_0:
+        return INF_Q8_0;
+    case SYNTH_Q4_0:
+        return t->role == SYNTH_TOKEN_EMBD ? INF_Q6_K : INF_Q4_0;
+    case SYNTH_Q4_K:
+        return INF_Q4_K;
+    case SYNTH_Q6_K:
+        return INF_Q6_K;
+    case SYNTH_Q4_K_M:
+        if (t->role == SYNTH_TOKEN_EMBD) return INF_Q6_K;
+        if ((t->role == SYNTH_ATTN_V || t->role == SYNTH_FFN_DOWN) &&
+            use_more_bits(t->layer, hp->n_layer))
+            return INF_Q6_K;
+        return INF_Q4_K;
+    default:
+        INF_ASSERT(0 && "bad mix");
+    }
+}
+
+int synth_hf_type(synth_mix m) {
+    switch (m) {
+    case SYNTH_F32:
+        return INF_F32;
+    case SYNTH_F16:
+        return INF_F16;
+    case SYNTH_BF16:
+        return INF_BF16;
+    default:
+        return -1;
+    }
+}
+
+uint32_t synth_file_type(synth_mix m) {
+    /* llama_ftype: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q8_0 7, Q4_K_S 14, Q4_K_M 15, Q6_K 18, BF16 32
+     */
+    static const uint32_t ft[SYNTH_N_MIX] = {
+        [SYNTH_F32] = 0,  [SYNTH_F16] = 1,   [SYNTH_BF16] = 32, [SYNTH_Q8_0] = 7,
+        [SYNTH_Q4_0] = 2, [SYNTH_Q4_K] = 14, [SYNTH_Q6_K] = 18, [SYNTH_Q4_K_M] = 15,
+    };
+    return ft[m];
+}
+
+/* ---- writing ---- */
+
+/* One output being written: a GGUF writer, or one safetensors writer per shard. */
+typedef struct {
+    const synth_output *o;
+    char tmp[4096];
+    gguf_writer *gguf;
+    st_writer *st[SYNTH_HF_SHARDS];
+    int n_st;
+} sink;
+
+static void gguf_metadata(gguf_writer *w, const synth_model *m, synth_mix mix) {
+    const inf_hparams *hp = &m->hp;
+    gguf_writer_add_str(w, "general.architecture", "qwen3");
+    gguf_writer_add_str(w, "general.type", "model");
+    gguf_writer_add_str(w, "general.name", m->name);
+    gguf_writer_add_u32(w, "general.file_type", synth_file_type(mix));
+    gguf_writer_add_u32(w, "general.quantization_version", 2);
+    gguf_writer_add_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
+    gguf_writer_add_u32(w, "qwen3.block_count", (uint32_t)hp->n_layer);
+    gguf_writer_add_u32(w, "qwen3.context_length", (uint32_t)hp->n_ctx_train);
+    gguf_writer_add_u32(w, "qwen3.embedding_length", (uint32_t)hp->n_embd);
+    gguf_writer_add_u32(w, "qwen3.feed_forward_length", (uint32_t)hp->n_ff);
+    gguf_writer_add_u32(w, "qwen3.attention.head_count", (uint32_t)hp->n_head);
+    gguf_writer_add_u32(w, "qwen3.attention.head_count_kv", (uint32_t)hp->n_head_kv);
+    gguf_writer_add_f32(w, "qwen3.rope.freq_base", hp->rope_theta);
+    gguf_writer_add_f32(w, "qwen3.attention.layer_norm_rms_epsilon", hp->rms_eps);
+    gguf_writer_add_u32(w, "qwen3.attention.key_length", (uint32_t)hp->head_dim);
+    gguf_writer_add_u32(w, "qwen3.attention.value_length", (uint32_t)hp->head_dim);
+}
+
+/* The tokenizer keys. Ids the vocabulary leaves empty (below n_vocab) get
+ * "[PAD<id>]" of type UNUSED. */
+static int gguf_tokenizer(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {
+    int n = v->n_tokens > n_vocab ? v->n_tokens : n_vocab;
+    const char **tokens = calloc((size_t)n, sizeof *tokens);
+    int32_t *types = calloc((size_t)n, sizeof *types);
+    char *pads = malloc((size_t)(n - v->n_tokens + 1) * 16);
+    if (!tokens || !types || !pads) {
+        free(tokens);
+        free(types);
+        free(pads);
+        return inf_fail(err, "out of memory building the token list");
+    }
+    for (int i = 0; i < n; i++) {
+        if (i < v->n_tokens && v->tokens[i]) {
+            tokens[i] = v->tokens[i];
+            types[i] = v->token_type ? v->token_type[i] : INF_TOKEN_NORMAL;
+        } else {
+            char *p = pads + (size_t)(i - v->n_tokens) * 16;
+            snprintf(p, 16, "[PAD%d]", i);
+            tokens[i] = p;
+            types[i] = INF_TOKEN_UNUSED;
+        }
+    }
+    gguf_writer_add_str(w, "tokenizer.ggml.model", v->model ? v->model : "gpt2");
+    gguf_writer_add_str(w, "tokenizer.ggml.pre", v->pre ? v->pre : "qwen2");
+    gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tokens, (uint64_t)n);
+    gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)n);
+    gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges,
+                            (uint64_t)v->n_merges);
+    if (v->eos_id >= 0) gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
+    if (v->pad_id >= 0)
+        gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad_id);
+    if (v->bos_id >= 0) gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id);
+    gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->chat_template) gguf_writer_add_str(w, "tokenizer.chat_template", v->chat_template);
+    free(tokens);
+    free(types);
+    free(pads); /* the writer has copied the strings */
+    return 0;
+}
+
+static int make_dir(const char *path, inf_err *err) {
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return inf_fail(err, "%s: cannot create folder: %s", path, strerror(errno));
+    return 0;
+}
+
+static void shard_name(char *buf, size_t n, int k) {
+    snprintf(buf, n, "model-%05d-of-%05d.safetensors", k + 1, SYNTH_HF_SHARDS);
+}
+
+/* Removes an HF folder this module wrote (only the files it writes), so a
+ * finished temporary folder can take its name. */
+static int remove_hf_dir(const char *dir, inf_err *err) {
+    char p[4200], name[64];
+    static const char *const files[] = {"config.json", "model.safetensors",
+                                        "model.safetensors.index.json", "tokenizer.json",
+                                        "tokenizer_config.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    for (int k = 0; k < SYNTH_HF_SHARDS; k++) {
+        shard_name(name, sizeof name, k);
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        unlink(p);
+    }
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        return inf_fail(err, "%s: cannot replace folder: %s", dir, strerror(errno));
+    return 0;
+}
+
+static int shard_of(int i, int n_tensors) {
+    return (int)((int64_t)i * SYNTH_HF_SHARDS / n_tensors);
+}
+
+/* Declares the tensors and opens the output's file(s) under the temporary name. */
+static int sink_open(sink *s, const synth_model *m, const synth_tensor *ts, int n_tensors,
+                     inf_err *err) {
+    const synth_output *o = s->o;
+    snprintf(s->tmp, sizeof s->tmp, "%s.tmp", o->path);
+    if (o->kind == SYNTH_GGUF) {
+        s->gguf = gguf_writer_create();
+        if (!s->gguf) return inf_fail(err, "%s: out of memory", o->path);
+        gguf_metadata(s->gguf, m, o->mix);
+        if (m->vocab && gguf_tokenizer(s->gguf, m->vocab, m->hp.n_vocab, err))
+            return inf_fail_ctx(err, "%s", o->path);
+        for (int i = 0; i < n_tensors; i++)
+            gguf_writer_add_tensor(s->gguf, ts[i].gguf_name,
+                                   synth_gguf_type(o->mix, &ts[i], &m->hp), ts[i].n_dims, ts[i].ne);
+        return gguf_writer_open(s->gguf, s->tmp, err);
+    }
+    int dtype = synth_hf_type(o->mix);
+    if (dtype < 0)
+        return inf_fail(err, "%s: Hugging Face folders hold f32, f16 or bf16, not %s", o->path,
+                        synth_mix_name(o->mix));
+    if (remove_hf_dir(s->tmp, err) || make_dir(s->tmp, err)) return -1;
+    s->n_st = o->kind == SYNTH_HF_SHARDED ? SYNTH_HF_SHARDS : 1;
+    for (int k = 0; k < s->n_st; k++)
+        if (!(s->st[k] = st_writer_create())) return inf_fail(err, "%s: out of memory", o->path);
+    for (int i = 0; i < n_tensors; i++) {
+        int64_t shape[2] = {ts[i].ne[1], ts[i].ne[0]}; /* HF: [out, in] */
+        st_writer *w = s->st[s->n_st > 1 ? shard_of(i, n_tensors) : 0];
+        if (ts[i].n_dims == 1)
+            st_writer_add_tensor(w, ts[i].hf_name, (inf_dtype)dtype, 1, &shape[1]);
+        else
+            st_writer_add_tensor(w, ts[i].hf_name, (inf_dtype)dtype, 2, shape);
+    }
+    char p[4200], name[64];
+    for (int k = 0; k < s->n_st; k++) {
+        if (s->n_st > 1)
+            shard_name(name, sizeof name, k);
+        else
+            snprintf(name, sizeof name, "model.safetensors");
+        snprintf(p, sizeof p, "%s/%s", s->tmp, name);
+        if (st_writer_open(s->st[k], p, err)) return -1;
+    }
+    return 0;
+}
+
+static int sink_write(sink *s, int tensor, int n_tensors, const void *data, size_t n,
+                      inf_err *err) {
+    if (s->gguf) return gguf_writer_write(s->gguf, data, n, err);
+    return st_writer_write(s->st[s->n_st > 1 ? shard_of(tensor, n_tensors) : 0], data, n, err);
+}
+
+/* Closes the files, writes the folder's JSON files, renames into place. */
+static int sink_finish(sink *s, const synth_model *m, const synth_tensor *ts, int n_tensors,
+                       inf_err *err) {
+    const synth_output *o = s->o;
+    if (s->gguf) {
+        if (gguf_writer_close(s->gguf, err)) return -1;
+        if (rename(s->tmp, o->path) != 0)
+            return inf_fail(err, "%s: cannot rename from %s: %s", o->path, s->tmp, strerror(errno));
+        return 0;
+    }
+    uint64_t total = 0;
+    for (int k = 0; k < s->n_st; k++) {
+        total += st_writer_data_bytes(s->st[k]);
+        if (st_writer_close(s->st[k], err)) return -1;
+    }
+    char p[4200];
+    if (s->n_st > 1) {
+        const char **names = malloc((size_t)n_tensors * sizeof *names);
+        const char **files = malloc((size_t)n_tensors * sizeof *files);
+        char shard_files[SYNTH_HF_SHARDS][64];
+        for (int k = 0; k < SYNTH_HF_SHARDS; k++)
+            shard_name(shard_files[k], 64, k);
+        if (!names || !files) {
+            free(names);
+            free(files);
+            return inf_fail(err, "%s: out of memory", o->path);
+        }
+        for (int i = 0; i < n_tensors; i++) {
+            names[i] = ts[i].hf_name;
+            files[i] = shard_files[shard_of(i, n_tensors)];
+        }
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", s->tmp);
+        int rc = st_write_index(p, n_tensors, names, files, total, err);
+        free(names);
+        free(files);
+        if (rc) return -1;
+    }
+    static const char *const torch_dtype[] = {
+        [INF_F32] = "float32", [INF_F16] = "float16", [INF_BF16] = "bfloat16"};
+    int bos = m->vocab && m->vocab->bos_id >= 0 ? m->vocab->bos_id : 151643;
+    int eos = m->vocab && m->vocab->eos_id >= 0 ? m->vocab->eos_id : 151645;
+    snprintf(p, sizeof p, "%s/config.json", s->tmp);
+    if (st_write_config(p, &m->hp, torch_dtype[synth_hf_type(o->mix)], bos, eos, err)) return -1;
+    const char *tok[2][2] = {{m->tokenizer_json, "tokenizer.json"},
+                             {m->tokenizer_config_json, "tokenizer_config.json"}};
+    for (int k = 0; k < 2; k++) {
+        if (!tok[k][0]) continue;
+        snprintf(p, sizeof p, "%s/%s", s->tmp, tok[k][1]);
+        if (st_copy_file(p, tok[k][0], err)) return -1;
+    }
+    if (remove_hf_dir(o->path, err)) return -1;
+    if (rename(s->tmp, o->path) != 0)
+        return inf_fail(err, "%s: cannot rename from %s: %s", o->path, s->tmp, strerror(errno));
+    return 0;
+}
+
+static void sink_free(sink *s) {
+    gguf_writer_free(s->gguf);
+    for (int k = 0; k < s->n_st; k++)
+        st_writer_free(s->st[k]);
+}
+
+int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_err *err) {
+    synth_tensor *ts = NULL;
+    int n_tensors = synth_tensor_list(&ts, &m->hp);
+    sink *sinks = calloc((size_t)n_outs, sizeof *sinks);
+    int64_t max_row = 0;
+    for (int i = 0; i < n_tensors; i++)
+        max_row = ts[i].ne[0] > max_row ? ts[i].ne[0] : max_row;
+    /* about 1 MiB of f32 source per chunk: a whole number of rows */
+    const int64_t chunk = max_row > 262144 ? max_row : 262144 / max_row * max_row;
+    float *src = malloc((size_t)chunk * sizeof *src); /* [chunk] */
+    /* the chunk converted to each type, shared by the outputs that want it */
+    unsigned char *conv[INF_BF16 + 1] = {0}; /* [type][chunk bytes of that type] */
+    bool have[INF_BF16 + 1];
+    int rc = 0;
+    if (n_tensors < 0 || !sinks || !src) {
+        rc = inf_fail(err, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n_outs && !rc; k++) {
+        sinks[k].o = &outs[k];
+        rc = sink_open(&sinks[k], m, ts, n_tensors, err);
+    }
+    for (int i = 0; i < n_tensors && !rc; i++) {
+        const synth_tensor *t = &ts[i];
+        const int64_t row = t->ne[0], total = row * t->ne[1];
+        const int64_t rows_per_chunk = chunk / row;
+        for (int64_t start = 0; start < total && !rc; start += rows_per_chunk * row) {
+            int64_t n = total - start < rows_per_chunk * row ? total - start : rows_per_chunk * row;
+            synth_fill(src, t, &m->hp, m->seed, start, n);
+            memset(have, 0, sizeof have);
+            for (int k = 0; k < n_outs && !rc; k++) {
+                inf_dtype type = outs[k].kind == SYNTH_GGUF
+                                     ? synth_gguf_type(outs[k].mix, t, &m->hp)
+                                     : (inf_dtype)synth_hf_type(outs[k].mix);
+                size_t rb = inf_dtype_row_bytes(type, row);
+                if (!conv[type] && !(conv[type] = malloc((size_t)chunk * sizeof(float)))) {
+                    rc = inf_fail(err, "out of memory");
+                    break;
+                }
+                for (int64_t r = 0; !have[type] && r < n / row; r++)
+                    INF_ASSERT(inf_quantize_row(type, conv[type] + r * rb, src + r * row, row) ==
+                               0);
+                have[type] = true;
+                rc = sink_write(&sinks[k], i, n_tensors, conv[type], rb * (size_t)(n / row), err);
+            }
+        }
+    }
+    for (int k = 0; k < n_outs && !rc; k++)
+        rc = sink_finish(&sinks[k], m, ts, n_tensors, err);
+done:
+    for (int k = 0; sinks && k < n_outs; k++) {
+        sink_free(&sinks[k]);
+        if (rc && sinks[k].o) { /* leave no half-written temporary behind */
+            if (sinks[k].o->kind == SYNTH_GGUF)
+                unlink(sinks[k].tmp);
+            else
+                remove_hf_dir(sinks[k].tmp, NULL);
+        }
+    }
+    free(sinks);
+    free(src);
+    for (int k = 0; k <= INF_BF16; k++)
+        free(conv[k]);
+    free(ts);
+    return rc;
+}

@@ -1,0 +1,125 @@
+/* Synthetic Qwen3 test models: random weights from a fixed seed, written as
+ * GGUF files and Hugging Face folders.
+ *
+ * Every weight is a pure function of (seed, tensor name, element index), so
+ * the same tensor holds the same f32 values in every file, and a test can
+ * recompute any part of any tensor without the file. The f32 values are the
+ * source; every other type is a conversion of them (inf_quantize_row).
+ *
+ * Scales keep activations finite and non-degenerate through all layers:
+ * matrices ~ N(0, 1/n_in) (variance-preserving), norm weights ~ 1 + N(0, 0.05²),
+ * token embeddings ~ N(0, (2/sqrt(n_embd))²) so that the tied output head
+ * gives logits with a spread of about 2. */
+#ifndef INF_MODELFILE_SYNTH_H
+#define INF_MODELFILE_SYNTH_H
+
+#include <stdint.h>
+
+#include "modelfile/model.h"
+#include "quant/dtype.h"
+#include "util/err.h"
+
+/* Type mixes, as llama.cpp writes them (1-D norm weights stay F32 in GGUF). */
+typedef enum synth_mix {
+    SYNTH_F32,
+    SYNTH_F16,
+    SYNTH_BF16,
+    SYNTH_Q8_0,
+    SYNTH_Q4_0,   /* Q4_0; token_embd (the tied output) Q6_K */
+    SYNTH_Q4_K,   /* every matrix Q4_K */
+    SYNTH_Q6_K,   /* every matrix Q6_K */
+    SYNTH_Q4_K_M, /* Q4_K; token_embd Q6_K; attn_v, ffn_down Q6_K in llama.cpp's "more bits" layers
+                   */
+    SYNTH_N_MIX,
+} synth_mix;
+
+/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m". */
+const char *synth_mix_name(synth_mix m);
+/* The mix named s, or -1. */
+int synth_mix_parse(const char *s);
+
+/* Fills hp with the preset "tiny" (4 layers, 256 wide, 4/2 heads of 64, FFN
+ * 768, full Qwen3 vocab) or "qwen3-0.6b" (Qwen3-0.6B's exact shapes).
+ * Returns -1 for any other name. */
+int synth_preset(inf_hparams *hp, const char *name);
+
+typedef enum synth_role {
+    SYNTH_TOKEN_EMBD,
+    SYNTH_OUTPUT_NORM,
+    SYNTH_ATTN_NORM,
+    SYNTH_ATTN_Q,
+    SYNTH_ATTN_K,
+    SYNTH_ATTN_V,
+    SYNTH_ATTN_OUTPUT,
+    SYNTH_ATTN_Q_NORM,
+    SYNTH_ATTN_K_NORM,
+    SYNTH_FFN_NORM,
+    SYNTH_FFN_GATE,
+    SYNTH_FFN_UP,
+    SYNTH_FFN_DOWN,
+} synth_role;
+
+typedef struct synth_tensor {
+    char gguf_name[64]; /* "blk.3.attn_q.weight" */
+    char hf_name[96];   /* "model.layers.3.self_attn.q_proj.weight" */
+    synth_role role;
+    int layer;     /* -1 for token_embd and output_norm */
+    int n_dims;    /* 1 (norms) or 2 */
+    int64_t ne[2]; /* fastest-first: ne[0] = n_in (row length), ne[1] = n_out */
+} synth_tensor;
+
+/* The model's tensors in file order (token_embd, each block, output_norm).
+ * *out is malloc'd (caller frees). Returns the count, or -1 if out of memory. */
+int synth_tensor_list(synth_tensor **out, const inf_hparams *hp);
+
+/* dst[n] = elements start..start+n-1 of tensor t (row-major: element
+ * row * ne[0] + col), for the given seed. */
+void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64_t seed,
+                int64_t start, int64_t n);
+
+/* The type tensor t has in a GGUF file of mix m. */
+inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams *hp);
+/* The dtype of every tensor in a Hugging Face folder of mix m (F32, F16 or
+ * BF16; -1 for quantized mixes, which HF folders do not hold). */
+int synth_hf_type(synth_mix m);
+/* llama.cpp's general.file_type for mix m. */
+uint32_t synth_file_type(synth_mix m);
+
+typedef enum synth_kind {
+    SYNTH_GGUF,       /* path = the .gguf file */
+    SYNTH_HF,         /* path = the folder: config.json, model.safetensors, tokenizer files */
+    SYNTH_HF_SHARDED, /* the same with 3 shards and model.safetensors.index.json */
+} synth_kind;
+
+#define SYNTH_HF_SHARDS 3
+
+/* The seed inferno-mkmodel uses unless told otherwise (models/ is made with it). */
+#define SYNTH_DEFAULT_SEED 42
+
+typedef struct synth_output {
+    synth_kind kind;
+    synth_mix mix;
+    const char *path;
+} synth_output;
+
+typedef struct synth_model {
+    const char *name; /* general.name */
+    inf_hparams hp;
+    uint64_t seed;
+    /* GGUF tokenizer metadata; ids below hp.n_vocab with no token become
+     * "[PAD<id>]" (type UNUSED) as llama.cpp's converter writes them.
+     * NULL writes no tokenizer keys. */
+    const inf_vocab_desc *vocab;
+    /* Copied into HF folders when not NULL. */
+    const char *tokenizer_json;
+    const char *tokenizer_config_json;
+} synth_model;
+
+/* Writes all outputs in one pass over the tensors (each tensor's f32 values
+ * are generated once, a chunk of rows at a time, and converted for every
+ * output), so memory stays small whatever the model size. Each output is
+ * written under a temporary name and renamed into place when complete.
+ * Returns -1 with a message naming the output on failure. */
+int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_err *err);
+
+#endif

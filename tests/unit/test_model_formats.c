@@ -1,0 +1,142 @@
+/* The two readers build the same neutral description: for the generated tiny
+ * models (scripts/make-models.sh), the GGUF file and the HF folder of the
+ * same float type give equal hyperparameters, the same weight in every slot
+ * (type, shape, bytes), and the same tokenizer (tokens, merges, special ids,
+ * chat template). Every GGUF type mix opens with every slot bound. */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "modelfile/model.h"
+#include "util/half.h"
+
+static inf_model_file *open_or_report(const char *path) {
+    inf_model_file *m = NULL;
+    inf_err err = {{0}};
+    int rc = inf_model_open(&m, path, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    return rc ? NULL : m;
+}
+
+/* Equal weights. GGUF keeps 1-D norm weights F32 (as llama.cpp does) where
+ * an F16/BF16 HF folder stores them converted: then the GGUF value,
+ * converted, must give the HF bits. */
+static bool same_data(const inf_tensor *a, const inf_tensor *b) {
+    if (a->type == b->type) return a->nbytes == b->nbytes && !memcmp(a->data, b->data, a->nbytes);
+    if (a->type != INF_F32 || (b->type != INF_F16 && b->type != INF_BF16)) return false;
+    int64_t n = (int64_t)(a->nbytes / 4);
+    if (b->nbytes != (size_t)n * 2) return false;
+    for (int64_t i = 0; i < n; i++) {
+        float f;
+        uint16_t h;
+        memcpy(&f, (const char *)a->data + 4 * i, 4);
+        memcpy(&h, (const char *)b->data + 2 * i, 2);
+        if ((b->type == INF_F16 ? inf_f32_to_f16(f) : inf_f32_to_bf16(f)) != h) return false;
+    }
+    return true;
+}
+
+static void same_tensor(const inf_tensor *a, const inf_tensor *b, const char *slot, int layer) {
+    bool ok =
+        a && b && a->n_dims == b->n_dims && !memcmp(a->ne, b->ne, sizeof a->ne) && same_data(a, b);
+    CHECK_MSG(ok, "slot %s layer %d: %s vs %s differ", slot, layer, a ? a->name : "(none)",
+              b ? b->name : "(none)");
+}
+
+static void same_slots(const inf_model_file *g, const inf_model_file *h) {
+    same_tensor(g->token_embd, h->token_embd, "token_embd", -1);
+    same_tensor(g->output_norm, h->output_norm, "output_norm", -1);
+    same_tensor(g->output, h->output, "output", -1);
+    for (int l = 0; l < g->hp.n_layer && l < h->hp.n_layer; l++) {
+        const inf_layer_weights *a = &g->layers[l], *b = &h->layers[l];
+        same_tensor(a->attn_norm, b->attn_norm, "attn_norm", l);
+        same_tensor(a->wq, b->wq, "wq", l);
+        same_tensor(a->wk, b->wk, "wk", l);
+        same_tensor(a->wv, b->wv, "wv", l);
+        same_tensor(a->wo, b->wo, "wo", l);
+        same_tensor(a->q_norm, b->q_norm, "q_norm", l);
+        same_tensor(a->k_norm, b->k_norm, "k_norm", l);
+        same_tensor(a->ffn_norm, b->ffn_norm, "ffn_norm", l);
+        same_tensor(a->w_gate, b->w_gate, "w_gate", l);
+        same_tensor(a->w_up, b->w_up, "w_up", l);
+        same_tensor(a->w_down, b->w_down, "w_down", l);
+    }
+}
+
+static void same_hparams(const inf_hparams *a, const inf_hparams *b) {
+    CHECK_INT(a->n_layer, b->n_layer);
+    CHECK_INT(a->n_embd, b->n_embd);
+    CHECK_INT(a->n_head, b->n_head);
+    CHECK_INT(a->n_head_kv, b->n_head_kv);
+    CHECK_INT(a->head_dim, b->head_dim);
+    CHECK_INT(a->n_ff, b->n_ff);
+    CHECK_INT(a->n_vocab, b->n_vocab);
+    CHECK_INT(a->n_ctx_train, b->n_ctx_train);
+    CHECK(a->rope_theta == b->rope_theta);
+    CHECK(a->rms_eps == b->rms_eps);
+    CHECK(a->tied_output == b->tied_output);
+}
+
+/* GGUF pads the vocabulary to n_vocab with [PAD] tokens; HF lists the real
+ * ones. Both must agree on every real token and on all merges. */
+static void same_vocab(const inf_vocab_desc *g, const inf_vocab_desc *h) {
+    CHECK(h->n_tokens > 0 && g->n_tokens >= h->n_tokens);
+    int bad = 0;
+    for (int i = 0; i < h->n_tokens && i < g->n_tokens; i++)
+        if (!h->tokens[i] || strcmp(g->tokens[i], h->tokens[i])) {
+            if (bad++ < 3)
+                fprintf(stderr, "token %d: \"%s\" vs \"%s\"\n", i, g->tokens[i],
+                        h->tokens[i] ? h->tokens[i] : "(null)");
+        }
+    CHECK_INT(bad, 0);
+    CHECK_INT(g->n_merges, h->n_merges);
+    bad = 0;
+    for (int i = 0; i < g->n_merges && i < h->n_merges; i++)
+        bad += strcmp(g->merges[i], h->merges[i]) != 0;
+    CHECK_INT(bad, 0);
+    CHECK_INT(g->eos_id, h->eos_id);
+    CHECK_INT(g->eot_id, h->eot_id);
+    CHECK_INT(g->pad_id, h->pad_id);
+    CHECK(g->add_bos == h->add_bos);
+    CHECK(g->chat_template && h->chat_template && !strcmp(g->chat_template, h->chat_template));
+}
+
+int main(void) {
+    struct stat st;
+    if (stat("models/tiny-f32.gguf", &st) != 0) {
+        fprintf(stderr, "models/ has no generated models: run scripts/make-models.sh\n");
+        CHECK(0);
+        return th_report();
+    }
+    static const char *const floats[] = {"f32", "f16", "bf16"};
+    inf_hparams ref = {0};
+    for (int i = 0; i < 3; i++) {
+        char gp[64], hp[64];
+        snprintf(gp, sizeof gp, "models/tiny-%s.gguf", floats[i]);
+        snprintf(hp, sizeof hp, "models/tiny-%s-hf", floats[i]);
+        inf_model_file *g = open_or_report(gp), *h = open_or_report(hp);
+        if (g && h) {
+            CHECK(g->format == INF_FORMAT_GGUF && h->format == INF_FORMAT_HF);
+            same_hparams(&g->hp, &h->hp);
+            same_slots(g, h);
+            same_vocab(&g->vocab, &h->vocab);
+            CHECK_INT(g->vocab.n_tokens, g->hp.n_vocab);
+            if (i == 0) ref = g->hp;
+        }
+        inf_model_close(g);
+        inf_model_close(h);
+    }
+    static const char *const mixes[] = {"q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"};
+    for (int i = 0; i < 5; i++) {
+        char gp[64];
+        snprintf(gp, sizeof gp, "models/tiny-%s.gguf", mixes[i]);
+        inf_model_file *g = open_or_report(gp);
+        if (g) {
+            same_hparams(&g->hp, &ref);
+            CHECK(g->layers[g->hp.n_layer - 1].w_down != NULL);
+            CHECK(g->token_embd->type != INF_F32);
+        }
+        inf_model_close(g);
+    }
+    return th_report();
+}
