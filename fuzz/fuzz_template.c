@@ -12,8 +12,10 @@ static json_t *context(void) {
     if (!ctx)
         ctx = json_loads("{\"messages\": [{\"role\": \"system\", \"content\": \"sys\"},"
                          " {\"role\": \"user\", \"content\": \"hi <tool_response>\"},"
-                         " {\"role\": \"assistant\", \"content\": \"<think>r</think>ok\", \"reasoning_content\": \"r\","
-                         "  \"tool_calls\": [{\"function\": {\"name\": \"f\", \"arguments\": {\"a\": [1, 2.5, null]}}}]},"
+                         " {\"role\": \"assistant\", \"content\": \"<think>r</think>ok\", "
+                         "\"reasoning_content\": \"r\","
+                         "  \"tool_calls\": [{\"function\": {\"name\": \"f\", \"arguments\": "
+                         "{\"a\": [1, 2.5, null]}}}]},"
                          " {\"role\": \"tool\", \"content\": \"{}\"}],"
                          " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}],"
                          " \"add_generation_prompt\": true, \"enable_thinking\": false,"

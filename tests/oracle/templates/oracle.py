@@ -133,7 +133,18 @@ def matrix_cases():
             ctx["tools"] = TOOLS
         if think is not None:
             ctx["enable_thinking"] = think
-        yield f"{tname}/{cname}/gen={int(gen)}/think={think}", TEMPLATES[tname], ctx
+        yield f"{tname}/{cname}/gen={int(gen)}/think={think}", TEMPLATES[tname], ctx, None
+    # the template read from the model files themselves (GGUF and HF folder)
+    for model in ("models/tiny-q8_0.gguf", "models/tiny-f32-hf"):
+        if not os.path.exists(os.path.join(ROOT, model)):
+            continue
+        for (cname, (msgs, with_tools)), think in itertools.product(CONVERSATIONS.items(), [None, False]):
+            ctx = {"messages": msgs, "add_generation_prompt": True}
+            if with_tools:
+                ctx["tools"] = TOOLS
+            if think is not None:
+                ctx["enable_thinking"] = think
+            yield f"qwen3@{model}/{cname}/think={think}", TEMPLATES["qwen3"], ctx, os.path.join(ROOT, model)
 
 
 # ---- single constructs ------------------------------------------------------
@@ -223,7 +234,7 @@ def construct_cases():
         c = dict(ctx)
         c.setdefault("messages", [])
         c.setdefault("add_generation_prompt", True)
-        yield f"construct/{i:02d}", src, c
+        yield f"construct/{i:02d}", src, c, None
 
 
 # ---- comparison -------------------------------------------------------------
@@ -234,14 +245,14 @@ def jinja_render(src, ctx):
         return None, f"{type(e).__name__}: {e}"
 
 
-def inferno_render(src, ctx, tmpdir):
+def inferno_render(src, ctx, tmpdir, model=None):
     tpath = os.path.join(tmpdir, "t.jinja")
     cpath = os.path.join(tmpdir, "c.json")
     with open(tpath, "w", encoding="utf-8", newline="") as f:
         f.write(src)
     with open(cpath, "w", encoding="utf-8") as f:
         json.dump(ctx, f, ensure_ascii=False)
-    cmd = [INFERNO, "template", "--template", tpath, cpath]
+    cmd = [INFERNO, "template"] + (["-m", model] if model else ["--template", tpath]) + [cpath]
     if not ctx.get("add_generation_prompt", True):
         cmd.append("--no-generation-prompt")
     p = subprocess.run(cmd, capture_output=True, timeout=30)
@@ -268,11 +279,11 @@ def main():
     only = sys.argv[1] if len(sys.argv) > 1 else ""
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmpdir:
-        for name, src, ctx in itertools.chain(matrix_cases(), construct_cases()):
+        for name, src, ctx, model in itertools.chain(matrix_cases(), construct_cases()):
             if only and only not in name:
                 continue
             want, werr = jinja_render(src, ctx)
-            got, gerr = inferno_render(src, ctx, tmpdir)
+            got, gerr = inferno_render(src, ctx, tmpdir, model)
             if werr is not None and gerr is not None:
                 passed += 1
                 if os.environ.get("VERBOSE"):
