@@ -683,7 +683,6 @@ static tv filter_tojson(tm_rt *R, tv v, tm_args *a, long pos) {
     tv *seps = arg(a, 2, "separators");
     tv *sk = arg(a, 3, "sort_keys");
     tv *ea = arg(a, 0, "ensure_ascii");
-    if (ea && tv_truthy(*ea)) tm_fail(S_, pos, "tojson: ensure_ascii=True is not supported");
     int indent = -1;
     const char *indent_str = NULL;
     if (ind && ind->t == TV_STR)
@@ -704,6 +703,26 @@ static tv filter_tojson(tm_rt *R, tv v, tm_args *a, long pos) {
     if (!tv_write_json(S_, &b, v, indent, indent_str, item_sep, key_sep, sk && tv_truthy(*sk),
                        &bad))
         tm_fail(S_, pos, "Object of type %s is not JSON serializable", tv_type_name(bad));
+    if (ea && tv_truthy(*ea)) { /* json.dumps(ensure_ascii=True): \uXXXX, surrogate pairs */
+        tm_buf e = {.limit = R->t->lim.max_output};
+        for (size_t i = 0; i < b.n;) {
+            if ((unsigned char)b.p[i] < 0x80) {
+                tm_buf_putc(S_, &e, b.p[i++]);
+                continue;
+            }
+            uint32_t c;
+            i += (size_t)tm_utf8_decode(b.p + i, b.n - i, &c);
+            char tmp[16];
+            if (c >= 0x10000)
+                snprintf(tmp, sizeof tmp, "\\u%04x\\u%04x",
+                         (unsigned)(0xD800 + ((c - 0x10000) >> 10)),
+                         (unsigned)(0xDC00 + ((c - 0x10000) & 0x3FF)));
+            else
+                snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned)c);
+            tm_buf_puts(S_, &e, tmp);
+        }
+        b = e;
+    }
     tm_charge(R, pos, b.n);
     return str_val(R, b.p ? b.p : "", b.n);
 }

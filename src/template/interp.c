@@ -960,7 +960,10 @@ int inf_chat_render(char **out, const char *source, const json_t *messages, cons
     json_t *ctx = json_object();
     if (!ctx) return inf_fail(err, "chat template: out of memory");
     json_object_set(ctx, "messages", (json_t *)messages);
-    if (tools && !json_is_null(tools)) json_object_set(ctx, "tools", (json_t *)tools);
+    /* as transformers' apply_chat_template: tools and documents are always
+       passed, None when absent */
+    json_object_set_new(ctx, "tools", tools ? json_incref((json_t *)tools) : json_null());
+    json_object_set_new(ctx, "documents", json_null());
     json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt));
     if (extra_kwargs) json_object_update(ctx, (json_t *)extra_kwargs);
     int rc = inf_tmpl_render(out, NULL, source, ctx, NULL, err);

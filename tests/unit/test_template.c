@@ -290,18 +290,18 @@ static void test_api(void) {
     inf_tmpl_free(t);
     inf_tmpl_free(NULL);
 
-    /* inf_chat_render: tools absent means undefined; extra kwargs win */
-    const char *src = "{{ tools is defined }} {{ add_generation_prompt }} {{ enable_thinking }} {{ "
+    /* inf_chat_render: tools absent means None (as in transformers); extra kwargs win */
+    const char *src = "{{ tools is none }} {{ add_generation_prompt }} {{ enable_thinking }} {{ "
                       "messages[0].content }}";
     json_t *msgs = json_loads("[{\"role\": \"user\", \"content\": \"hi\"}]", 0, NULL);
     json_t *kw = json_loads("{\"enable_thinking\": false}", 0, NULL);
     char *out = NULL;
     CHECK_INT(inf_chat_render(&out, src, msgs, NULL, true, kw, &err), 0);
-    CHECK_STR(out, "False True False hi");
+    CHECK_STR(out, "True True False hi");
     free(out);
     json_t *tools = json_loads("[]", 0, NULL);
     CHECK_INT(inf_chat_render(&out, src, msgs, tools, false, NULL, &err), 0);
-    CHECK_STR(out, "True False  hi");
+    CHECK_STR(out, "False False  hi");
     free(out);
     CHECK_INT(inf_chat_render(&out, src, kw, NULL, false, NULL, &err),
               -1); /* messages not an array */
@@ -310,6 +310,11 @@ static void test_api(void) {
     json_decref(tools);
     json_decref(kw);
     json_decref(msgs);
+
+    /* strftime_now: the current date in the given format */
+    CHECK_INT(inf_tmpl_render(&out, NULL, "{{ strftime_now('%Y-%m') }}", NULL, NULL, &err), 0);
+    CHECK(out && strlen(out) == 7 && out[4] == '-');
+    free(out);
 
     /* a runtime error leaves *out NULL */
     out = (char *)1;

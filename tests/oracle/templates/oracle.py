@@ -184,6 +184,8 @@ CONSTRUCTS = [
     ("{{ x|tojson }}", {"x": {"s": "é \"q\" \\ \n\t\u0001 </script> <>&'", "f": 1.0, "g": 1e-7, "h": 12345678901234567890.0, "i": -5, "n": None, "l": [], "d": {}, "nested": {"a": [{"b": 2}]}}}),
     ("{{ x|tojson(indent=2) }}", {"x": {"a": [1, 2, {"b": []}], "c": {}, "d": "x"}}),
     ("{{ x|tojson(indent=2, sort_keys=true) }}|{{ x|tojson(separators=(',', ':')) }}", {"x": {"z": 1, "a": [1, 2]}}),
+    ("{{ x|tojson(ensure_ascii=true) }} {{ x|tojson(indent='\t') }}", {"x": {"s": "é😀 ü", "k": ["日本"]}}),
+    ("{{ tools is defined }} {{ tools is none }} {{ documents is none }} {% if tools %}never{% endif %}", {}),
     ("{{ 'a,b,,c'.split(',') }} {{ ' a  b \n c '.split() }} {{ 'a,b,c'.split(',', 1) }} {{ '  x '.strip() }}|{{ '  x '.lstrip() }}|{{ '  x '.rstrip() }}|{{ '--x--'.strip('-') }}", {}),
     ("{{ 'hello'.startswith('he') }} {{ 'hello'.endswith('lo') }} {{ 'hello'.startswith(('x', 'h')) }} {{ 'a-b-c'.replace('-', '+') }} {{ 'a-b-c'.replace('-', '', 1) }} {{ 'Ab'.upper() }} {{ 'Ab'.lower() }} {{ 'hello'.find('l') }} {{ 'hello'.count('l') }} {{ '-'.join(['a', 'b']) }} {{ 'ab cd'.title() }}", {}),
     ("{{ '\\n\\t\\'\\\\\\x41\\u00e9' }} {{ \"it's\" }} {{ 'adjacent' ' strings' }}", {}),
@@ -239,6 +241,8 @@ def construct_cases():
 
 # ---- comparison -------------------------------------------------------------
 def jinja_render(src, ctx):
+    # transformers always passes tools and documents (None when absent)
+    ctx = {"tools": None, "documents": None, **ctx}
     try:
         return ENV.from_string(src).render(**ctx), None
     except Exception as e:  # any Jinja2 failure: inferno must fail too
