@@ -1,6 +1,9 @@
 /* libFuzzer target for the chat-template parser and interpreter: the input
  * is a template source rendered with a small fixed chat context under tight
- * limits. Any crash, hang or leak is a bug; errors are expected. */
+ * limits. Any crash, hang or leak is a bug; errors are expected.
+ *
+ *   make fuzz && build-fuzz/fuzz/fuzz_template -dict=fuzz/template.dict -max_len=4096 \
+ *       -timeout=5 fuzz/corpus-template fuzz/corpus/template */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
