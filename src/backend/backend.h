@@ -30,6 +30,8 @@ typedef struct inf_kv_view {
     int row_stride;              /* floats between consecutive rows */
     int block_size;              /* rows per block; power of two (paged only) */
     const int32_t *block_table;  /* logical -> physical block, or NULL */
+    int capacity;                /* positions 0..capacity-1 are addressable (the forward
+                                    pass refuses rows beyond); 0 = not stated */
 } inf_kv_view;
 
 static inline int64_t inf_kv_row_index(const inf_kv_view *kv, int j) {

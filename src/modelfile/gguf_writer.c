@@ -89,7 +89,7 @@ void gguf_writer_free(gguf_writer *w) {
     free(w);
 }
 
-static void put_key(gguf_writer *w, const char *key, gguf_type t) {
+static void put_key(gguf_writer *w, const char *key, enum gguf_type t) {
     put_str(&w->kv, key);
     put_u32(&w->kv, t);
     w->n_kv++;
@@ -132,7 +132,7 @@ void gguf_writer_add_str(gguf_writer *w, const char *key, const char *v) {
     put_str(&w->kv, v);
 }
 
-static size_t scalar_size(gguf_type t) {
+static size_t scalar_size(enum gguf_type t) {
     switch (t) {
     case GGUF_TYPE_UINT8:
     case GGUF_TYPE_INT8:
@@ -154,7 +154,7 @@ static size_t scalar_size(gguf_type t) {
     }
 }
 
-void gguf_writer_add_arr(gguf_writer *w, const char *key, gguf_type t, const void *values,
+void gguf_writer_add_arr(gguf_writer *w, const char *key, enum gguf_type t, const void *values,
                          uint64_t n) {
     size_t sz = scalar_size(t);
     if (!sz) {

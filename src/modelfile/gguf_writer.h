@@ -18,27 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "modelfile/gguf.h" /* enum gguf_type, GGUF_DEFAULT_ALIGNMENT */
 #include "quant/dtype.h"
 #include "util/err.h"
-
-/* GGUF metadata value types, as numbered by the format. */
-typedef enum gguf_type {
-    GGUF_TYPE_UINT8 = 0,
-    GGUF_TYPE_INT8 = 1,
-    GGUF_TYPE_UINT16 = 2,
-    GGUF_TYPE_INT16 = 3,
-    GGUF_TYPE_UINT32 = 4,
-    GGUF_TYPE_INT32 = 5,
-    GGUF_TYPE_FLOAT32 = 6,
-    GGUF_TYPE_BOOL = 7,
-    GGUF_TYPE_STRING = 8,
-    GGUF_TYPE_ARRAY = 9,
-    GGUF_TYPE_UINT64 = 10,
-    GGUF_TYPE_INT64 = 11,
-    GGUF_TYPE_FLOAT64 = 12,
-} gguf_type;
-
-#define GGUF_DEFAULT_ALIGNMENT 32
 
 typedef struct gguf_writer gguf_writer;
 
@@ -65,7 +47,7 @@ void gguf_writer_add_str(gguf_writer *w, const char *key, const char *v);
 /* An array of n scalars of type t (any type but STRING and ARRAY), read from
  * `values` as the matching C type (uint8_t, ..., float, double, bool as one
  * byte 0/1). */
-void gguf_writer_add_arr(gguf_writer *w, const char *key, gguf_type t, const void *values,
+void gguf_writer_add_arr(gguf_writer *w, const char *key, enum gguf_type t, const void *values,
                          uint64_t n);
 /* An array of n NUL-terminated strings. */
 void gguf_writer_add_arr_str(gguf_writer *w, const char *key, const char *const *values,

@@ -65,7 +65,8 @@ static int hf_vocab(inf_vocab_desc *v, json_t *root, const char *path, inf_err *
     const char *key;
     json_t *val;
     json_object_foreach(vocab, key, val) {
-        if (hf_id(val, path, "model.vocab", &id, err)) return inf_fail_ctx(err, "token \"%s\"", key);
+        if (hf_id(val, path, "model.vocab", &id, err))
+            return inf_fail_ctx(err, "token \"%s\"", key);
         if (id > max_id) max_id = id;
     }
     size_t i;
@@ -169,14 +170,20 @@ static int hf_pretok(json_t *pt, const char *path, const char **regex, inf_err *
         return 0;
     }
     if (!strcmp(type, "Split")) {
-        const char *re = json_string_value(json_object_get(json_object_get(pt, "pattern"), "Regex"));
+        const char *re =
+            json_string_value(json_object_get(json_object_get(pt, "pattern"), "Regex"));
         const char *behavior = json_string_value(json_object_get(pt, "behavior"));
         if (!re)
-            return inf_fail(err, "%s: pre_tokenizer Split: only a {\"Regex\": ...} pattern is "
-                                 "supported", path);
-        if ((behavior && strcmp(behavior, "Isolated")) || json_is_true(json_object_get(pt, "invert")))
-            return inf_fail(err, "%s: pre_tokenizer Split: only behavior Isolated without invert "
-                                 "is supported", path);
+            return inf_fail(err,
+                            "%s: pre_tokenizer Split: only a {\"Regex\": ...} pattern is "
+                            "supported",
+                            path);
+        if ((behavior && strcmp(behavior, "Isolated")) ||
+            json_is_true(json_object_get(pt, "invert")))
+            return inf_fail(err,
+                            "%s: pre_tokenizer Split: only behavior Isolated without invert "
+                            "is supported",
+                            path);
         if (*regex) return inf_fail(err, "%s: pre_tokenizer: more than one split pattern", path);
         *regex = re;
         return 0;
@@ -187,7 +194,8 @@ static int hf_pretok(json_t *pt, const char *path, const char **regex, inf_err *
                             path);
         json_t *use = json_object_get(pt, "use_regex");
         if (!use || json_is_true(use)) {
-            if (*regex) return inf_fail(err, "%s: pre_tokenizer: more than one split pattern", path);
+            if (*regex)
+                return inf_fail(err, "%s: pre_tokenizer: more than one split pattern", path);
             *regex = tok_pre_by_name("gpt2")->regex;
         }
         return 0;
@@ -202,7 +210,8 @@ static int hf_normalizer(json_t *n, const char *path, bool *nfc, inf_err *err) {
         *nfc = true;
         return 0;
     }
-    if (type && !strcmp(type, "Sequence") && json_array_size(json_object_get(n, "normalizers")) == 0)
+    if (type && !strcmp(type, "Sequence") &&
+        json_array_size(json_object_get(n, "normalizers")) == 0)
         return 0;
     return inf_fail(err, "%s: normalizer \"%s\" is not supported (only NFC or none)", path,
                     type ? type : "?");
@@ -213,8 +222,8 @@ static int hf_config_token(inf_vocab_desc *v, json_t *cfg, const char *field, co
                            int *out, inf_err *err) {
     json_t *j = json_object_get(cfg, field);
     if (!j || json_is_null(j)) return 0;
-    const char *text = json_is_object(j) ? json_string_value(json_object_get(j, "content"))
-                                         : json_string_value(j);
+    const char *text =
+        json_is_object(j) ? json_string_value(json_object_get(j, "content")) : json_string_value(j);
     if (!text) return inf_fail(err, "%s: %s: expected a string or {\"content\": ...}", path, field);
     int id = hf_find(v, text);
     if (id < 0) return inf_fail(err, "%s: %s \"%s\" is not in the vocabulary", path, field, text);

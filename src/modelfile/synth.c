@@ -11,6 +11,7 @@
 #include "modelfile/gguf_writer.h"
 #include "modelfile/st_writer.h"
 #include "quant/quantize.h"
+#include "util/half.h"
 
 static const char *const mix_names[SYNTH_N_MIX] = {
     [SYNTH_F32] = "f32",   [SYNTH_F16] = "f16",   [SYNTH_BF16] = "bf16", [SYNTH_Q8_0] = "q8_0",
@@ -188,6 +189,10 @@ void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64
                     (int32_t)((z >> 32) & 0xffff) + (int32_t)(z >> 48) - 2 * 65536;
         dst[i] = mean + k * (float)s;
     }
+    /* Norm vectors stay F32 in GGUF files but take the file's type in HF
+     * folders; values exact in bf16 (hence in f16 near 1) keep both the same. */
+    if (role_is_norm(t->role))
+        for (int64_t i = 0; i < n; i++) dst[i] = inf_bf16_to_f32(inf_f32_to_bf16(dst[i]));
 }
 
 /* ---- type mixes ---- */

@@ -15,7 +15,8 @@
 int tok_ids_push(tok_ids *a, const int32_t *ids, size_t n) {
     if (a->n + n > a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 64;
-        while (cap < a->n + n) cap *= 2;
+        while (cap < a->n + n)
+            cap *= 2;
         int32_t *v = realloc(a->v, cap * sizeof *v);
         if (!v) return -1;
         a->v = v;
@@ -32,7 +33,7 @@ typedef struct bpe_sym {
 } bpe_sym;
 
 typedef struct bpe_cand {
-    int32_t rank, pos;  /* heap order: rank, then position */
+    int32_t rank, pos;   /* heap order: rank, then position */
     int32_t left, right; /* the ids the pair had when pushed */
 } bpe_cand;
 
@@ -66,8 +67,7 @@ static bpe_cand heap_pop(bpe_cand *h, int *n) {
     return top;
 }
 
-static void push_pair(const inf_tokenizer *t, const bpe_sym *s, int32_t pos, bpe_cand *h,
-                      int *nh) {
+static void push_pair(const inf_tokenizer *t, const bpe_sym *s, int32_t pos, bpe_cand *h, int *nh) {
     if (pos < 0 || s[pos].next < 0) return;
     int32_t nx = s[pos].next;
     const tok_pair *p = tok_pair_find(t, s[pos].id, s[nx].id);
@@ -101,7 +101,8 @@ int tok_bpe_word(const inf_tokenizer *t, const unsigned char *w, size_t n, tok_i
     for (int32_t i = 0; i < len; i++)
         s[i] = (bpe_sym){t->byte_id[w[i]], i - 1, i + 1 < len ? i + 1 : -1};
     int nh = 0;
-    for (int32_t i = 0; i + 1 < len; i++) push_pair(t, s, i, h, &nh);
+    for (int32_t i = 0; i + 1 < len; i++)
+        push_pair(t, s, i, h, &nh);
     while (nh > 0) {
         bpe_cand c = heap_pop(h, &nh);
         int32_t nx = s[c.pos].next;
@@ -115,7 +116,8 @@ int tok_bpe_word(const inf_tokenizer *t, const unsigned char *w, size_t n, tok_i
         push_pair(t, s, c.pos, h, &nh);
     }
     size_t k = 0;
-    for (int32_t i = 0; i >= 0; i = s[i].next) ids[k++] = s[i].id;
+    for (int32_t i = 0; i >= 0; i = s[i].next)
+        ids[k++] = s[i].id;
     int rc = tok_ids_push(out, ids, k);
     if (n > SMALL) {
         free(s);

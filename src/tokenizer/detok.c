@@ -40,8 +40,10 @@ static int char_status(const unsigned char *s, size_t n, size_t *valid_prefix) {
     unsigned char c = s[0];
     int need;
     unsigned char lo = 0x80, hi = 0xbf;
-    if (c < 0x80) need = 1;
-    else if (c >= 0xc2 && c <= 0xdf) need = 2;
+    if (c < 0x80)
+        need = 1;
+    else if (c >= 0xc2 && c <= 0xdf)
+        need = 2;
     else if (c >= 0xe0 && c <= 0xef) {
         need = 3;
         if (c == 0xe0) lo = 0xa0;

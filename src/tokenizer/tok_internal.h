@@ -29,37 +29,37 @@ typedef struct tok_cache {
         uint32_t ids;    /* offset in id_pool */
         uint16_t n_word; /* bytes */
         uint16_t n_ids;
-    } *slots;              /* [TOK_CACHE_SLOTS] */
-    char *words;           /* [TOK_CACHE_WORD_BYTES] */
-    int32_t *id_pool;      /* [TOK_CACHE_IDS] */
+    } * slots;        /* [TOK_CACHE_SLOTS] */
+    char *words;      /* [TOK_CACHE_WORD_BYTES] */
+    int32_t *id_pool; /* [TOK_CACHE_IDS] */
     uint32_t n_used, words_used, ids_used;
 } tok_cache;
 #define TOK_CACHE_SLOTS (1u << 15)
 #define TOK_CACHE_WORD_BYTES (1u << 19)
 #define TOK_CACHE_IDS (1u << 18)
-#define TOK_CACHE_MAX_WORD 64 /* longer pre-tokens are not cached */
+#define TOK_CACHE_MAX_WORD 256 /* longer pre-tokens are not cached */
 
 struct inf_tokenizer {
     int n_vocab;
-    char **text;          /* [n_vocab] vocabulary text (printable form) */
-    int32_t *type;        /* [n_vocab] INF_TOKEN_* */
-    uint32_t *bytes_off;  /* [n_vocab + 1] token id -> its raw bytes in bytes_buf */
-    char *bytes_buf;      /* every token's raw bytes, each followed by a NUL */
-    size_t max_bytes;     /* longest token in bytes */
+    char **text;         /* [n_vocab] vocabulary text (printable form) */
+    int32_t *type;       /* [n_vocab] INF_TOKEN_* */
+    uint32_t *bytes_off; /* [n_vocab + 1] token id -> its raw bytes in bytes_buf */
+    char *bytes_buf;     /* every token's raw bytes, each followed by a NUL */
+    size_t max_bytes;    /* longest token in bytes */
 
-    int32_t *text_map;    /* [text_mask + 1] open addressing: id or -1 */
+    int32_t *text_map; /* [text_mask + 1] open addressing: id or -1 */
     uint32_t text_mask;
 
     int32_t byte_id[256]; /* byte -> the id of its single-byte token */
 
-    tok_pair *pairs;      /* [pair_mask + 1] open addressing */
+    tok_pair *pairs; /* [pair_mask + 1] open addressing */
     uint32_t pair_mask;
 
     /* Added tokens (control and user-defined) for the first split, sorted by
      * first byte, then longest first; by_byte[b]..by_byte[b+1] is the range
      * that starts with byte b. */
     int n_added;
-    int32_t *added;       /* [n_added] ids */
+    int32_t *added; /* [n_added] ids */
     uint32_t by_byte[257];
 
     bool nfc;
@@ -67,7 +67,7 @@ struct inf_tokenizer {
 
     int32_t bos, eos, eot;
     bool add_bos;
-    int32_t eog[4];       /* end-of-generation ids, -1 padded */
+    int32_t eog[4]; /* end-of-generation ids, -1 padded */
 
     tok_cache cache;
 };

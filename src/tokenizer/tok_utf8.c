@@ -13,7 +13,8 @@ static bool byte_is_printable(unsigned b) {
 uint32_t tok_byte_to_cp(unsigned char b) {
     if (byte_is_printable(b)) return b;
     uint32_t k = 0; /* how many non-printable bytes precede b */
-    for (unsigned i = 0; i < b; i++) k += !byte_is_printable(i);
+    for (unsigned i = 0; i < b; i++)
+        k += !byte_is_printable(i);
     return 0x100 + k;
 }
 
@@ -81,7 +82,8 @@ size_t inf_utf8_valid_prefix(const char *str, size_t len) {
          * (ED A0..BF) and code points past U+10FFFF (F4 90.., F5..FF). */
         int n;
         unsigned char lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf) n = 2;
+        if (c >= 0xc2 && c <= 0xdf)
+            n = 2;
         else if (c >= 0xe0 && c <= 0xef) {
             n = 3;
             if (c == 0xe0) lo = 0xa0;

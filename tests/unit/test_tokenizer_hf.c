@@ -22,21 +22,28 @@ static const char *write_tmp(const char *name, const char *text) {
 }
 
 #define PRE                                                                                        \
-    "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "      \
-    "\"pattern\": {\"Regex\": \"\\\\s+|\\\\w+\"}, \"behavior\": \"Isolated\", \"invert\": false}, " \
+    "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "       \
+    "\"pattern\": {\"Regex\": \"\\\\s+|\\\\w+\"}, \"behavior\": \"Isolated\", \"invert\": "        \
+    "false}, "                                                                                     \
     "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}"
 
 static void test_small(void) {
     char tj[256], tc[256];
-    snprintf(tj, sizeof tj, "%s", write_tmp("tokenizer.json",
-        "{\"normalizer\": {\"type\": \"NFC\"}, " PRE ", \"model\": {\"type\": \"BPE\", "
-        "\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 3}, \"merges\": [[\"a\", \"b\"]]}, "
-        "\"added_tokens\": [{\"id\": 5, \"content\": \"<|end|>\", \"special\": true}, "
-        "{\"id\": 6, \"content\": \"<think>\", \"special\": false}]}"));
-    snprintf(tc, sizeof tc, "%s", write_tmp("tokenizer_config.json",
-        "{\"eos_token\": {\"content\": \"<|end|>\"}, \"bos_token\": null, \"pad_token\": \"b\", "
-        "\"add_bos_token\": false, \"chat_template\": [{\"name\": \"tool_use\", \"template\": "
-        "\"T\"}, {\"name\": \"default\", \"template\": \"D\"}]}"));
+    snprintf(
+        tj, sizeof tj, "%s",
+        write_tmp("tokenizer.json",
+                  "{\"normalizer\": {\"type\": \"NFC\"}, " PRE ", \"model\": {\"type\": \"BPE\", "
+                  "\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 3}, \"merges\": [[\"a\", \"b\"]]}, "
+                  "\"added_tokens\": [{\"id\": 5, \"content\": \"<|end|>\", \"special\": true}, "
+                  "{\"id\": 6, \"content\": \"<think>\", \"special\": false}]}"));
+    snprintf(
+        tc, sizeof tc, "%s",
+        write_tmp(
+            "tokenizer_config.json",
+            "{\"eos_token\": {\"content\": \"<|end|>\"}, \"bos_token\": null, \"pad_token\": "
+            "\"b\", "
+            "\"add_bos_token\": false, \"chat_template\": [{\"name\": \"tool_use\", \"template\": "
+            "\"T\"}, {\"name\": \"default\", \"template\": \"D\"}]}"));
     inf_vocab_desc v;
     inf_err err = {0};
     int rc = inf_vocab_from_hf(&v, tj, tc, &err);
@@ -93,8 +100,8 @@ static void test_bad(void) {
         inf_err err = {0};
         int rc = inf_vocab_from_hf(&v, p, NULL, &err);
         CHECK_MSG(rc == -1 && strstr(err.msg, cases[i].want) && strstr(err.msg, "tokenizer.json"),
-                  "case %zu: rc %d, message \"%s\", expected one containing \"%s\"", i, rc,
-                  err.msg, cases[i].want);
+                  "case %zu: rc %d, message \"%s\", expected one containing \"%s\"", i, rc, err.msg,
+                  cases[i].want);
         CHECK(v.tokens == NULL);
     }
 }

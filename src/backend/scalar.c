@@ -1,0 +1,219 @@
+/* The scalar reference backend: every op of backend.h as a plain loop.
+ *
+ * This is the oracle every faster backend is checked against, so it stays
+ * simple: weight rows are dequantized one at a time with the reference
+ * inf_dequantize_row into a per-thread scratch row, dot products accumulate
+ * in double, and both attention ops share one online-softmax row walk (so a
+ * query row gives the same bits whether it came through prefill or decode). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "quant/quantize.h"
+#include "util/err.h"
+
+/* Attention tiles: keys are walked 64 at a time (the book's tile). */
+#define ATTN_TILE 64
+/* The largest head_dim the attention ops accept (Qwen3 uses 128). */
+#define ATTN_MAX_HEAD_DIM 512
+
+/* A row of dequantized weights, one per thread, grown to the widest row seen
+ * and then reused: the first matmul of a model sizes it, later calls never
+ * allocate. */
+static _Thread_local float *scratch_row; /* [scratch_n] */
+static _Thread_local int64_t scratch_n;
+
+static float *scratch(int64_t n) {
+    if (n > scratch_n) {
+        float *p = realloc(scratch_row, (size_t)n * sizeof(float));
+        INF_ASSERT(p != NULL);
+        scratch_row = p;
+        scratch_n = n;
+    }
+    return scratch_row;
+}
+
+static void scalar_embed(const inf_backend *be, float *out, const inf_tensor *table,
+                         const int32_t *ids, int T) {
+    int64_t n_embd = table->ne[0];
+    size_t row_bytes = inf_dtype_row_bytes(table->type, n_embd);
+    for (int t = 0; t < T; t++) {
+        INF_ASSERT(ids[t] >= 0 && ids[t] < table->ne[1]);
+        const unsigned char *row = (const unsigned char *)table->data + (size_t)ids[t] * row_bytes;
+        inf_dequantize_row(table->type, out + (int64_t)t * n_embd, row, n_embd);
+    }
+}
+
+static void scalar_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w,
+                          int T) {
+    int64_t n_in = w->n_in, n_out = w->n_out;
+    float *wrow = scratch(n_in); /* [n_in] */
+    for (int64_t o = 0; o < n_out; o++) {
+        const unsigned char *src = (const unsigned char *)w->t->data + (size_t)o * w->row_bytes;
+        inf_dequantize_row(w->t->type, wrow, src, n_in);
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (int64_t)t * n_in;
+            double acc = 0;
+            for (int64_t i = 0; i < n_in; i++) acc += (double)xt[i] * wrow[i];
+            y[(int64_t)t * n_out + o] = (float)acc;
+        }
+    }
+}
+
+static void scalar_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w,
+                           int rows, int n, float eps) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (int64_t)r * n;
+        float *yr = out + (int64_t)r * n;
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)xr[i] * xr[i];
+        float inv = (float)(1.0 / sqrt(ss / n + eps));
+        for (int i = 0; i < n; i++) yr[i] = (xr[i] * inv) * w[i];
+    }
+}
+
+static void scalar_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
+                        int head_dim, const float *cos_tab, const float *sin_tab) {
+    int half = head_dim / 2;
+    for (int t = 0; t < T; t++) {
+        const float *c = cos_tab + (int64_t)pos[t] * half;
+        const float *s = sin_tab + (int64_t)pos[t] * half;
+        for (int h = 0; h < n_heads; h++) {
+            /* NeoX (Qwen3, HF rotate_half): element i pairs with i + head_dim/2,
+             * not with its neighbour i+1 as in the original GPT-J layout. */
+            float *v = x + ((int64_t)t * n_heads + h) * head_dim;
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half];
+                v[i] = a * c[i] - b * s[i];
+                v[i + half] = b * c[i] + a * s[i];
+            }
+        }
+    }
+}
+
+/* One query row of one head against keys 0..n_keys-1 (KV head column offset
+ * kv_off): online softmax over tiles of 64 keys. Writes head_dim floats. */
+static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_off, int n_keys,
+                     int head_dim, float scale) {
+    float s[ATTN_TILE];              /* one tile of scores */
+    float acc[ATTN_MAX_HEAD_DIM];    /* [head_dim] running numerator */
+    float m = -INFINITY, l = 0;      /* running max and denominator */
+    for (int d = 0; d < head_dim; d++) acc[d] = 0;
+
+    for (int t0 = 0; t0 < n_keys; t0 += ATTN_TILE) {
+        int t1 = t0 + ATTN_TILE < n_keys ? t0 + ATTN_TILE : n_keys;
+        float tile_max = -INFINITY;
+        for (int t = t0; t < t1; t++) {
+            const float *k = inf_kv_k_row(kv, t) + kv_off;
+            float dot = 0;
+            for (int d = 0; d < head_dim; d++) dot += q[d] * k[d];
+            s[t - t0] = dot * scale;
+            if (s[t - t0] > tile_max) tile_max = s[t - t0];
+        }
+        /* The tile raised the max: every accumulated term was exp(s - m_old)
+         * and must be exp(s - m_new); one factor repairs them all. */
+        if (tile_max > m) {
+            float corr = expf(m - tile_max);
+            for (int d = 0; d < head_dim; d++) acc[d] *= corr;
+            l *= corr;
+            m = tile_max;
+        }
+        for (int t = t0; t < t1; t++) {
+            float p = expf(s[t - t0] - m);
+            const float *v = inf_kv_v_row(kv, t) + kv_off;
+            l += p;
+            for (int d = 0; d < head_dim; d++) acc[d] += p * v[d];
+        }
+    }
+    float inv = 1.0f / l;
+    for (int d = 0; d < head_dim; d++) out[d] = acc[d] * inv;
+}
+
+static void scalar_attn_prefill(const inf_backend *be, float *out, const float *q,
+                                const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
+    INF_ASSERT(s->head_dim <= ATTN_MAX_HEAD_DIM && s->n_head % s->n_head_kv == 0);
+    int qw = s->n_head * s->head_dim;
+    int group = s->n_head / s->n_head_kv; /* GQA: query heads per KV head */
+    for (int h = 0; h < s->n_head; h++) {
+        int kv_off = (h / group) * s->head_dim;
+        for (int i = 0; i < T; i++) {
+            /* causal: row i sits at position pos0+i and stops at its own key */
+            attn_row(out + (int64_t)i * qw + h * s->head_dim, q + (int64_t)i * qw + h * s->head_dim,
+                     kv, kv_off, pos0 + i + 1, s->head_dim, s->scale);
+        }
+    }
+}
+
+static void scalar_attn_decode(const inf_backend *be, float *out, const float *q,
+                               const inf_kv_view *kv, int n_keys, const inf_attn_shape *s) {
+    INF_ASSERT(s->head_dim <= ATTN_MAX_HEAD_DIM && s->n_head % s->n_head_kv == 0);
+    int group = s->n_head / s->n_head_kv;
+    for (int h = 0; h < s->n_head; h++)
+        attn_row(out + h * s->head_dim, q + h * s->head_dim, kv, (h / group) * s->head_dim, n_keys,
+                 s->head_dim, s->scale);
+}
+
+static void scalar_swiglu(const inf_backend *be, float *out, const float *gate, const float *up,
+                          int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+static void scalar_add(const inf_backend *be, float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void scalar_softmax(const inf_backend *be, float *x, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+static int scalar_prepare_weight(const inf_backend *be, inf_weight *w) {
+    w->packed = NULL; /* the reference reads weights as they are in the file */
+    return 0;
+}
+
+/* Nothing to free: a backend that packs weights brings its own release. */
+static void scalar_release_weight(const inf_backend *be, inf_weight *w) {}
+
+static const inf_backend scalar_backend = {
+    .name = "scalar",
+    .ctx = NULL,
+    .prepare_weight = scalar_prepare_weight,
+    .release_weight = scalar_release_weight,
+    .embed = scalar_embed,
+    .matmul = scalar_matmul,
+    .rmsnorm = scalar_rmsnorm,
+    .rope = scalar_rope,
+    .attn_prefill = scalar_attn_prefill,
+    .attn_decode = scalar_attn_decode,
+    .swiglu = scalar_swiglu,
+    .add = scalar_add,
+    .softmax = scalar_softmax,
+};
+
+const inf_backend *inf_backend_scalar(void) { return &scalar_backend; }
+
+void inf_backend_complete(inf_backend *be) {
+    const inf_backend *r = &scalar_backend;
+    if (!be->prepare_weight) be->prepare_weight = r->prepare_weight;
+    if (!be->release_weight) be->release_weight = r->release_weight;
+    if (!be->embed) be->embed = r->embed;
+    if (!be->matmul) be->matmul = r->matmul;
+    if (!be->rmsnorm) be->rmsnorm = r->rmsnorm;
+    if (!be->rope) be->rope = r->rope;
+    if (!be->attn_prefill) be->attn_prefill = r->attn_prefill;
+    if (!be->attn_decode) be->attn_decode = r->attn_decode;
+    if (!be->swiglu) be->swiglu = r->swiglu;
+    if (!be->add) be->add = r->add;
+    if (!be->softmax) be->softmax = r->softmax;
+    if (!be->name) be->name = r->name;
+}

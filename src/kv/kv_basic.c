@@ -1,0 +1,60 @@
+#include "kv/kv_basic.h"
+
+#include <stdlib.h>
+
+#include "util/mem.h"
+
+int inf_kv_basic_create(inf_kv_basic **out, int n_layer, int n_ctx, int kv_dim, inf_err *err) {
+    *out = NULL;
+    if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0)
+        return inf_fail(err, "kv cache: bad size (layers %d, context %d, row %d)", n_layer, n_ctx,
+                        kv_dim);
+    inf_kv_basic *c = calloc(1, sizeof *c);
+    if (!c) return inf_fail(err, "kv cache: out of memory");
+    c->n_layer = n_layer;
+    c->n_ctx = n_ctx;
+    c->kv_dim = kv_dim;
+    size_t n = (size_t)n_layer * (size_t)n_ctx * (size_t)kv_dim;
+    c->k = inf_alloc(n * sizeof(float));
+    c->v = inf_alloc(n * sizeof(float));
+    if (!c->k || !c->v) {
+        inf_kv_basic_free(c);
+        return inf_fail(err, "kv cache: out of memory for %d positions (%zu MiB)", n_ctx,
+                        2 * n * sizeof(float) >> 20);
+    }
+    *out = c;
+    return 0;
+}
+
+void inf_kv_basic_free(inf_kv_basic *c) {
+    if (!c) return;
+    inf_free(c->k);
+    inf_free(c->v);
+    free(c);
+}
+
+void inf_kv_basic_views(const inf_kv_basic *c, inf_kv_view *views) {
+    size_t layer = (size_t)c->n_ctx * (size_t)c->kv_dim;
+    for (int l = 0; l < c->n_layer; l++) {
+        views[l] = (inf_kv_view){
+            .k = c->k + l * layer,
+            .v = c->v + l * layer,
+            .row_stride = c->kv_dim,
+            .block_size = 0,
+            .block_table = NULL,
+            .capacity = c->n_ctx,
+        };
+    }
+}
+
+int inf_kv_basic_reserve(const inf_kv_basic *c, int n_new, inf_err *err) {
+    if (n_new < 0 || n_new > c->n_ctx - c->n_past)
+        return inf_fail(err, "%d tokens do not fit: %d already cached, context size is %d", n_new,
+                        c->n_past, c->n_ctx);
+    return 0;
+}
+
+void inf_kv_basic_truncate(inf_kv_basic *c, int n) {
+    INF_ASSERT(n >= 0 && n <= c->n_past);
+    c->n_past = n;
+}

@@ -1,0 +1,36 @@
+/* The basic KV cache: one sequence, contiguous per layer, allocated once.
+ *
+ * Layer l holds n_ctx rows of K and n_ctx rows of V, each row
+ * n_head_kv*head_dim floats; position j of the sequence is row j. Appending a
+ * token writes its row in place (nothing else moves), so the attention ops
+ * read the cache through an inf_kv_view with block_table = NULL. */
+#ifndef INF_KV_KV_BASIC_H
+#define INF_KV_KV_BASIC_H
+
+#include "backend/backend.h"
+#include "util/err.h"
+
+typedef struct inf_kv_basic {
+    int n_layer, n_ctx, kv_dim; /* kv_dim = n_head_kv*head_dim */
+    float *k;                   /* [n_layer][n_ctx][kv_dim] */
+    float *v;                   /* [n_layer][n_ctx][kv_dim] */
+    int n_past;                 /* positions 0..n_past-1 hold valid rows */
+} inf_kv_basic;
+
+/* Allocates the cache for n_ctx positions. Returns 0, or -1 with a message
+ * (bad sizes, out of memory). Free with inf_kv_basic_free (NULL is a no-op). */
+int inf_kv_basic_create(inf_kv_basic **out, int n_layer, int n_ctx, int kv_dim, inf_err *err);
+void inf_kv_basic_free(inf_kv_basic *c);
+
+/* Fills views[n_layer]: the view of each layer, for the forward pass. */
+void inf_kv_basic_views(const inf_kv_basic *c, inf_kv_view *views);
+
+/* Checks that n_new more positions fit after n_past. Returns 0, or -1 with a
+ * message naming both numbers and the context size. */
+int inf_kv_basic_reserve(const inf_kv_basic *c, int n_new, inf_err *err);
+
+/* Forgets positions n..n_past-1 (keeps the first n), e.g. to reuse a common
+ * prefix; the rows are simply overwritten later. n must be <= n_past. */
+void inf_kv_basic_truncate(inf_kv_basic *c, int n);
+
+#endif

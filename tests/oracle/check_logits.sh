@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# inferno's logits against the NumPy Qwen3 (tests/reference/qwen3_ref.py, an
+# independent float64 implementation written from the Hugging Face
+# definition, with its own safetensors/GGUF reading and its own dequantizers).
+#
+# 1. tiny F32: prompts of 1, 17, 64, 65 and 100 tokens, greedy, prefill row
+#    and every decode step: max abs diff < 1e-4.
+# 2. The GGUF file and the HF folder of the same F32 weights give identical
+#    logits (difference 0); the F16/BF16 folders match the reference.
+# 3. Every other type (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_K_M mixed):
+#    inferno on the quantized file against the reference on the same file's
+#    dequantized weights: < 1e-4 too, since both use the exact same weight
+#    values and only the summation order differs. The distance to the F32
+#    run (the quantization error itself) is printed for information.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+PY=/usr/bin/python3
+REF=tests/reference/qwen3_ref.py
+INF=build/inferno
+TOL=1e-4
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+finish() { echo "$pass passed, $fail failed"; exit $((fail != 0)); }
+
+if ! $PY -c 'import numpy' 2>/dev/null; then echo "check_logits: $PY has no numpy"; bad numpy; finish; fi
+if [ ! -f models/tiny-f32.gguf ] || [ ! -d models/tiny-f32-hf ]; then
+    echo "check_logits: models/ not generated (scripts/make-models.sh)"; bad models; finish
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ids() { $PY -c "import sys; n=int(sys.argv[1]); print(','.join(str((i*7919+13*n) % 151000) for i in range(n)))" "$1"; }
+NGEN=8
+run_inf() { # model, ids, out.npy
+    $INF run -m "$1" --token-ids "$2" -n $NGEN --temp 0 --ignore-eos --dump-logits "$3" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
+        { cat "$tmp/err.txt"; return 1; }
+}
+cmp_npy() { # label, a, b, tol
+    local line
+    line=$($PY $REF --compare "$2" "$3" --tol "$4") && ok "$1: $line" || bad "$1: $line (tolerance $4)"
+}
+
+# 1. F32 against the reference reading the HF folder
+args=()
+for L in 1 17 64 65 100; do
+    run_inf models/tiny-f32.gguf "$(ids $L)" "$tmp/f32_$L.npy" || { bad "inferno run f32 $L"; continue; }
+    args+=(--tokens "$(ids $L)" --gen-from "$tmp/f32_$L.npy" --out "$tmp/ref_f32_$L.npy")
+done
+$PY $REF models/tiny-f32-hf "${args[@]}" || bad "reference run"
+for L in 1 17 64 65 100; do
+    cmp_npy "F32 prompt $L tokens, prefill + $((NGEN - 1)) decode steps" "$tmp/f32_$L.npy" "$tmp/ref_f32_$L.npy" $TOL
+done
+
+# 2. GGUF and HF folder of the same weights: identical. For F16/BF16 the GGUF
+#    files keep the norm vectors in F32 (as llama.cpp's converter does) while
+#    the HF folders store them in F16/BF16, so those pairs do not hold the same
+#    weights: each is checked against the reference on its own file instead,
+#    and their difference is printed.
+run_inf models/tiny-f32-hf "$(ids 17)" "$tmp/hf_f32.npy" &&
+    cmp_npy "F32 GGUF == HF folder" "$tmp/f32_17.npy" "$tmp/hf_f32.npy" 0 || bad "F32 HF run"
+for t in f16 bf16; do
+    run_inf models/tiny-$t-hf "$(ids 17)" "$tmp/hf_$t.npy" || { bad "inferno run $t HF"; continue; }
+    $PY $REF models/tiny-$t-hf --tokens "$(ids 17)" --gen-from "$tmp/hf_$t.npy" --out "$tmp/ref_hf_$t.npy" &&
+        cmp_npy "${t^^} HF folder vs reference" "$tmp/hf_$t.npy" "$tmp/ref_hf_$t.npy" $TOL || bad "reference $t HF"
+done
+
+# 3. every type against the reference on its own dequantized weights
+for t in f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m; do
+    args=()
+    for L in 17; do
+        run_inf models/tiny-$t.gguf "$(ids $L)" "$tmp/${t}_$L.npy" || { bad "inferno run $t $L"; continue; }
+        args+=(--tokens "$(ids $L)" --gen-from "$tmp/${t}_$L.npy" --out "$tmp/ref_${t}_$L.npy")
+    done
+    $PY $REF models/tiny-$t.gguf "${args[@]}" || bad "reference run $t"
+    for L in 17; do
+        cmp_npy "${t^^} prompt $L vs reference on its dequantized weights" "$tmp/${t}_$L.npy" "$tmp/ref_${t}_$L.npy" $TOL
+    done
+    [ -f "$tmp/hf_$t.npy" ] && echo "     ${t^^}: GGUF vs HF folder: $($PY $REF --compare "$tmp/${t}_17.npy" "$tmp/hf_$t.npy" --tol 1e9)"
+    # information only: the quantization error against F32 (prefill row of 17 tokens)
+    $PY -c "
+import numpy as np, sys
+a, b = np.load(sys.argv[1])[0], np.load(sys.argv[2])[0]
+print(f'     ${t^^}: prefill logits vs F32 weights: max abs {abs(a-b).max():.3g} (logit range {b.min():.2f}..{b.max():.2f})')" \
+        "$tmp/${t}_17.npy" "$tmp/f32_17.npy"
+done
+finish

@@ -1,0 +1,352 @@
+#!/usr/bin/python3
+"""A NumPy Qwen3, written from the Hugging Face definition (transformers'
+modeling_qwen3: Qwen3RMSNorm, Qwen3RotaryEmbedding + apply_rotary_pos_emb,
+Qwen3Attention with q_norm/k_norm before RoPE, repeat_kv, Qwen3MLP), used as
+the independent oracle for inferno's logits.
+
+It reads a Hugging Face folder itself (config.json + *.safetensors, the
+safetensors header parsed with json, tensors with numpy.frombuffer; bf16 by
+shifting uint16 into the high half of a float32), or a GGUF file, whose
+quantized blocks (Q8_0, Q4_0, Q4_K, Q6_K) it dequantizes itself from ggml's
+block layouts. It computes in float64, so its numbers are the "true" values
+of the stored weights.
+
+Usage:
+  qwen3_ref.py MODEL --tokens 1,2,3 [--gen-from inferno.npy] --out ref.npy [--tokens ...]
+      Writes logits [steps, vocab] (float32): the last prompt row first, then
+      one row per generated token. The generated tokens are the argmax of
+      each row of --gen-from (inferno's greedy --dump-logits), so both sides
+      see the same sequence even where two logits nearly tie.
+  qwen3_ref.py --compare A.npy B.npy [--tol X]
+      Prints the max abs difference (per step and overall); exit 1 above tol.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def load_safetensors(path):
+    """{name: float32 array} for one .safetensors file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        buf = raw[base + b:base + e]
+        dt = info["dtype"]
+        if dt == "F32":
+            a = np.frombuffer(buf, dtype="<f4")
+        elif dt == "F16":
+            a = np.frombuffer(buf, dtype="<f2").astype(np.float32)
+        elif dt == "BF16":
+            a = (np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise SystemExit(f"{path}: tensor {name}: dtype {dt} not handled")
+        out[name] = a.reshape(info["shape"])
+    return out
+
+
+def load_model(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    weights = {}
+    for fn in sorted(os.listdir(folder)):
+        if fn.endswith(".safetensors"):
+            weights.update(load_safetensors(os.path.join(folder, fn)))
+    return cfg, weights
+
+
+# ---- GGUF (for the quantized types): parsed and dequantized here, from the
+# GGUF spec and ggml's block layouts, independently of inferno's C code. ----
+
+GGUF_NAMES = {  # GGUF tensor name -> Hugging Face name ("{}" = layer)
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+    "blk.{}.attn_norm.weight": "model.layers.{}.input_layernorm.weight",
+    "blk.{}.attn_q.weight": "model.layers.{}.self_attn.q_proj.weight",
+    "blk.{}.attn_k.weight": "model.layers.{}.self_attn.k_proj.weight",
+    "blk.{}.attn_v.weight": "model.layers.{}.self_attn.v_proj.weight",
+    "blk.{}.attn_output.weight": "model.layers.{}.self_attn.o_proj.weight",
+    "blk.{}.attn_q_norm.weight": "model.layers.{}.self_attn.q_norm.weight",
+    "blk.{}.attn_k_norm.weight": "model.layers.{}.self_attn.k_norm.weight",
+    "blk.{}.ffn_norm.weight": "model.layers.{}.post_attention_layernorm.weight",
+    "blk.{}.ffn_gate.weight": "model.layers.{}.mlp.gate_proj.weight",
+    "blk.{}.ffn_up.weight": "model.layers.{}.mlp.up_proj.weight",
+    "blk.{}.ffn_down.weight": "model.layers.{}.mlp.down_proj.weight",
+}
+
+
+def f16(b):
+    return np.frombuffer(b, dtype="<f2").astype(np.float32)
+
+
+def deq_q8_0(raw):  # 34-byte blocks: f16 d, 32 x int8
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 34)
+    d = f16(b[:, :2].tobytes())[:, None]
+    return (d * b[:, 2:].view(np.int8)).reshape(-1)
+
+
+def deq_q4_0(raw):  # 18-byte blocks: f16 d, 16 bytes: low nibbles = 0..15, high = 16..31
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 18)
+    d = f16(b[:, :2].tobytes())[:, None]
+    q = b[:, 2:]
+    w = np.concatenate([q & 15, q >> 4], axis=1).astype(np.int16) - 8
+    return (d * w).reshape(-1)
+
+
+def k_scale_min(sc):  # Q4_K: 12 bytes -> 8 six-bit scales and mins
+    s = np.zeros((sc.shape[0], 8), np.float32)
+    m = np.zeros((sc.shape[0], 8), np.float32)
+    for j in range(8):
+        if j < 4:
+            s[:, j] = sc[:, j] & 63
+            m[:, j] = sc[:, j + 4] & 63
+        else:
+            s[:, j] = (sc[:, j + 4] & 15) | ((sc[:, j - 4] >> 6) << 4)
+            m[:, j] = (sc[:, j + 4] >> 4) | ((sc[:, j] >> 6) << 4)
+    return s, m
+
+
+def deq_q4_k(raw):  # 144-byte blocks: d, dmin, scales[12], qs[128]
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 144)
+    d = f16(b[:, 0:2].tobytes())[:, None]
+    dmin = f16(b[:, 2:4].tobytes())[:, None]
+    s, m = k_scale_min(b[:, 4:16])
+    qs = b[:, 16:]
+    out = np.empty((b.shape[0], 256), np.float32)
+    for c in range(4):  # 64 weights per 32 bytes: low nibbles, then high nibbles
+        q = qs[:, 32 * c:32 * c + 32]
+        j = 2 * c
+        out[:, 64 * c:64 * c + 32] = d * s[:, j:j + 1] * (q & 15) - dmin * m[:, j:j + 1]
+        out[:, 64 * c + 32:64 * c + 64] = d * s[:, j + 1:j + 2] * (q >> 4) - dmin * m[:, j + 1:j + 2]
+    return out.reshape(-1)
+
+
+def deq_q6_k(raw):  # 210-byte blocks: ql[128], qh[64], scales[16] int8, d
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 210)
+    ql, qh = b[:, :128].astype(np.int16), b[:, 128:192].astype(np.int16)
+    sc = b[:, 192:208].view(np.int8).astype(np.float32)
+    d = f16(b[:, 208:210].tobytes())[:, None]
+    out = np.empty((b.shape[0], 256), np.float32)
+    for half in range(2):  # each 128 weights: 64 bytes of ql, 32 of qh
+        L, H, o = ql[:, 64 * half:64 * half + 64], qh[:, 32 * half:32 * half + 32], 128 * half
+        q1 = (L[:, :32] & 15) | ((H & 3) << 4)
+        q2 = (L[:, 32:] & 15) | (((H >> 2) & 3) << 4)
+        q3 = (L[:, :32] >> 4) | (((H >> 4) & 3) << 4)
+        q4 = (L[:, 32:] >> 4) | (((H >> 6) & 3) << 4)
+        for k, q in enumerate((q1, q2, q3, q4)):
+            l0 = o + 32 * k
+            for h16 in range(2):  # one scale per 16 weights
+                s = sc[:, 8 * half + 2 * k + h16][:, None]
+                out[:, l0 + 16 * h16:l0 + 16 * h16 + 16] = d * s * (q[:, 16 * h16:16 * h16 + 16] - 32)
+    return out.reshape(-1)
+
+
+GGUF_TYPES = {  # type id -> (block size, bytes per block, dequantizer)
+    0: (1, 4, lambda r: np.frombuffer(r, dtype="<f4")),
+    1: (1, 2, f16),
+    30: (1, 2, lambda r: (np.frombuffer(r, dtype="<u2").astype(np.uint32) << 16).view(np.float32)),
+    8: (32, 34, deq_q8_0),
+    2: (32, 18, deq_q4_0),
+    12: (256, 144, deq_q4_k),
+    14: (256, 210, deq_q6_k),
+}
+
+
+def load_gguf(path):
+    """(config, {HF name: float32 array}) from a GGUF file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    pos = [0]
+
+    def take(fmt):
+        v = np.frombuffer(raw, dtype=fmt, count=1, offset=pos[0])[0]
+        pos[0] += np.dtype(fmt).itemsize
+        return v
+
+    def string():
+        n = int(take("<u8"))
+        s = raw[pos[0]:pos[0] + n].decode("utf-8", "replace")
+        pos[0] += n
+        return s
+
+    scalars = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "<u1",
+               10: "<u8", 11: "<i8", 12: "<f8"}
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = int(take("<u4")), int(take("<u8"))
+            if et in scalars:  # skip numeric arrays in one step
+                pos[0] += n * np.dtype(scalars[et]).itemsize
+                return None
+            return [value(et) for _ in range(n)]
+        return take(scalars[t]).item()
+
+    if raw[:4] != b"GGUF":
+        raise SystemExit(f"{path}: not a GGUF file")
+    pos[0] = 4
+    take("<u4")
+    n_tensors, n_kv = int(take("<u8")), int(take("<u8"))
+    meta = {}
+    for _ in range(n_kv):
+        k = string()
+        meta[k] = value(int(take("<u4")))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        nd = int(take("<u4"))
+        ne = [int(take("<u8")) for _ in range(nd)]
+        infos.append((name, ne, int(take("<u4")), int(take("<u8"))))
+    align = int(meta.get("general.alignment", 32))
+    base = (pos[0] + align - 1) // align * align
+    a = meta["general.architecture"]
+    cfg = {
+        "hidden_size": meta[a + ".embedding_length"],
+        "num_hidden_layers": meta[a + ".block_count"],
+        "num_attention_heads": meta[a + ".attention.head_count"],
+        "num_key_value_heads": meta[a + ".attention.head_count_kv"],
+        "head_dim": meta.get(a + ".attention.key_length"),
+        "rms_norm_eps": meta[a + ".attention.layer_norm_rms_epsilon"],
+        "rope_theta": meta.get(a + ".rope.freq_base", 10000.0),
+    }
+    W = {}
+    for name, ne, t, off in infos:
+        block, bb, deq = GGUF_TYPES[t]
+        n = int(np.prod(ne))
+        data = deq(raw[base + off:base + off + n // block * bb]).astype(np.float32)
+        hf = None
+        for g, h in GGUF_NAMES.items():
+            parts = name.split(".")
+            if "{}" in g and len(parts) > 2 and parts[0] == "blk":
+                if g.format(parts[1]) == name:
+                    hf = h.format(parts[1])
+            elif g == name:
+                hf = h
+        if hf:
+            W[hf] = data.reshape(list(reversed(ne)))  # ggml ne is fastest-first
+    cfg["tie_word_embeddings"] = "lm_head.weight" not in W
+    return cfg, W
+
+
+def rms_norm(x, w, eps):
+    # Qwen3RMSNorm: x * rsqrt(mean(x^2) + eps), then times the weight
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    return w * (x / np.sqrt(var + eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def forward(cfg, W, tokens):
+    """Logits [T, vocab] (float64) for every position of tokens."""
+    E = cfg["hidden_size"]
+    nh = cfg["num_attention_heads"]
+    nkv = cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or E // nh
+    eps = cfg["rms_norm_eps"]
+    theta = cfg.get("rope_theta", 10000.0)
+    T = len(tokens)
+    f64 = lambda name: W[name].astype(np.float64)
+
+    x = f64("model.embed_tokens.weight")[np.array(tokens)]  # [T, E]
+
+    # Qwen3RotaryEmbedding: inv_freq over even dims, emb = cat(freqs, freqs)
+    inv_freq = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    freqs = np.outer(np.arange(T, dtype=np.float64), inv_freq)  # [T, hd/2]
+    emb = np.concatenate([freqs, freqs], axis=-1)  # [T, hd]
+    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+
+    mask = np.triu(np.full((T, T), -np.inf), k=1)  # causal
+    group = nh // nkv
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, f64(p + "input_layernorm.weight"), eps)
+        q = (h @ f64(p + "self_attn.q_proj.weight").T).reshape(T, nh, hd)
+        k = (h @ f64(p + "self_attn.k_proj.weight").T).reshape(T, nkv, hd)
+        v = (h @ f64(p + "self_attn.v_proj.weight").T).reshape(T, nkv, hd)
+        q = rms_norm(q, f64(p + "self_attn.q_norm.weight"), eps)
+        k = rms_norm(k, f64(p + "self_attn.k_norm.weight"), eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = np.repeat(k, group, axis=1)  # repeat_kv: head h reads kv head h // group
+        v = np.repeat(v, group, axis=1)
+        scores = np.einsum("qhd,khd->hqk", q, k) * hd ** -0.5 + mask
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs = scores / scores.sum(axis=-1, keepdims=True)
+        att = np.einsum("hqk,khd->qhd", probs, v).reshape(T, nh * hd)
+        x = x + att @ f64(p + "self_attn.o_proj.weight").T
+        h = rms_norm(x, f64(p + "post_attention_layernorm.weight"), eps)
+        g = h @ f64(p + "mlp.gate_proj.weight").T
+        u = h @ f64(p + "mlp.up_proj.weight").T
+        x = x + ((g / (1.0 + np.exp(-g))) * u) @ f64(p + "mlp.down_proj.weight").T
+
+    x = rms_norm(x, f64("model.norm.weight"), eps)
+    head = "model.embed_tokens.weight"
+    if not cfg.get("tie_word_embeddings", False) and "lm_head.weight" in W:
+        head = "lm_head.weight"
+    Wh = W[head]
+    logits = np.empty((T, Wh.shape[0]))
+    for s in range(0, Wh.shape[0], 16384):  # the head in chunks: a float64 copy is big
+        logits[:, s:s + 16384] = x @ Wh[s:s + 16384].astype(np.float64).T
+    return logits
+
+
+def compare(a_path, b_path, tol):
+    a, b = np.load(a_path), np.load(b_path)
+    if a.shape != b.shape:
+        print(f"shape mismatch: {a_path} {a.shape} vs {b_path} {b.shape}")
+        return 1
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    per_step = d.max(axis=1)
+    worst = float(per_step.max())
+    print(f"steps {a.shape[0]}  max abs diff {worst:.3g}  (first step {per_step[0]:.3g}, "
+          f"last step {per_step[-1]:.3g}, at step {int(per_step.argmax())})")
+    return 0 if worst <= tol else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model", nargs="?", help="Hugging Face folder or GGUF file")
+    ap.add_argument("--tokens", action="append", help="prompt token ids, comma separated")
+    ap.add_argument("--gen-from", action="append",
+                    help="inferno's greedy logits .npy: generated tokens = argmax")
+    ap.add_argument("--out", action="append", help="where to write the logits .npy")
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"))
+    ap.add_argument("--tol", type=float, default=1e-4)
+    args = ap.parse_args()
+    if args.compare:
+        return compare(args.compare[0], args.compare[1], args.tol)
+    if not args.model or not args.tokens or not args.out or len(args.tokens) != len(args.out):
+        ap.error("MODEL, and --tokens/--out (one pair per sequence) are needed")
+    if args.gen_from and len(args.gen_from) != len(args.out):
+        ap.error("give one --gen-from per --out")
+    if os.path.isdir(args.model):
+        cfg, W = load_model(args.model)
+    else:
+        cfg, W = load_gguf(args.model)
+    for i, toks in enumerate(args.tokens):  # several sequences share one load
+        prompt = [int(t) for t in toks.split(",") if t]
+        gen = []
+        if args.gen_from:
+            # the last row's argmax is the token sampled after the dump ended
+            gen = [int(t) for t in np.load(args.gen_from[i]).argmax(axis=1)[:-1]]
+        logits = forward(cfg, W, prompt + gen)
+        np.save(args.out[i], logits[len(prompt) - 1:].astype(np.float32))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

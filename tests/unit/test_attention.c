@@ -1,0 +1,150 @@
+/* Flash-attention prefill and fused decode attention against the materialized
+ * reference: the full [T][n_keys] score matrix per head, causal mask, softmax,
+ * times V, computed in double. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "harness.h"
+
+static uint64_t rng_state;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng_state >> 40) / (double)(1 << 24) * 2.0 - 1.0);
+}
+static void fill(float *x, int64_t n, float amp) {
+    for (int64_t i = 0; i < n; i++) x[i] = amp * frand();
+}
+
+/* out[T][n_head*head_dim]: queries at positions pos0..pos0+T-1 over keys
+ * k/v [n_keys][n_head_kv*head_dim] (plain rows). */
+static void materialized(float *out, const float *q, const float *k, const float *v, int pos0,
+                         int T, int n_head, int n_head_kv, int head_dim) {
+    int qw = n_head * head_dim, kvw = n_head_kv * head_dim, group = n_head / n_head_kv;
+    int n_keys = pos0 + T;
+    double *scores = malloc(sizeof(double) * (size_t)T * n_keys); /* [T][n_keys] */
+    double scale = 1.0 / sqrt((double)head_dim);
+    for (int h = 0; h < n_head; h++) {
+        int kh = h / group;
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < n_keys; j++) {
+                double dot = 0;
+                for (int d = 0; d < head_dim; d++)
+                    dot += (double)q[i * qw + h * head_dim + d] * k[j * kvw + kh * head_dim + d];
+                scores[i * n_keys + j] = j > pos0 + i ? -INFINITY : dot * scale; /* causal */
+            }
+        for (int i = 0; i < T; i++) {
+            double *s = scores + i * n_keys, mx = -INFINITY, sum = 0;
+            for (int j = 0; j < n_keys; j++) mx = s[j] > mx ? s[j] : mx;
+            for (int j = 0; j < n_keys; j++) sum += s[j] = exp(s[j] - mx);
+            for (int j = 0; j < n_keys; j++) s[j] /= sum;
+            for (int d = 0; d < head_dim; d++) {
+                double acc = 0;
+                for (int j = 0; j < n_keys; j++) acc += s[j] * v[j * kvw + kh * head_dim + d];
+                out[i * qw + h * head_dim + d] = (float)acc;
+            }
+        }
+    }
+    free(scores);
+}
+
+#define GUARD 16
+#define SENTINEL 12345.0f
+
+static double max_abs_diff(const float *a, const float *b, int64_t n) {
+    double mx = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > mx || d != d) mx = d;
+    }
+    return mx;
+}
+
+/* Runs both ops of backend be on one shape and compares with the reference.
+ * With block_size > 0 the cache is read through a shuffled block table. */
+static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int head_dim, int pos0,
+                        int T, int block_size) {
+    int qw = n_head * head_dim, kvw = n_head_kv * head_dim, n_keys = pos0 + T;
+    float *q = malloc(sizeof(float) * (size_t)T * qw);      /* [T][qw] */
+    float *k = malloc(sizeof(float) * (size_t)n_keys * kvw); /* [n_keys][kvw] */
+    float *v = malloc(sizeof(float) * (size_t)n_keys * kvw);
+    float *ref = malloc(sizeof(float) * (size_t)T * qw);
+    float *got = malloc(sizeof(float) * ((size_t)T * qw + 2 * GUARD)); /* guards both sides */
+    fill(q, (int64_t)T * qw, 2.0f);
+    fill(k, (int64_t)n_keys * kvw, 2.0f);
+    fill(v, (int64_t)n_keys * kvw, 1.0f);
+    materialized(ref, q, k, v, pos0, T, n_head, n_head_kv, head_dim);
+
+    /* The cache: plain rows, or blocks of block_size rows in reversed physical order. */
+    int n_blocks = block_size ? (n_keys + block_size - 1) / block_size : 0;
+    int rows = block_size ? n_blocks * block_size : n_keys;
+    float *ck = calloc((size_t)rows * kvw, sizeof(float)); /* [rows][kvw] */
+    float *cv = calloc((size_t)rows * kvw, sizeof(float));
+    int32_t *table = block_size ? malloc(sizeof(int32_t) * n_blocks) : NULL;
+    for (int b = 0; b < n_blocks; b++) table[b] = n_blocks - 1 - b;
+    inf_kv_view view = {.k = ck, .v = cv, .row_stride = kvw, .block_size = block_size,
+                        .block_table = table};
+    for (int j = 0; j < n_keys; j++) {
+        memcpy(inf_kv_k_row(&view, j), k + (int64_t)j * kvw, sizeof(float) * kvw);
+        memcpy(inf_kv_v_row(&view, j), v + (int64_t)j * kvw, sizeof(float) * kvw);
+    }
+    inf_attn_shape s = {n_head, n_head_kv, head_dim, 1.0f / sqrtf((float)head_dim)};
+
+    float *out = got + GUARD;
+    for (int i = 0; i < T * qw + 2 * GUARD; i++) got[i] = SENTINEL;
+    be->attn_prefill(be, out, q, &view, pos0, T, &s);
+    double d = max_abs_diff(out, ref, (int64_t)T * qw);
+    int guards_ok = 1;
+    for (int i = 0; i < GUARD; i++)
+        guards_ok &= got[i] == SENTINEL && out[T * qw + i] == SENTINEL;
+    CHECK_MSG(d < 1e-4, "%s prefill heads %d/%d dim %d pos0 %d T %d block %d: max abs diff %g",
+              be->name, n_head, n_head_kv, head_dim, pos0, T, block_size, d);
+    CHECK_MSG(guards_ok, "%s prefill wrote outside its output (T %d)", be->name, T);
+    printf("%-8s prefill heads %2d/%d dim %3d pos0 %3d T %3d block %2d: max abs diff %.3g\n",
+           be->name, n_head, n_head_kv, head_dim, pos0, T, block_size, d);
+
+    /* Decode: the last query row alone over all keys. */
+    for (int i = 0; i < qw + 2 * GUARD; i++) got[i] = SENTINEL;
+    be->attn_decode(be, out, q + (int64_t)(T - 1) * qw, &view, n_keys, &s);
+    d = max_abs_diff(out, ref + (int64_t)(T - 1) * qw, qw);
+    guards_ok = 1;
+    for (int i = 0; i < GUARD; i++) guards_ok &= got[i] == SENTINEL && out[qw + i] == SENTINEL;
+    CHECK_MSG(d < 1e-4, "%s decode heads %d/%d dim %d keys %d: max abs diff %g", be->name, n_head,
+              n_head_kv, head_dim, n_keys, d);
+    CHECK_MSG(guards_ok, "%s decode wrote outside its output", be->name);
+
+    free(q), free(k), free(v), free(ref), free(got), free(ck), free(cv), free(table);
+}
+
+static void check_backend(const inf_backend *be) {
+    /* The shapes: Qwen3-0.6B head geometry, tile boundaries (1, 17, 100). */
+    check_shape(be, 16, 8, 128, 0, 1, 0);
+    check_shape(be, 16, 8, 128, 0, 17, 0);
+    check_shape(be, 16, 8, 128, 0, 100, 0);
+    /* Awkward ones: exactly one tile, one past it, MHA and MQA, odd head_dim,
+     * a prefill continuing after cached keys, a paged view. */
+    check_shape(be, 4, 2, 64, 0, 64, 0);
+    check_shape(be, 4, 2, 64, 0, 65, 0);
+    check_shape(be, 3, 3, 10, 0, 129, 0);
+    check_shape(be, 8, 1, 32, 0, 33, 0);
+    check_shape(be, 6, 3, 2, 0, 7, 0);
+    check_shape(be, 4, 2, 64, 70, 40, 0);
+    check_shape(be, 16, 8, 128, 63, 2, 0);
+    check_shape(be, 4, 2, 64, 30, 50, 16);
+    check_shape(be, 2, 1, 16, 0, 1, 4);
+}
+
+int main(void) {
+    rng_state = 42;
+    check_backend(inf_backend_scalar());
+    /* An empty backend completed with the scalar reference runs the same code. */
+    inf_backend empty = {.name = "complete"};
+    inf_backend_complete(&empty);
+    CHECK(empty.attn_prefill != NULL && empty.attn_decode != NULL && empty.matmul != NULL &&
+          empty.embed != NULL && empty.rmsnorm != NULL && empty.rope != NULL &&
+          empty.swiglu != NULL && empty.add != NULL && empty.softmax != NULL &&
+          empty.prepare_weight != NULL && empty.release_weight != NULL);
+    check_shape(&empty, 16, 8, 128, 0, 100, 0);
+    return th_report();
+}
