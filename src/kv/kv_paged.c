@@ -310,6 +310,8 @@ int inf_kv_seq_attach(inf_kv_seq *s, const int32_t *blocks, int n_tokens, inf_er
 
 void inf_kv_seq_views(const inf_kv_seq *s, inf_kv_view *views) {
     const inf_kv_pool *p = s->pool;
+    int cap = s->n_blocks * p->block_size;
+    if (cap > s->n_ctx) cap = s->n_ctx;
     for (int l = 0; l < p->n_layer; l++) {
         views[l] = (inf_kv_view){
             .k = p->k + (size_t)l * p->layer_floats,
@@ -317,6 +319,7 @@ void inf_kv_seq_views(const inf_kv_seq *s, inf_kv_view *views) {
             .row_stride = p->kv_dim,
             .block_size = p->block_size,
             .block_table = s->blocks,
+            .capacity = cap,
         };
     }
 }
