@@ -30,6 +30,7 @@ static inline __m512 exp512(__m512 x) {
 }
 
 static inline __mmask16 tail_mask(int64_t left) {
+    if (left <= 0) return 0;
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
