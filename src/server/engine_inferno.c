@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/select.h"
 #include "kv/kv_basic.h"
 #include "kv/kv_paged.h"
-#include "kv/kv_radix.h"
+#include "kv/radix.h"
 #include "model/qwen3.h"
 #include "modelfile/model.h"
 #include "runtime/sampler.h"
@@ -17,18 +18,17 @@
 typedef struct eng_ctx {
     inf_model_file *mf;
     inf_tokenizer *tok;
-    inf_backend be;
+    inf_backend *be;     /* owned (inf_backend_free) */
     inf_qwen3 *model;
     int n_seq, n_ctx, n_layer;
     inf_kv_basic **kv;   /* basic: [n_seq] one cache per slot */
     inf_kv_pool *pool;   /* paged: the blocks of all slots */
-    inf_kv_seq *seqs;    /* paged: [n_seq] */
-    kv_radix *radix;     /* paged: the prefix cache */
-    int32_t *match;      /* paged: [blocks per sequence] lookup scratch */
+    inf_kv_seq **seqs;   /* paged: [n_seq] */
+    inf_radix *radix;    /* paged: the prefix cache */
     int32_t *counts;     /* paged: [n_blocks] reference check scratch */
-    long tokens_reused;  /* paged: prompt tokens adopted from the prefix cache */
     inf_kv_view *views;  /* [n_seq][n_layer] */
     char name[128];
+    char backend_name[64];
 } eng_ctx;
 
 static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *err) {
@@ -37,7 +37,7 @@ static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *er
                     .logits = b->logits};
     if (inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++) {
-        int *n_past = c->pool ? &c->seqs[b->seq[r]].n_tokens : &c->kv[b->seq[r]]->n_past;
+        int *n_past = c->pool ? &c->seqs[b->seq[r]]->n_past : &c->kv[b->seq[r]]->n_past;
         if (b->pos[r] + 1 > *n_past) *n_past = b->pos[r] + 1;
     }
     return 0;
@@ -45,7 +45,9 @@ static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *er
 
 static void eng_truncate(void *ctx, int seq, int n) {
     eng_ctx *c = ctx;
-    if (c->pool) inf_kv_seq_truncate(&c->seqs[seq], n);
+    if (c->pool) {
+        if (n < c->seqs[seq]->n_past) inf_kv_seq_truncate(c->seqs[seq], n);
+    }
     else if (n < c->kv[seq]->n_past) inf_kv_basic_truncate(c->kv[seq], n);
 }
 
@@ -53,61 +55,56 @@ static void eng_truncate(void *ctx, int seq, int n) {
 
 static int eng_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
     eng_ctx *c = ctx;
-    inf_kv_seq *s = &c->seqs[seq];
+    inf_kv_seq *s = c->seqs[seq];
     inf_kv_seq_truncate(s, 0);
-    int m = kv_radix_match(c->radix, prompt, n, c->match);
-    if (m >= n) m = n - 1; /* the last prompt row must run for its logits */
-    inf_kv_seq_adopt(s, c->match, m);
-    c->tokens_reused += m;
+    /* n-1: the last prompt token must run for its logits. */
+    int m = inf_radix_attach(c->radix, s, prompt, n - 1, NULL);
+    if (m < 0) m = 0;
+    inf_kv_seq_views(s, c->views + (size_t)seq * (size_t)c->n_layer);
     return m;
 }
 
 static int eng_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
     eng_ctx *c = ctx;
-    inf_kv_seq *s = &c->seqs[seq];
-    if (!inf_kv_seq_reserve(s, n_new, NULL)) return 0;
-    /* Make room by dropping least recently used prefixes, then retry. */
-    int need = inf_kv_blocks_for(s->n_tokens + n_new, c->pool->block_size) -
-               inf_kv_blocks_for(s->n_tokens, c->pool->block_size) + 1;
-    kv_radix_evict(c->radix, need);
-    return inf_kv_seq_reserve(s, n_new, err);
+    /* The pool asks the prefix cache to evict when it runs low. */
+    if (inf_kv_seq_reserve(c->seqs[seq], n_new, err)) return -1;
+    inf_kv_seq_views(c->seqs[seq], c->views + (size_t)seq * (size_t)c->n_layer);
+    return 0;
 }
 
 static void eng_seq_publish(void *ctx, int seq, const int32_t *tokens, int n) {
     eng_ctx *c = ctx;
-    if (n > 0) kv_radix_insert(c->radix, tokens, n, c->seqs[seq].table);
+    INF_ASSERT(n == c->seqs[seq]->n_past);
+    inf_radix_insert_seq(c->radix, c->seqs[seq], tokens, NULL);
 }
 
 static void eng_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
     eng_ctx *c = ctx;
-    inf_kv_seq *s = &c->seqs[seq];
-    if (n > s->n_tokens) n = s->n_tokens;
-    if (n > 0) kv_radix_insert(c->radix, tokens, n, s->table);
+    inf_kv_seq *s = c->seqs[seq];
+    INF_ASSERT(n == s->n_past);
+    if (n > 0) inf_radix_insert_seq(c->radix, s, tokens, NULL);
     inf_kv_seq_truncate(s, 0);
 }
 
 static void eng_kv_stats(void *ctx, srv_kv_stats *st) {
     eng_ctx *c = ctx;
-    kv_radix_stats rs;
-    kv_radix_get_stats(c->radix, &rs);
     const inf_kv_pool *p = c->pool;
+    const inf_radix_stats *rs = &c->radix->stats;
     /* Every reference in the pool must belong to a sequence or the tree. */
-    memset(c->counts, 0, (size_t)p->n_blocks * sizeof *c->counts);
+    memcpy(c->counts, c->radix->tree_refs, (size_t)p->n_blocks * sizeof *c->counts);
     for (int i = 0; i < c->n_seq; i++)
-        for (int b = 0; b < c->seqs[i].max_blocks && c->seqs[i].table[b] >= 0; b++)
-            c->counts[c->seqs[i].table[b]]++;
-    kv_radix_count_refs(c->radix, c->counts);
-    long bad = 0;
-    for (int b = 0; b < p->n_blocks; b++) bad += c->counts[b] != p->refs[b];
+        for (int b = 0; b < c->seqs[i]->n_blocks; b++) c->counts[c->seqs[i]->blocks[b]]++;
+    long bad = inf_kv_pool_audit(p, NULL) ? 1 : 0;
+    for (int b = 0; b < p->n_blocks; b++) bad += c->counts[b] != p->refcount[b];
     *st = (srv_kv_stats){.block_size = p->block_size,
                          .blocks_total = p->n_blocks,
                          .blocks_free = p->n_free,
-                         .prefix_lookups = rs.lookups,
-                         .prefix_hits = rs.hits,
-                         .prefix_tokens_reused = c->tokens_reused,
-                         .tree_nodes = rs.nodes,
-                         .tree_tokens = rs.tokens,
-                         .evictions = rs.evictions,
+                         .prefix_lookups = rs->n_lookups,
+                         .prefix_hits = rs->n_hits,
+                         .prefix_tokens_reused = rs->tokens_reused,
+                         .tree_nodes = rs->n_nodes,
+                         .tree_tokens = rs->n_cached_tokens,
+                         .evictions = rs->n_evicted_nodes,
                          .ref_errors = bad};
 }
 
@@ -203,15 +200,15 @@ static void eng_free(eng_ctx *c) {
     if (!c) return;
     for (int i = 0; c->kv && i < c->n_seq; i++) inf_kv_basic_free(c->kv[i]);
     free(c->kv);
-    for (int i = 0; c->seqs && i < c->n_seq; i++) inf_kv_seq_free(&c->seqs[i]);
+    for (int i = 0; c->seqs && i < c->n_seq; i++) inf_kv_seq_free(c->seqs[i]);
     free(c->seqs);
-    kv_radix_free(c->radix);
+    inf_radix_free(c->radix);
     inf_kv_pool_free(c->pool);
-    free(c->match);
     free(c->counts);
     free(c->views);
     inf_qwen3_free(c->model);
     inf_tok_free(c->tok);
+    inf_backend_free(c->be);
     inf_model_close(c->mf);
     free(c);
 }
@@ -225,12 +222,9 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         inf_fail_ctx(err, "%s: tokenizer", o->model_path);
         goto fail;
     }
-    if (o->backend && strcmp(o->backend, "scalar")) {
-        inf_fail(err, "unknown backend '%s' (available: scalar)", o->backend);
-        goto fail;
-    }
-    c->be = *inf_backend_scalar();
-    inf_backend_complete(&c->be);
+    inf_backend_opts bo = {.name = o->backend, .n_threads = o->n_threads};
+    if (inf_backend_create(&c->be, &bo, err)) goto fail;
+    inf_backend_describe(c->be, c->backend_name, sizeof c->backend_name);
     const inf_hparams *hp = &c->mf->hp;
     c->n_seq = o->n_seq;
     c->n_ctx = o->n_ctx;
@@ -238,7 +232,7 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
                                                                                   : 4096;
     c->n_layer = hp->n_layer;
     int max_rows = o->max_rows > c->n_seq ? o->max_rows : c->n_seq + 1;
-    if (inf_qwen3_create(&c->model, c->mf, &c->be, c->n_ctx, max_rows, err)) goto fail;
+    if (inf_qwen3_create(&c->model, c->mf, c->be, c->n_ctx, max_rows, err)) goto fail;
     c->views = calloc((size_t)c->n_seq * (size_t)c->n_layer, sizeof *c->views);
     if (!c->views) {
         inf_fail(err, "out of memory");
@@ -246,28 +240,27 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
     }
     int kv_dim = hp->n_head_kv * hp->head_dim;
     if (o->paged) {
-        int bs = o->block_size ? o->block_size : 16;
-        size_t row_bytes = 2 * (size_t)hp->n_layer * (size_t)kv_dim * sizeof(float);
-        long n_blocks = o->cache_mib > 0
-                            ? (long)(((size_t)o->cache_mib << 20) / (row_bytes * (size_t)bs))
-                            : (long)c->n_seq * inf_kv_blocks_for(c->n_ctx, bs);
-        if (n_blocks < inf_kv_blocks_for(c->n_ctx, bs)) {
-            inf_fail(err, "--cache-mem %ld MiB holds %ld blocks of %d positions, fewer than one "
-                     "context of %d needs", o->cache_mib, n_blocks, bs, c->n_ctx);
+        int bs = o->block_size ? o->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
+        int per_ctx = (c->n_ctx + bs - 1) / bs;
+        long n_blocks = o->cache_bytes > 0
+                            ? inf_kv_pool_blocks_for_bytes(o->cache_bytes, hp->n_layer, kv_dim, bs)
+                            : (long)c->n_seq * per_ctx;
+        if (n_blocks < per_ctx) {
+            inf_fail(err, "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
+                     "context of %d needs (%d)", o->cache_bytes, n_blocks, bs, c->n_ctx, per_ctx);
             goto fail;
         }
         if (inf_kv_pool_create(&c->pool, hp->n_layer, kv_dim, bs, (int)n_blocks, err)) goto fail;
+        if (inf_radix_create(&c->radix, c->pool, err)) goto fail;
         c->seqs = calloc((size_t)c->n_seq, sizeof *c->seqs);
-        c->radix = kv_radix_create(c->pool);
-        c->match = malloc(((size_t)inf_kv_blocks_for(c->n_ctx, bs) + 1) * sizeof *c->match);
         c->counts = malloc((size_t)n_blocks * sizeof *c->counts);
-        if (!c->seqs || !c->radix || !c->match || !c->counts) {
+        if (!c->seqs || !c->counts) {
             inf_fail(err, "out of memory");
             goto fail;
         }
         for (int s = 0; s < c->n_seq; s++) {
-            if (inf_kv_seq_init(&c->seqs[s], c->pool, c->n_ctx, err)) goto fail;
-            inf_kv_seq_views(&c->seqs[s], c->views + (size_t)s * (size_t)c->n_layer);
+            if (inf_kv_seq_create(&c->seqs[s], c->pool, c->n_ctx, err)) goto fail;
+            inf_kv_seq_views(c->seqs[s], c->views + (size_t)s * (size_t)c->n_layer);
         }
     } else {
         c->kv = calloc((size_t)c->n_seq, sizeof *c->kv);

@@ -19,8 +19,8 @@ typedef struct srv_engine_opts {
     int n_threads;       /* 0: the backend's default */
     int max_rows;        /* rows per forward call (decode rows + a prefill chunk) */
     bool paged;          /* paged KV + radix prefix cache (else basic) */
-    int block_size;      /* paged: positions per block (power of two; 0: 16) */
-    long cache_mib;      /* paged: pool size in MiB; 0: n_seq * n_ctx positions */
+    int block_size;      /* paged: positions per block (power of two; 0: the default) */
+    size_t cache_bytes;  /* paged: pool size; 0: n_seq * n_ctx positions */
 } srv_engine_opts;
 
 /* Loads the model and fills e. 0, or -1 with a message naming what failed.
