@@ -185,28 +185,28 @@ static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
 
 /* Ends the slot's task (finish reason or error) and frees the slot; the
  * slot's cache stays for the next request. */
+static void update_kv_metrics(srv_sched *s);
+
 static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error *err) {
     srv_task *t = sl->task;
     uint64_t now = inf_now_ns();
     uint64_t t_first = sl->t_first ? sl->t_first : now;
-    pthread_mutex_lock(&t->mu);
-    if (fin != SRV_FINISH_STOP || !t->stop.done) {
-        /* No stop string cut the text: release what was held. */
-        srv_stop_push(&t->stop, &t->text, sl->pending.data ? sl->pending.data : "",
-                      sl->pending.len);
-        srv_stop_flush(&t->stop, &t->text);
-    }
-    t->done = true;
-    t->finish = fin;
-    if (err) t->err = *err;
-    t->timings.prompt_n = sl->n_prompt_done - t->timings.cache_n;
-    t->timings.prompt_ms = (double)(t_first - sl->t_start) * 1e-6;
-    t->timings.predicted_n = t->n_gen;
-    t->timings.predicted_ms = (double)(now - t_first) * 1e-6;
+    /* Only this thread writes the timings: no lock needed to read them. */
     srv_timings tm = t->timings;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
+    tm.prompt_n = sl->n_prompt_done - tm.cache_n;
+    tm.prompt_ms = (double)(t_first - sl->t_start) * 1e-6;
+    tm.predicted_n = t->n_gen;
+    tm.predicted_ms = (double)(now - t_first) * 1e-6;
 
+    /* Free the slot and count the request before the client hears that it
+     * ended, so that what it reads next (/metrics) already includes it. */
+    if (sl->smpl) s->eng->sampler_free(sl->smpl);
+    sl->smpl = NULL;
+    if (s->eng->seq_end) {
+        s->eng->seq_end(s->eng->ctx, sl->id, sl->cache, sl->n_cache);
+        sl->n_cache = 0;
+    }
+    sl->last_used = ++s->clock;
     pthread_mutex_lock(&s->mu);
     s->m.prompt_tokens_total += (uint64_t)tm.prompt_n;
     s->m.prompt_seconds_total += tm.prompt_ms * 1e-3;
@@ -217,15 +217,22 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
     sl->task = NULL;
     sl->state = SLOT_IDLE;
     s->m.requests_processing = n_active(s);
+    update_kv_metrics(s);
     pthread_mutex_unlock(&s->mu);
 
-    if (sl->smpl) s->eng->sampler_free(sl->smpl);
-    sl->smpl = NULL;
-    if (s->eng->seq_end) {
-        s->eng->seq_end(s->eng->ctx, sl->id, sl->cache, sl->n_cache);
-        sl->n_cache = 0;
+    pthread_mutex_lock(&t->mu);
+    if (fin != SRV_FINISH_STOP || !t->stop.done) {
+        /* No stop string cut the text: release what was held. */
+        srv_stop_push(&t->stop, &t->text, sl->pending.data ? sl->pending.data : "",
+                      sl->pending.len);
+        srv_stop_flush(&t->stop, &t->text);
     }
-    sl->last_used = ++s->clock;
+    t->done = true;
+    t->finish = fin;
+    if (err) t->err = *err;
+    t->timings = tm;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
     srv_buf_clear(&sl->pending);
     srv_task_release(t);
 }
