@@ -27,6 +27,13 @@ typedef struct fake {
     int calls, max_decode_rows, mixed_calls, prefill_rows, max_rows_seen;
     int contract_errors;
     int delay_us; /* per forward call, to let requests overlap */
+    /* The prefix-cache hooks (make_paged): a store of donated sequences and
+     * a budget of positions that reserve draws from (-1: unlimited). */
+    int n_store;
+    int32_t store_tok[4][MAXCTX];
+    uint64_t store_h[4][MAXCTX];
+    int store_len[4];
+    int pool_left, publishes, ends, reserves;
 } fake;
 
 static uint64_t mix(uint64_t a, uint64_t b) {
@@ -174,3 +181,60 @@ static srv_engine make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
 }
 
 #endif
+
+/* ---- optional prefix-cache hooks ---- */
+
+static int fake_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
+    fake *f = ctx;
+    int best = 0, which = -1;
+    for (int i = 0; i < f->n_store; i++) {
+        int k = 0;
+        while (k < f->store_len[i] && k < n && f->store_tok[i][k] == prompt[k]) k++;
+        if (k > best) best = k, which = i;
+    }
+    if (best >= n) best = n - 1;
+    if (which >= 0) memcpy(f->h[seq], f->store_h[which], (size_t)best * sizeof(uint64_t));
+    f->len[seq] = best;
+    return best;
+}
+
+static int fake_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
+    fake *f = ctx;
+    f->reserves++;
+    if (f->pool_left >= 0 && n_new > f->pool_left)
+        return inf_fail(err, "fake pool exhausted (%d wanted, %d left)", n_new, f->pool_left);
+    if (f->pool_left >= 0) f->pool_left -= n_new;
+    return 0;
+}
+
+static void fake_store(fake *f, int seq, const int32_t *tokens, int n) {
+    int i = f->n_store < 4 ? f->n_store++ : (f->publishes + f->ends) % 4;
+    memcpy(f->store_tok[i], tokens, (size_t)n * sizeof *tokens);
+    memcpy(f->store_h[i], f->h[seq], (size_t)n * sizeof(uint64_t));
+    f->store_len[i] = n;
+}
+
+static void fake_seq_publish(void *ctx, int seq, const int32_t *tokens, int n) {
+    fake *f = ctx;
+    if (n != f->len[seq]) f->contract_errors++;
+    fake_store(f, seq, tokens, n);
+    f->publishes++;
+}
+
+static void fake_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
+    fake *f = ctx;
+    if (n != f->len[seq]) f->contract_errors++;
+    if (n > 0) fake_store(f, seq, tokens, n);
+    f->len[seq] = 0;
+    f->ends++;
+}
+
+static srv_engine make_paged(fake *f, int n_seq, int n_ctx, int max_rows) {
+    srv_engine e = make_engine(f, n_seq, n_ctx, max_rows);
+    f->pool_left = -1;
+    e.seq_begin = fake_seq_begin;
+    e.seq_reserve = fake_seq_reserve;
+    e.seq_publish = fake_seq_publish;
+    e.seq_end = fake_seq_end;
+    return e;
+}

@@ -397,7 +397,55 @@ static void test_logprobs(void) {
     srv_sched_free(s);
 }
 
+/* The prefix-cache hooks: reuse across slots, publish after prefill,
+ * donation at the end, and a pool that runs out failing with a 503. */
+static void test_prefix_hooks(void) {
+    fake f;
+    srv_engine e = make_paged(&f, 2, 512, 64);
+    srv_sched *s;
+    inf_err err;
+    CHECK_INT(srv_sched_create(&s, &e, 32, &err), 0);
+    int32_t p[300];
+    make_prompt(p, 80, 4242);
+    srv_task *a = make_task(p, 80, 5, NULL);
+    srv_sched_submit(s, a);
+    CHECK(wait_done(a, 10));
+    check_task(a, p, 80, 5, 512, "donor");
+    CHECK_INT(f.publishes, 1);
+    CHECK_INT(f.ends, 1);
+    /* Keep slot 0 busy so the next request runs on the other slot. */
+    int32_t q[10];
+    make_prompt(q, 10, 77);
+    f.delay_us = 1000;
+    srv_task *busy = make_task(q, 10, 60, NULL);
+    srv_sched_submit(s, busy);
+    for (int i = 0; i < 20; i++) p[80 + i] = (int32_t)(i % 26);
+    srv_task *b = make_task(p, 100, 4, NULL);
+    srv_sched_submit(s, b);
+    CHECK(wait_done(b, 10));
+    CHECK(wait_done(busy, 10));
+    check_task(b, p, 100, 4, 512, "reuser");
+    CHECK_MSG(b->timings.cache_n >= 80, "cache_n %d", b->timings.cache_n);
+    CHECK_INT(b->timings.prompt_n, 100 - b->timings.cache_n);
+    CHECK(f.reserves > 0);
+    /* The pool runs out: a clear 503, never a forward past the reservation. */
+    f.pool_left = 10;
+    make_prompt(p, 40, 999);
+    srv_task *c = make_task(p, 40, 4, NULL);
+    srv_sched_submit(s, c);
+    CHECK(wait_done(c, 10));
+    CHECK_INT(c->err.status, 503);
+    CHECK(strstr(c->err.msg, "exhausted") != NULL);
+    srv_task_release(a);
+    srv_task_release(b);
+    srv_task_release(c);
+    srv_task_release(busy);
+    srv_sched_free(s);
+    CHECK_INT(f.contract_errors, 0);
+}
+
 int main(void) {
+    test_prefix_hooks();
     test_logprobs();
     test_single_and_batched();
     test_prefix_reuse();
