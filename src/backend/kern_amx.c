@@ -1,0 +1,217 @@
+/* AMX kernels: prefill GEMMs on BF16 tiles.
+ *
+ * y[t][o] for a block of 32 tokens x 32 outputs lives in four 16x16 f32 C
+ * tiles; A tiles are 16 tokens x 32 bf16 activations, B tiles are 32 k x 16
+ * outputs in VNNI pair order, which is exactly one packed BF16 group (see
+ * kernels.h). Integer weights (Q8_0, Q4_0, Q4_K, Q6_K) are expanded per pair
+ * of panels into a thread-private bf16 copy, once per 256 tokens, so their
+ * per-block scales are folded into the weights and the whole k loop
+ * accumulates in the tiles. Tolerance: activations and expanded weights are
+ * rounded to bf16 (relative error 2^-9 each); sums are f32.
+ *
+ * The tile configuration lives in static const memory: gcc 12 may delete the
+ * stores that fill an on-stack configuration before LDTILECFG. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "backend/kernels.h"
+
+typedef struct tile_config {
+    uint8_t palette;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* tiles 0-3: C (16 x 16 f32), 4-5: A (16 tokens x 32 bf16), 6-7: B (16 k pairs x 16 outputs) */
+static const tile_config g_cfg __attribute__((aligned(64))) = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+static inline void load_cfg(void) { _tile_loadconfig(&g_cfg); }
+
+#define TOKEN_CHUNK 256
+
+/* lane r of the result = (bf16(lo[r]), bf16(hi[r])) */
+static inline __m512i pair_bf16(__m512 lo, __m512 hi) {
+    static const uint16_t order[32] __attribute__((aligned(64))) = {
+        0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_load_si512(order);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+/* f[j] = k-vectors of 4 consecutive k (lane r = row r); writes 2 bf16 chunks. */
+static inline void emit4(uint8_t *dst, const __m512 f[4]) {
+    _mm512_store_si512(dst, pair_bf16(f[0], f[1]));
+    _mm512_store_si512(dst + 64, pair_bf16(f[2], f[3]));
+}
+
+/* byte j of every 32-bit lane as 16 floats */
+static inline __m512 byte_lane(__m512i v, int j) {
+    __m512i b = _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xff));
+    return _mm512_cvtepi32_ps(b);
+}
+
+/* One packed panel's integer group(s) covering k 32*kg .. 32*kg+31 -> 1024 bytes of bf16. */
+static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *panel, int64_t kg) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    __m512 f[4];
+    switch (pk->kind) {
+    case INF_PACK_Q8_0: {
+        const uint8_t *gp = panel + (size_t)kg * pk->group_bytes;
+        __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 512)));
+        __m512 off = _mm512_set1_ps(128.0f);
+        for (int c = 0; c < 8; c++) {
+            __m512i w = _mm512_loadu_si512(gp + 64 * c);
+            for (int j = 0; j < 4; j++) f[j] = _mm512_mul_ps(_mm512_sub_ps(byte_lane(w, j), off), A);
+            emit4(dst + 128 * c, f);
+        }
+        break;
+    }
+    case INF_PACK_Q4_0:
+    case INF_PACK_Q4_K: {
+        const uint8_t *gp = panel + (size_t)kg * pk->group_bytes;
+        __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
+        __m512 B = pk->kind == INF_PACK_Q4_K
+                       ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 288)))
+                       : _mm512_mul_ps(A, _mm512_set1_ps(8.0f));
+        for (int c = 0; c < 4; c++) {
+            __m512i w = _mm512_loadu_si512(gp + 64 * c);
+            __m512i lo = _mm512_and_si512(w, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+            for (int j = 0; j < 4; j++) f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
+            emit4(dst + 256 * c, f);
+            for (int j = 0; j < 4; j++) f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
+            emit4(dst + 256 * c + 128, f);
+        }
+        break;
+    }
+    case INF_PACK_Q6_K: {
+        const __m512i m30 = _mm512_set1_epi8(0x30);
+        for (int half = 0; half < 2; half++) {
+            const uint8_t *gp = panel + (size_t)(2 * kg + half) * pk->group_bytes;
+            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
+            __m512 B = _mm512_mul_ps(A, _mm512_set1_ps(32.0f));
+            __m512i n0 = _mm512_loadu_si512(gp), n1 = _mm512_loadu_si512(gp + 64);
+            __m512i h = _mm512_loadu_si512(gp + 128);
+            __m512i q[4];
+            q[0] = _mm512_or_si512(_mm512_and_si512(n0, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+            q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
+                                   _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+            q[2] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
+                                   _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+            for (int i = 0; i < 4; i++) {
+                for (int j = 0; j < 4; j++) f[j] = _mm512_fmsub_ps(byte_lane(q[i], j), A, B);
+                emit4(dst + 512 * half + 128 * i, f);
+            }
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+static size_t amx_scratch_bytes(const inf_packed *pk) {
+    int64_t n_in = pk->n_groups * pk->group;
+    return 2 * (size_t)(n_in / 32) * 1024 + 64 * 16 * 4 * 4 + 128;
+}
+
+static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
+                       int64_t p0, int64_t p1, void *scratch) {
+    const int64_t n = xq->n, nkg = n / 32;
+    const size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
+    uint8_t *sp = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    uint8_t *bexp[2] = {sp, sp + (size_t)nkg * 1024};
+    float *cbuf = (float *)(sp + 2 * (size_t)nkg * 1024); /* [4][16][16] */
+    load_cfg();
+    for (int tc = 0; tc < T; tc += TOKEN_CHUNK) {
+        int tn = T - tc < TOKEN_CHUNK ? T - tc : TOKEN_CHUNK;
+        for (int64_t p = p0; p < p1; p += 2) {
+            int np = p1 - p >= 2 ? 2 : 1;
+            const uint8_t *bsrc[2];
+            for (int i = 0; i < np; i++) {
+                const uint8_t *panel = pk->data + (size_t)(p + i) * pbytes;
+                if (pk->kind == INF_PACK_BF16) {
+                    bsrc[i] = panel;
+                } else {
+                    for (int64_t kg = 0; kg < nkg; kg++)
+                        expand_group(bexp[i] + (size_t)kg * 1024, pk, panel, kg);
+                    bsrc[i] = bexp[i];
+                }
+            }
+            for (int tb = tc; tb < tc + tn; tb += 32) {
+                const uint16_t *a0 = xq->bf + (size_t)tb * (size_t)n;
+                const uint16_t *a1 = a0 + 16 * (size_t)n;
+                const size_t astride = (size_t)n * 2;
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                if (np == 2) {
+                    for (int64_t kg = 0; kg < nkg; kg++) {
+                        _tile_loadd(4, a0 + 32 * kg, astride);
+                        _tile_loadd(5, a1 + 32 * kg, astride);
+                        _tile_loadd(6, bsrc[0] + (size_t)kg * 1024, 64);
+                        _tile_loadd(7, bsrc[1] + (size_t)kg * 1024, 64);
+                        _tile_dpbf16ps(0, 4, 6);
+                        _tile_dpbf16ps(1, 4, 7);
+                        _tile_dpbf16ps(2, 5, 6);
+                        _tile_dpbf16ps(3, 5, 7);
+                    }
+                } else {
+                    for (int64_t kg = 0; kg < nkg; kg++) {
+                        _tile_loadd(4, a0 + 32 * kg, astride);
+                        _tile_loadd(5, a1 + 32 * kg, astride);
+                        _tile_loadd(6, bsrc[0] + (size_t)kg * 1024, 64);
+                        _tile_dpbf16ps(0, 4, 6);
+                        _tile_dpbf16ps(2, 5, 6);
+                    }
+                }
+                _tile_stored(0, cbuf, 64);
+                _tile_stored(1, cbuf + 256, 64);
+                _tile_stored(2, cbuf + 512, 64);
+                _tile_stored(3, cbuf + 768, 64);
+                int rows = tc + tn - tb < 32 ? tc + tn - tb : 32;
+                for (int t = 0; t < rows; t++) {
+                    const float *c = cbuf + (t < 16 ? 0 : 512) + (size_t)(t % 16) * 16;
+                    float *yr = y + (size_t)(tb + t) * (size_t)ldy + 16 * p;
+                    _mm512_storeu_ps(yr, _mm512_load_ps(c));
+                    if (np == 2) _mm512_storeu_ps(yr + 16, _mm512_load_ps(c + 256));
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
+int inf_amx_selftest(void) {
+    const inf_cpu_features *f = inf_cpu_features_get();
+    if (!f->amx_permitted) return -1;
+    tile_config back __attribute__((aligned(64)));
+    memset(&back, 0xff, sizeof back);
+    load_cfg();
+    _tile_storeconfig(&back);
+    int ok = back.palette == 1 && back.colsb[0] == 64 && back.rows[7] == 16 && back.colsb[7] == 64;
+    /* one tile product: A = all 1.0, B = all 2.0 -> C = 32 * 2 = 64 */
+    uint16_t a[16 * 32] __attribute__((aligned(64))), b[16 * 32] __attribute__((aligned(64)));
+    float c[256] __attribute__((aligned(64)));
+    for (int i = 0; i < 16 * 32; i++) a[i] = 0x3f80, b[i] = 0x4000;
+    _tile_zero(0);
+    _tile_loadd(4, a, 64);
+    _tile_loadd(6, b, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_stored(0, c, 64);
+    _tile_release();
+    for (int i = 0; i < 256; i++) ok &= c[i] == 64.0f;
+    return ok ? 0 : -1;
+}
+
+void inf_kernels_fill_amx(inf_kernels *k) {
+    if (inf_amx_selftest() != 0) return;
+    k->matmul_amx = amx_matmul;
+    k->amx_scratch_bytes = amx_scratch_bytes;
+}

@@ -1,0 +1,513 @@
+/* AVX-512 kernels (F/BW/VL/DQ + BF16 + VNNI): packed integer and BF16
+ * matmuls by VPDPBUSD / VDPBF16PS, activation quantization, row ops and
+ * flash attention. Compiled with -mavx512*; only called after detection. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/kernels.h"
+#include "util/half.h"
+
+/* ---- exp ------------------------------------------------------------------------------ */
+
+/* e^x with ~2 ulp error; x <= -104 gives 0, large x gives +inf. */
+static inline __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+static inline __mmask16 tail_mask(int64_t left) {
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+/* ---- f32 dot and dequantization ---------------------------------------------------------- */
+
+static float a5_dot_f32(const float *a, const float *b, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+static void a5_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
+    switch (t) {
+    case INF_F32: memcpy(dst, (const float *)row + k0, sizeof(float) * (size_t)n); return;
+    case INF_F16: {
+        const uint16_t *h = (const uint16_t *)row + k0;
+        for (int i = 0; i < n; i += 16) {
+            __mmask16 m = tail_mask(n - i);
+            __m256i v = _mm256_maskz_loadu_epi16(m, h + i);
+            _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(v));
+        }
+        return;
+    }
+    case INF_BF16: {
+        const uint16_t *h = (const uint16_t *)row + k0;
+        for (int i = 0; i < n; i += 16) {
+            __mmask16 m = tail_mask(n - i);
+            __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, h + i));
+            _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+        }
+        return;
+    }
+    case INF_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + k0 / 32;
+        for (int i = 0; i < n; i += 32, b++) {
+            __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
+            __m128i lo = _mm_loadu_si128((const __m128i *)b->qs);
+            __m128i hi = _mm_loadu_si128((const __m128i *)(b->qs + 16));
+            _mm512_storeu_ps(dst + i, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
+            _mm512_storeu_ps(dst + i + 16,
+                             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi))));
+        }
+        return;
+    }
+    case INF_Q4_0: {
+        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + k0 / 32;
+        const __m512i eight = _mm512_set1_epi32(8);
+        for (int i = 0; i < n; i += 32, b++) {
+            __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
+            __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
+            __m512i lo = _mm512_sub_epi32(_mm512_and_si512(q, _mm512_set1_epi32(15)), eight);
+            __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight);
+            _mm512_storeu_ps(dst + i, _mm512_mul_ps(d, _mm512_cvtepi32_ps(lo)));
+            _mm512_storeu_ps(dst + i + 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(hi)));
+        }
+        return;
+    }
+    default: {
+        /* K-quants: the reference dequantizer, one super-block at a time. */
+        inf_kernels g;
+        inf_kernels_fill_generic(&g);
+        g.dequant(t, dst, row, k0, n);
+        return;
+    }
+    }
+}
+
+/* ---- activation quantization ---------------------------------------------------------- */
+
+static void a5_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) {
+    int64_t n = xq->n;
+    for (int t = t0; t < t1; t++) {
+        const float *xr = x + (size_t)t * (size_t)n;
+        if (what & INF_XQ_BF16) {
+            uint16_t *bf = xq->bf + (size_t)t * (size_t)n;
+            for (int64_t i = 0; i < n; i += 16) {
+                __mmask16 m = tail_mask(n - i);
+                __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, xr + i));
+                _mm256_mask_storeu_epi16(bf + i, m, (__m256i)h);
+            }
+        }
+        if (!(what & INF_XQ_INT8)) continue;
+        int8_t *q = xq->q + (size_t)t * (size_t)n;
+        float *d = xq->d + (size_t)t * (size_t)(n / 32);
+        int32_t *s16 = xq->s16 + (size_t)t * (size_t)(n / 16);
+        for (int64_t b = 0; b < n / 32; b++) {
+            __m512 v0 = _mm512_loadu_ps(xr + 32 * b), v1 = _mm512_loadu_ps(xr + 32 * b + 16);
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+            __m512 vid = _mm512_set1_ps(id);
+            __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
+            __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+            _mm_storeu_si128((__m128i *)(q + 32 * b), _mm512_cvtsepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(q1));
+            s16[2 * b] = _mm512_reduce_add_epi32(q0);
+            s16[2 * b + 1] = _mm512_reduce_add_epi32(q1);
+            d[b] = db;
+        }
+    }
+}
+
+/* ---- packed matmul: one panel (16 outputs) for TB <= 4 tokens --------------------------- */
+
+static inline __m512i bcast4(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+static inline __attribute__((always_inline)) void
+panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+          int t0, const int TB) {
+    const int64_t n = xq->n;
+    const int8_t *xqr[4];
+    const float *dr[4];
+    const int32_t *sr[4];
+    __m512 acc[4];
+    for (int t = 0; t < TB; t++) {
+        xqr[t] = xq->q + (size_t)(t0 + t) * (size_t)n;
+        dr[t] = xq->d + (size_t)(t0 + t) * (size_t)(n / 32);
+        sr[t] = xq->s16 + (size_t)(t0 + t) * (size_t)(n / 16);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    const size_t gb = pk->group_bytes;
+    for (int64_t g = 0; g < pk->n_groups; g++) {
+        const uint8_t *gp = panel + (size_t)g * gb;
+        __m512i ai[4];
+        for (int t = 0; t < TB; t++) ai[t] = _mm512_setzero_si512();
+        switch (pk->kind) {
+        case INF_PACK_Q8_0: {
+            for (int c = 0; c < 8; c++) {
+                __m512i w = _mm512_loadu_si512(gp + 64 * c);
+                for (int t = 0; t < TB; t++)
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], w, bcast4(xqr[t] + 32 * g + 4 * c));
+            }
+            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 512)));
+            for (int t = 0; t < TB; t++) {
+                int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+                __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                                         _mm512_set1_ps(dr[t][g]), acc[t]);
+            }
+            break;
+        }
+        case INF_PACK_Q4_0:
+        case INF_PACK_Q4_K: {
+            for (int c = 0; c < 4; c++) {
+                __m512i w = _mm512_loadu_si512(gp + 64 * c);
+                __m512i lo = _mm512_and_si512(w, m0f);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+                for (int t = 0; t < TB; t++) {
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
+                }
+            }
+            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
+            if (pk->kind == INF_PACK_Q4_0) {
+                for (int t = 0; t < TB; t++) {
+                    int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+                    __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(8 * s));
+                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                                             _mm512_set1_ps(dr[t][g]), acc[t]);
+                }
+            } else {
+                __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 288)));
+                for (int t = 0; t < TB; t++) {
+                    int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+                    __m512 dx = _mm512_set1_ps(dr[t][g]);
+                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
+                    acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][g] * (float)s), acc[t]);
+                }
+            }
+            break;
+        }
+        case INF_PACK_Q6_K: {
+            const __m512i m30 = _mm512_set1_epi8(0x30);
+            __m512i n0 = _mm512_loadu_si512(gp), n1 = _mm512_loadu_si512(gp + 64);
+            __m512i h = _mm512_loadu_si512(gp + 128);
+            __m512i q0 = _mm512_or_si512(_mm512_and_si512(n0, m0f),
+                                         _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+            __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
+                                         _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+            __m512i q2 = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
+            __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
+                                         _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+            for (int t = 0; t < TB; t++) {
+                const int8_t *xg = xqr[t] + 16 * g;
+                ai[t] = _mm512_dpbusd_epi32(ai[t], q0, bcast4(xg));
+                ai[t] = _mm512_dpbusd_epi32(ai[t], q1, bcast4(xg + 4));
+                ai[t] = _mm512_dpbusd_epi32(ai[t], q2, bcast4(xg + 8));
+                ai[t] = _mm512_dpbusd_epi32(ai[t], q3, bcast4(xg + 12));
+            }
+            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
+            for (int t = 0; t < TB; t++) {
+                __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][g]));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                                         _mm512_set1_ps(dr[t][g / 2]), acc[t]);
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    for (int t = 0; t < TB; t++) _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, acc[t]);
+}
+
+static inline __attribute__((always_inline)) void
+panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+           int t0, const int TB) {
+    const int64_t n = xq->n;
+    const uint16_t *xr[4];
+    __m512 acc[4], acc2[4];
+    for (int t = 0; t < TB; t++) {
+        xr[t] = xq->bf + (size_t)(t0 + t) * (size_t)n;
+        acc[t] = _mm512_setzero_ps();
+        acc2[t] = _mm512_setzero_ps();
+    }
+    for (int64_t g = 0; g < pk->n_groups; g++) {
+        const uint8_t *gp = panel + (size_t)g * 1024;
+        for (int c = 0; c < 16; c += 2) {
+            __m512bh w0 = (__m512bh)_mm512_loadu_si512(gp + 64 * c);
+            __m512bh w1 = (__m512bh)_mm512_loadu_si512(gp + 64 * c + 64);
+            for (int t = 0; t < TB; t++) {
+                acc[t] = _mm512_dpbf16_ps(acc[t], w0, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c));
+                acc2[t] = _mm512_dpbf16_ps(acc2[t], w1, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c + 2));
+            }
+        }
+    }
+    for (int t = 0; t < TB; t++)
+        _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, _mm512_add_ps(acc[t], acc2[t]));
+}
+
+static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
+                             int64_t p0, int64_t p1) {
+    size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
+    for (int64_t p = p0; p < p1; p++) {
+        const uint8_t *panel = pk->data + (size_t)p * pbytes;
+        float *yp = y + 16 * p;
+        int t = 0;
+        if (pk->kind == INF_PACK_BF16) {
+            for (; t + 4 <= T; t += 4) panel_bf16(yp, ldy, pk, panel, xq, t, 4);
+            switch (T - t) {
+            case 3: panel_bf16(yp, ldy, pk, panel, xq, t, 3); break;
+            case 2: panel_bf16(yp, ldy, pk, panel, xq, t, 2); break;
+            case 1: panel_bf16(yp, ldy, pk, panel, xq, t, 1); break;
+            }
+        } else {
+            for (; t + 4 <= T; t += 4) panel_int(yp, ldy, pk, panel, xq, t, 4);
+            switch (T - t) {
+            case 3: panel_int(yp, ldy, pk, panel, xq, t, 3); break;
+            case 2: panel_int(yp, ldy, pk, panel, xq, t, 2); break;
+            case 1: panel_int(yp, ldy, pk, panel, xq, t, 1); break;
+            }
+        }
+    }
+}
+
+/* ---- row ops ------------------------------------------------------------------------------ */
+
+static void a5_rmsnorm_row(float *out, const float *x, const float *w, int n, float eps) {
+    __m512 ss = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+        ss = _mm512_fmadd_ps(v, v, ss);
+    }
+    float inv = 1.0f / sqrtf(_mm512_reduce_add_ps(ss) / (float)n + eps);
+    __m512 vi = _mm512_set1_ps(inv);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vi);
+        _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i)));
+    }
+}
+
+static void a5_rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s) {
+    int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < half; i += 16) {
+            __mmask16 m = tail_mask(half - i);
+            __m512 a = _mm512_maskz_loadu_ps(m, v + i), b = _mm512_maskz_loadu_ps(m, v + half + i);
+            __m512 cc = _mm512_maskz_loadu_ps(m, c + i), sn = _mm512_maskz_loadu_ps(m, s + i);
+            _mm512_mask_storeu_ps(v + i, m, _mm512_fmsub_ps(a, cc, _mm512_mul_ps(b, sn)));
+            _mm512_mask_storeu_ps(v + half + i, m, _mm512_fmadd_ps(b, cc, _mm512_mul_ps(a, sn)));
+        }
+    }
+}
+
+static void a5_swiglu(float *out, const float *gate, const float *up, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(m, gate + i), u = _mm512_maskz_loadu_ps(m, up + i);
+        __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+        __m512 r = _mm512_div_ps(_mm512_mul_ps(g, u), _mm512_add_ps(one, e));
+        _mm512_mask_storeu_ps(out + i, m, r);
+    }
+}
+
+static void a5_add(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
+static void a5_softmax(float *x, int n) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
+    __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512 sum = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm)));
+        sum = _mm512_add_ps(sum, e);
+        _mm512_mask_storeu_ps(x + i, m, e);
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+    }
+}
+
+/* ---- attention -------------------------------------------------------------------------- */
+
+/* out lane i = sum of the lanes of v[i], for 16 vectors. */
+static inline __m512 reduce16(__m512 v[16]) {
+    __m512 a[8], b[4], c[2];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44),
+                             _mm512_shuffle_f32x4(v[i], v[i + 8], 0xee));
+    /* a[i]: 128-bit lanes 0,1 partial of v[i]; lanes 2,3 partial of v[i+8] */
+    for (int i = 0; i < 4; i++)
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 4], 0x88),
+                             _mm512_shuffle_f32x4(a[i], a[i + 4], 0xdd));
+    /* b[i]: lane0 v[i], lane1 v[i+8], lane2 v[i+4], lane3 v[i+12]; 4 partials each */
+    for (int i = 0; i < 2; i++)
+        c[i] = _mm512_add_ps(_mm512_unpacklo_ps(b[i], b[i + 2]), _mm512_unpackhi_ps(b[i], b[i + 2]));
+    /* c[i] per 128-bit lane: [x(i) p0, x(i+2) p0, x(i) p1, x(i+2) p1] */
+    __m512 d = _mm512_add_ps(
+        _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(c[0]), _mm512_castps_pd(c[1]))),
+        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(c[0]), _mm512_castps_pd(c[1]))));
+    /* d per 128-bit lane L (base vector j = {0,8,4,12}[L]): [v(j), v(j+2), v(j+1), v(j+3)] */
+    const __m512i idx = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
+    /* lane position of vector i: L = {0:0,4:2,8:1,12:3}, then offset {0,2,1,3} */
+    return _mm512_permutexvar_ps(idx, d);
+}
+
+static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
+                         float *scratch) {
+    if (hd % 16 || hd > 256) {
+        inf_kernels g;
+        inf_kernels_fill_generic(&g);
+        g.attn_rows(it, kv, hd, scale, scratch);
+        return;
+    }
+    const int R = it->R, nv = hd / 16;
+    float *st = scratch;                      /* [R][64] scores */
+    float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
+    float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
+    acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
+    for (int r = 0; r < R; r++) {
+        ml[2 * r] = -INFINITY;
+        ml[2 * r + 1] = 0;
+        memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
+    }
+    const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
+        int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
+        for (int j = 0; j < nk; j++) {
+            krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+            vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+        }
+        /* scores, 16 keys at a time */
+        for (int r = 0; r < R; r++) {
+            if (it->lim[r] <= t0) continue;
+            int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
+            __m512 qv[16];
+            for (int i = 0; i < nv; i++) qv[i] = _mm512_loadu_ps(it->q[r] + 16 * i);
+            for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
+                __m512 sv;
+                if (kb >= nkr) {
+                    sv = _mm512_set1_ps(-INFINITY);
+                } else {
+                    __m512 a[16];
+                    for (int j = 0; j < 16; j++) {
+                        a[j] = _mm512_setzero_ps();
+                        if (kb + j >= nkr) continue;
+                        const float *k = krow[kb + j];
+                        for (int i = 0; i < nv; i++)
+                            a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
+                    }
+                    sv = _mm512_mul_ps(reduce16(a), vscale);
+                    sv = _mm512_mask_blend_ps(tail_mask(nkr - kb), _mm512_set1_ps(-INFINITY), sv);
+                }
+                _mm512_storeu_ps(st + (size_t)r * INF_KV_TILE + kb, sv);
+            }
+        }
+        /* online softmax update and P.V */
+        for (int r = 0; r < R; r++) {
+            if (it->lim[r] <= t0) continue;
+            int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
+            float *s = st + (size_t)r * INF_KV_TILE;
+            __m512 s0 = _mm512_loadu_ps(s), s1 = _mm512_loadu_ps(s + 16);
+            __m512 s2 = _mm512_loadu_ps(s + 32), s3 = _mm512_loadu_ps(s + 48);
+            float tmax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(s0, s1), _mm512_max_ps(s2, s3)));
+            float m = ml[2 * r], l = ml[2 * r + 1];
+            float *a = acc + (size_t)r * hd;
+            __m512 av[16];
+            for (int i = 0; i < nv; i++) av[i] = _mm512_load_ps(a + 16 * i);
+            if (tmax > m) {
+                __m512 corr = exp512(_mm512_set1_ps(m - tmax));
+                for (int i = 0; i < nv; i++) av[i] = _mm512_mul_ps(av[i], corr);
+                l *= _mm512_cvtss_f32(corr);
+                m = tmax;
+            }
+            __m512 vm = _mm512_set1_ps(m);
+            __m512 p0 = _mm512_maskz_mov_ps(tail_mask(nkr), exp512(_mm512_sub_ps(s0, vm)));
+            __m512 p1 = _mm512_maskz_mov_ps(tail_mask(nkr - 16), exp512(_mm512_sub_ps(s1, vm)));
+            __m512 p2 = _mm512_maskz_mov_ps(tail_mask(nkr - 32), exp512(_mm512_sub_ps(s2, vm)));
+            __m512 p3 = _mm512_maskz_mov_ps(tail_mask(nkr - 48), exp512(_mm512_sub_ps(s3, vm)));
+            l += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3)));
+            _mm512_storeu_ps(s, p0);
+            _mm512_storeu_ps(s + 16, p1);
+            _mm512_storeu_ps(s + 32, p2);
+            _mm512_storeu_ps(s + 48, p3);
+            for (int j = 0; j < nkr; j++) {
+                __m512 p = _mm512_set1_ps(s[j]);
+                const float *v = vrow[j];
+                for (int i = 0; i < nv; i++) av[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + 16 * i), av[i]);
+            }
+            for (int i = 0; i < nv; i++) _mm512_store_ps(a + 16 * i, av[i]);
+            ml[2 * r] = m;
+            ml[2 * r + 1] = l;
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        __m512 inv = _mm512_set1_ps(1.0f / ml[2 * r + 1]);
+        for (int i = 0; i < nv; i++)
+            _mm512_storeu_ps(it->out[r] + 16 * i, _mm512_mul_ps(_mm512_load_ps(acc + (size_t)r * hd + 16 * i), inv));
+    }
+}
+
+static int a5_reduce16_ok = -1;
+
+void inf_kernels_fill_avx512(inf_kernels *k) {
+    if (a5_reduce16_ok < 0) {
+        /* self-check of the lane bookkeeping in reduce16 */
+        __m512 v[16];
+        float out[16];
+        for (int i = 0; i < 16; i++) v[i] = _mm512_set1_ps((float)i);
+        _mm512_storeu_ps(out, reduce16(v));
+        int ok = 1;
+        for (int i = 0; i < 16; i++) ok &= out[i] == 16.0f * (float)i;
+        a5_reduce16_ok = ok;
+    }
+    k->dot_f32 = a5_dot_f32;
+    k->dequant = a5_dequant;
+    k->has_packed = 1;
+    k->quantize_x = a5_quantize_x;
+    k->matmul_packed = a5_matmul_packed;
+    k->rmsnorm_row = a5_rmsnorm_row;
+    k->rope_row = a5_rope_row;
+    k->swiglu = a5_swiglu;
+    k->add = a5_add;
+    k->softmax = a5_softmax;
+    if (a5_reduce16_ok) k->attn_rows = a5_attn_rows;
+}

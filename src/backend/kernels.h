@@ -1,0 +1,142 @@
+/* Kernel tables: the per-ISA building blocks the SIMD and pool backends are
+ * made of.
+ *
+ * A table is filled with plain C kernels (kern_generic.c) and then overridden
+ * by the best ISA's versions (kern_avx2.c, kern_avx512.c, kern_amx.c,
+ * kern_neon.c). Every kernel works on a slice of its op (rows, panels, or
+ * attention work items) so the pool can hand disjoint slices to threads; a
+ * slice's result never depends on which thread runs it or on the other
+ * slices, which is what makes the pool bit-identical to one thread.
+ *
+ * Packed weights. For the integer and BF16 types the SIMD levels with VNNI
+ * (AVX-512) repack a weight once at load time into panels of 16 output rows.
+ * Along k a panel is split into groups (32 weights; 16 for Q6_K); a group
+ * holds its quants as 64-byte chunks, each chunk = 16 rows x 4 bytes (lane r
+ * of a 512-bit register = row r), followed by the group's per-row scales.
+ * One 64-byte chunk times a broadcast 4-byte slice of the activations is one
+ * VPDPBUSD/VDPBF16PS; sixteen BF16 chunks are one AMX B tile.
+ *   BF16: 16 chunks; chunk c, lane r = w[r][2c], w[r][2c+1]            1024 B
+ *   Q8_0: 8 chunks; chunk c, lane r = w[r][4c..4c+3] + 128 (u8);
+ *         then 16 f16 scales d                                         544 B
+ *   Q4_0: 4 chunks; chunk c, lane r byte j: low nibble = q[r][8c+j],
+ *         high nibble = q[r][8c+4+j] (q = 0..15, w = d (q - 8));
+ *         then 16 f16 d                                                288 B
+ *   Q4_K: Q4_0's nibble layout; then 16 f16 (d*sc) and 16 f16 (dmin*m)
+ *         (w = (d*sc) q - dmin*m)                                      320 B
+ *   Q6_K: group of 16: 2 nibble chunks (as Q4_0, k 0..7 and 8..15), one
+ *         chunk of high bit pairs (lane r byte j: bits 2i..2i+1 = high bits
+ *         of k = 4i + j), then 16 f16 (d*sc) (w = (d*sc)(q - 32))     224 B
+ * Rows past the last full panel (n_out % 16) use the generic path on the
+ * original (mmapped) rows. */
+#ifndef INF_BACKEND_KERNELS_H
+#define INF_BACKEND_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/cpu_features.h"
+
+#define INF_PANEL 16    /* output rows per packed panel */
+#define INF_CHUNK 256   /* k elements dequantized at a time on the generic path */
+#define INF_KV_TILE 64  /* keys per flash-attention tile */
+
+typedef enum inf_pack_kind {
+    INF_PACK_BF16 = 1,
+    INF_PACK_Q8_0,
+    INF_PACK_Q4_0,
+    INF_PACK_Q4_K,
+    INF_PACK_Q6_K,
+} inf_pack_kind;
+
+typedef struct inf_packed {
+    inf_pack_kind kind;
+    int group;          /* k elements per group: 32, or 16 for Q6_K */
+    int64_t n_panels;   /* full 16-row panels */
+    int64_t n_groups;   /* n_in / group */
+    size_t group_bytes; /* bytes of one panel's group */
+    uint8_t *data;      /* [n_panels][n_groups][group_bytes], 64-byte aligned */
+} inf_packed;
+
+/* Builds the packed form of w (NULL when its type has none or n_in does not
+ * split into whole groups). Caller frees with inf_packed_free. */
+inf_packed *inf_pack_weight(const inf_weight *w);
+void inf_packed_free(inf_packed *p);
+
+/* Activations quantized once per matmul for the integer kernels: per row t,
+ * q = round(x / d) with d = max|x| / 127 per block of 32, plus the sums of q
+ * per 16 (the offset corrections of the unsigned weight forms). */
+#define INF_XQ_INT8 1
+#define INF_XQ_BF16 2
+typedef struct inf_xq {
+    int64_t n;       /* row length (multiple of 32) */
+    int8_t *q;       /* [T][n] */
+    float *d;        /* [T][n/32] */
+    int32_t *s16;    /* [T][n/16] */
+    uint16_t *bf;    /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
+} inf_xq;
+
+/* One attention work item: R query vectors that read the same KV head.
+ * Query r sees keys 0..lim[r]-1 (lim[r] >= 1). */
+typedef struct inf_attn_rows {
+    int R;
+    const float *q[64];   /* [R] -> head_dim floats */
+    float *out[64];       /* [R] -> head_dim floats */
+    int lim[64];
+    int kv_off;           /* kv_head * head_dim */
+    int max_lim;          /* max of lim */
+} inf_attn_rows;
+
+/* Floats of attention scratch one thread needs for an item of R rows. */
+static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
+    return (size_t)head_dim * INF_KV_TILE + (size_t)R * (head_dim + INF_KV_TILE + 2) + 64;
+}
+
+typedef struct inf_kernels {
+    inf_isa isa;
+
+    /* sum a[i]*b[i], i < n */
+    float (*dot_f32)(const float *a, const float *b, int n);
+    /* dst[n] = elements k0..k0+n-1 of one raw row of type t (k0 and n whole blocks). */
+    void (*dequant)(inf_dtype t, float *dst, const void *row, int64_t k0, int n);
+
+    /* Packed path; NULL where the level has none. */
+    int has_packed;
+    /* Rows t0..t1-1 of x[T][n] into xq: the integer form (what & INF_XQ_INT8)
+     * and/or the bf16 copy (what & INF_XQ_BF16). */
+    void (*quantize_x)(inf_xq *xq, const float *x, int t0, int t1, int what);
+    /* y[t][16p + r] for panels p0..p1-1, all T rows (VNNI / BF16 dot). ldy = row stride of y. */
+    void (*matmul_packed)(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
+                          int64_t p0, int64_t p1);
+    /* Same result shape on AMX tiles (prefill); NULL without AMX. scratch: thread-private. */
+    void (*matmul_amx)(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
+                       int64_t p0, int64_t p1, void *scratch);
+    size_t (*amx_scratch_bytes)(const inf_packed *pk);
+
+    /* Row kernels. */
+    void (*rmsnorm_row)(float *out, const float *x, const float *w, int n, float eps);
+    void (*rope_row)(float *x, int n_heads, int head_dim, const float *cos_row,
+                     const float *sin_row);
+    void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
+    void (*add)(float *y, const float *x, int64_t n);
+    void (*softmax)(float *x, int n);
+    /* One attention work item (online softmax over 64-key tiles). */
+    void (*attn_rows)(const inf_attn_rows *it, const inf_kv_view *kv, int head_dim, float scale,
+                      float *scratch);
+} inf_kernels;
+
+/* The kernel table for an ISA level (must be one the CPU runs: inf_isa_clamp). */
+const inf_kernels *inf_kernels_get(inf_isa isa);
+
+/* Per-ISA fillers (each overrides what it implements). */
+void inf_kernels_fill_generic(inf_kernels *k);
+void inf_kernels_fill_avx2(inf_kernels *k);
+void inf_kernels_fill_avx512(inf_kernels *k);
+void inf_kernels_fill_amx(inf_kernels *k);
+void inf_kernels_fill_neon(inf_kernels *k);
+
+/* AMX self-check: loads the tile configuration, reads it back (STTILECFG) and
+ * runs one small BF16 tile product. Returns 0 when both are right. */
+int inf_amx_selftest(void);
+
+#endif

@@ -1,0 +1,27 @@
+/* Making a backend by name: what `-t N`, `--backend`, `--isa` and `--trace`
+ * select. */
+#ifndef INF_BACKEND_SELECT_H
+#define INF_BACKEND_SELECT_H
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+#include "util/err.h"
+
+typedef struct inf_backend_opts {
+    const char *name; /* "scalar", "simd" or "pool"; NULL means "pool" */
+    int n_threads;    /* pool threads; <= 0 means the physical cores we may run on */
+    const char *isa;  /* "amx", "avx512", "avx2", "neon", "scalar"; NULL: INFERNO_ISA or the best */
+    bool trace;       /* wrap in the tracing backend */
+} inf_backend_opts;
+
+/* Creates the backend o describes. A level above what the CPU has is lowered
+ * to the best one available. On a bad name returns -1 with a message. Free
+ * with inf_backend_free. */
+int inf_backend_create(inf_backend **out, const inf_backend_opts *o, inf_err *err);
+void inf_backend_free(inf_backend *be);
+
+/* A one-line description, e.g. "pool-amx x2" (static storage per backend). */
+const char *inf_backend_describe(const inf_backend *be, char *buf, int cap);
+
+#endif

@@ -1,0 +1,414 @@
+/* The SIMD backend and its threaded form (the pool backend).
+ *
+ * One implementation: every op is cut into work slices (panels of 16 output
+ * rows, row ranges, attention work items) whose results do not depend on the
+ * slicing; the "simd" backend runs all slices on the calling thread, the
+ * "pool" backend hands them to a persistent thread pool. So pool output is
+ * bit-identical to simd output by construction.
+ *
+ * matmul picks, per weight: the packed VNNI/BF16 kernels (weights repacked at
+ * prepare_weight), AMX tiles for prefill (T >= AMX_MIN_T), and the generic
+ * path (dequantize 256 weights at a time, f32 dot) for everything else:
+ * F32/F16 weights, tail rows past the last full panel, levels without packed
+ * kernels. */
+#include <math.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/kernels.h"
+#include "backend/pool.h"
+#include "backend/simd.h"
+#include "util/mem.h"
+
+#define AMX_MIN_T 32      /* tokens from which prefill runs on AMX tiles */
+#define ELEM_PAR_MIN 32768 /* elementwise ops below this run on one thread */
+
+typedef struct simd_ctx {
+    const inf_kernels *k;
+    inf_pool *pool; /* NULL: one thread */
+    int nth;
+    char name[32];
+
+    /* workspace, grown on first use of a larger shape, never per token after */
+    inf_xq xq;
+    size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap;
+    void **amx_scratch; /* [nth] */
+    size_t amx_cap;
+    float **thr_scratch; /* [nth] attention + dequant scratch */
+    size_t thr_cap;      /* floats */
+} simd_ctx;
+
+static simd_ctx *ctx_of(const inf_backend *be) { return (simd_ctx *)be->ctx; }
+
+static void run(simd_ctx *c, inf_pool_fn fn, void *arg) {
+    if (c->pool) inf_pool_run(c->pool, fn, arg);
+    else fn(arg, 0, 1);
+}
+
+/* [lo, hi) of n items for slice ith of nth */
+static void slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
+    *lo = n * ith / nth;
+    *hi = n * (ith + 1) / nth;
+}
+
+static int grow(void **p, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    inf_free(*p);
+    *p = inf_alloc(need);
+    *cap = *p ? need : 0;
+    return *p ? 0 : -1;
+}
+
+static int ensure_thr_scratch(simd_ctx *c, size_t floats) {
+    if (floats <= c->thr_cap) return 0;
+    for (int i = 0; i < c->nth; i++) {
+        inf_free(c->thr_scratch[i]);
+        c->thr_scratch[i] = inf_alloc(floats * sizeof(float));
+        if (!c->thr_scratch[i]) {
+            c->thr_cap = 0;
+            return -1;
+        }
+    }
+    c->thr_cap = floats;
+    return 0;
+}
+
+/* ---- weights ------------------------------------------------------------------------------ */
+
+static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
+    simd_ctx *c = ctx_of(be);
+    if (!c->k->has_packed || w->packed) return 0;
+    w->packed = inf_pack_weight(w); /* NULL (generic path) is fine */
+    return 0;
+}
+
+static void simd_release_weight(const inf_backend *be, inf_weight *w) {
+    (void)be;
+    inf_packed_free(w->packed);
+    w->packed = NULL;
+}
+
+/* ---- matmul ------------------------------------------------------------------------------- */
+
+typedef struct mm_job {
+    simd_ctx *c;
+    float *y;
+    const float *x;
+    const inf_weight *w;
+    const inf_packed *pk;
+    int T;
+    int use_amx;
+    int quant_what;
+} mm_job;
+
+/* rows [r0, r1) of y from the original rows: dequantize 256 at a time, f32 dots */
+static void generic_rows(const inf_kernels *k, float *y, const float *x, const inf_weight *w, int T,
+                         int64_t r0, int64_t r1, float *buf) {
+    const int64_t n_in = w->n_in, n_out = w->n_out;
+    const inf_dtype type = w->t->type;
+    for (int64_t o = r0; o < r1; o++) {
+        const uint8_t *row = (const uint8_t *)w->t->data + (size_t)o * w->row_bytes;
+        for (int t = 0; t < T; t++) y[(size_t)t * (size_t)n_out + (size_t)o] = 0;
+        for (int64_t k0 = 0; k0 < n_in; k0 += INF_CHUNK) {
+            int n = (int)(n_in - k0 < INF_CHUNK ? n_in - k0 : INF_CHUNK);
+            const float *wv;
+            if (type == INF_F32) {
+                wv = (const float *)row + k0;
+            } else {
+                k->dequant(type, buf, row, k0, n);
+                wv = buf;
+            }
+            for (int t = 0; t < T; t++)
+                y[(size_t)t * (size_t)n_out + (size_t)o] += k->dot_f32(x + (size_t)t * (size_t)n_in + k0, wv, n);
+        }
+    }
+}
+
+static void mm_quant_task(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    int64_t lo, hi;
+    slice(j->T, ith, nth, &lo, &hi);
+    if (lo < hi) j->c->k->quantize_x(&j->c->xq, j->x, (int)lo, (int)hi, j->quant_what);
+}
+
+static void mm_task(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    simd_ctx *c = j->c;
+    const inf_kernels *k = c->k;
+    int64_t done = 0;
+    if (j->pk) {
+        int64_t np = j->pk->n_panels, lo, hi;
+        if (j->use_amx) {
+            /* whole pairs of panels per thread keep the tiles full */
+            int64_t pairs = (np + 1) / 2;
+            slice(pairs, ith, nth, &lo, &hi);
+            lo *= 2;
+            hi = hi * 2 < np ? hi * 2 : np;
+            if (lo < hi) k->matmul_amx(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi, c->amx_scratch[ith]);
+        } else {
+            slice(np, ith, nth, &lo, &hi);
+            if (lo < hi) k->matmul_packed(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi);
+        }
+        done = np * INF_PANEL;
+    }
+    int64_t lo, hi;
+    slice(j->w->n_out - done, ith, nth, &lo, &hi);
+    if (lo < hi) generic_rows(k, j->y, j->x, j->w, j->T, done + lo, done + hi, c->thr_scratch[ith]);
+}
+
+static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T) {
+    simd_ctx *c = ctx_of(be);
+    mm_job j = {.c = c, .y = y, .x = x, .w = w, .T = T};
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(64, 256) + INF_CHUNK) == 0);
+    const inf_packed *pk = c->k->has_packed ? w->packed : NULL;
+    if (pk) {
+        int64_t n = w->n_in;
+        int T32 = (T + 31) & ~31;
+        j.use_amx = c->k->matmul_amx && T >= AMX_MIN_T;
+        j.quant_what = (pk->kind == INF_PACK_BF16 || j.use_amx) ? INF_XQ_BF16 : INF_XQ_INT8;
+        INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T * (size_t)n) == 0);
+        INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T * (size_t)(n / 32)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap, sizeof(int32_t) * (size_t)T * (size_t)(n / 16)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n) == 0);
+        c->xq.n = n;
+        if (j.use_amx) {
+            size_t need = c->k->amx_scratch_bytes(pk);
+            if (need > c->amx_cap) {
+                for (int i = 0; i < c->nth; i++) {
+                    inf_free(c->amx_scratch[i]);
+                    c->amx_scratch[i] = inf_alloc(need);
+                    INF_ASSERT(c->amx_scratch[i]);
+                }
+                c->amx_cap = need;
+            }
+            memset(c->xq.bf + (size_t)T * (size_t)n, 0, 2 * (size_t)(T32 - T) * (size_t)n);
+        }
+        j.pk = pk;
+        if (T >= 8) run(c, mm_quant_task, &j);
+        else mm_quant_task(&j, 0, 1);
+    }
+    run(c, mm_task, &j);
+}
+
+/* ---- row ops ------------------------------------------------------------------------------ */
+
+typedef struct row_job {
+    simd_ctx *c;
+    float *out;
+    const float *x, *w, *cos_tab, *sin_tab;
+    const int32_t *pos;
+    int rows, n, n_heads, head_dim;
+    float eps;
+    int64_t len;
+    const float *y2;
+} row_job;
+
+static void rms_task(void *arg, int ith, int nth) {
+    row_job *j = arg;
+    int64_t lo, hi;
+    slice(j->rows, ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++)
+        j->c->k->rmsnorm_row(j->out + r * j->n, j->x + r * j->n, j->w, j->n, j->eps);
+}
+
+static void simd_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows,
+                         int n, float eps) {
+    simd_ctx *c = ctx_of(be);
+    row_job j = {.c = c, .out = out, .x = x, .w = w, .rows = rows, .n = n, .eps = eps};
+    if ((int64_t)rows * n >= ELEM_PAR_MIN && rows > 1) run(c, rms_task, &j);
+    else rms_task(&j, 0, 1);
+}
+
+static void rope_task(void *arg, int ith, int nth) {
+    row_job *j = arg;
+    int64_t lo, hi, half = j->head_dim / 2;
+    slice(j->rows, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++)
+        j->c->k->rope_row(j->out + t * (int64_t)j->n_heads * j->head_dim, j->n_heads, j->head_dim,
+                          j->cos_tab + (int64_t)j->pos[t] * half, j->sin_tab + (int64_t)j->pos[t] * half);
+}
+
+static void simd_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
+                      int head_dim, const float *cos_tab, const float *sin_tab) {
+    simd_ctx *c = ctx_of(be);
+    row_job j = {.c = c, .out = x, .pos = pos, .rows = T, .n_heads = n_heads, .head_dim = head_dim,
+                 .cos_tab = cos_tab, .sin_tab = sin_tab};
+    if ((int64_t)T * n_heads * head_dim >= ELEM_PAR_MIN && T > 1) run(c, rope_task, &j);
+    else rope_task(&j, 0, 1);
+}
+
+/* elementwise slices start at multiples of 64 so every element meets the same vector code */
+static void elem_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
+    int64_t blocks = (n + 63) / 64;
+    slice(blocks, ith, nth, lo, hi);
+    *lo *= 64;
+    *hi = *hi * 64 < n ? *hi * 64 : n;
+}
+
+static void swiglu_task(void *arg, int ith, int nth) {
+    row_job *j = arg;
+    int64_t lo, hi;
+    elem_slice(j->len, ith, nth, &lo, &hi);
+    if (lo < hi) j->c->k->swiglu(j->out + lo, j->x + lo, j->y2 + lo, hi - lo);
+}
+
+static void simd_swiglu(const inf_backend *be, float *out, const float *gate, const float *up, int64_t n) {
+    simd_ctx *c = ctx_of(be);
+    row_job j = {.c = c, .out = out, .x = gate, .y2 = up, .len = n};
+    if (n >= ELEM_PAR_MIN) run(c, swiglu_task, &j);
+    else swiglu_task(&j, 0, 1);
+}
+
+static void add_task(void *arg, int ith, int nth) {
+    row_job *j = arg;
+    int64_t lo, hi;
+    elem_slice(j->len, ith, nth, &lo, &hi);
+    if (lo < hi) j->c->k->add(j->out + lo, j->x + lo, hi - lo);
+}
+
+static void simd_add(const inf_backend *be, float *y, const float *x, int64_t n) {
+    simd_ctx *c = ctx_of(be);
+    row_job j = {.c = c, .out = y, .x = x, .len = n};
+    if (n >= ELEM_PAR_MIN) run(c, add_task, &j);
+    else add_task(&j, 0, 1);
+}
+
+static void simd_softmax(const inf_backend *be, float *x, int n) { ctx_of(be)->k->softmax(x, n); }
+
+/* ---- attention ------------------------------------------------------------------------------ */
+
+typedef struct attn_job {
+    simd_ctx *c;
+    float *out;
+    const float *q;
+    const inf_kv_view *kv;
+    const inf_attn_shape *s;
+    int pos0, T;       /* prefill: rows pos0..pos0+T-1; decode: T = 1, pos0 = n_keys - 1 */
+    int hpi, n_hchunk; /* heads per item, head chunks per KV head */
+    int qb, n_qblock;  /* query rows per item, query blocks */
+    int n_items;
+    _Atomic int next;
+} attn_job;
+
+static void attn_task(void *arg, int ith, int nth) {
+    (void)nth;
+    attn_job *j = arg;
+    const inf_attn_shape *s = j->s;
+    const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
+    float *scratch = j->c->thr_scratch[ith];
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (i >= j->n_items) break;
+        /* items run from the latest query block down: the longest ones start first */
+        int qbk = j->n_qblock - 1 - i / (s->n_head_kv * j->n_hchunk);
+        int rest = i % (s->n_head_kv * j->n_hchunk);
+        int g = rest / j->n_hchunk, hc = rest % j->n_hchunk;
+        inf_attn_rows it;
+        it.R = 0;
+        it.kv_off = g * s->head_dim;
+        it.max_lim = 0;
+        int h0 = g * group + hc * j->hpi, h1 = h0 + j->hpi < (g + 1) * group ? h0 + j->hpi : (g + 1) * group;
+        int t1 = (qbk + 1) * j->qb < j->T ? (qbk + 1) * j->qb : j->T;
+        for (int t = qbk * j->qb; t < t1; t++)
+            for (int h = h0; h < h1; h++) {
+                it.q[it.R] = j->q + (size_t)t * qw + (size_t)h * s->head_dim;
+                it.out[it.R] = j->out + (size_t)t * qw + (size_t)h * s->head_dim;
+                it.lim[it.R] = j->pos0 + t + 1;
+                if (it.lim[it.R] > it.max_lim) it.max_lim = it.lim[it.R];
+                it.R++;
+            }
+        j->c->k->attn_rows(&it, j->kv, s->head_dim, s->scale, scratch);
+    }
+}
+
+static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
+                     const inf_attn_shape *s) {
+    attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T};
+    int group = s->n_head / s->n_head_kv;
+    j.hpi = group < 64 ? group : 64;
+    j.n_hchunk = (group + j.hpi - 1) / j.hpi;
+    j.qb = 16 / j.hpi > 1 ? 16 / j.hpi : 1;
+    j.n_qblock = (T + j.qb - 1) / j.qb;
+    j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk;
+    atomic_store(&j.next, 0);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(64, s->head_dim) + INF_CHUNK) == 0);
+    if (j.n_items > 1) run(c, attn_task, &j);
+    else attn_task(&j, 0, 1);
+}
+
+static void simd_attn_prefill(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
+                              int pos0, int T, const inf_attn_shape *s) {
+    attn_run(ctx_of(be), out, q, kv, pos0, T, s);
+}
+
+static void simd_attn_decode(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
+                             int n_keys, const inf_attn_shape *s) {
+    attn_run(ctx_of(be), out, q, kv, n_keys - 1, 1, s);
+}
+
+/* ---- construction --------------------------------------------------------------------------- */
+
+inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads) {
+    inf_backend *be = calloc(1, sizeof *be);
+    simd_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) goto fail;
+    c->k = inf_kernels_get(isa);
+    c->nth = n_threads < 1 ? 1 : n_threads;
+    if (c->nth > 1) {
+        c->pool = inf_pool_create(c->nth);
+        if (!c->pool) goto fail;
+        c->nth = inf_pool_size(c->pool);
+    }
+    c->amx_scratch = calloc((size_t)c->nth, sizeof *c->amx_scratch);
+    c->thr_scratch = calloc((size_t)c->nth, sizeof *c->thr_scratch);
+    if (!c->amx_scratch || !c->thr_scratch) goto fail;
+    snprintf(c->name, sizeof c->name, "%s-%s", c->pool ? "pool" : "simd", inf_isa_name(c->k->isa));
+    be->name = c->name;
+    be->ctx = c;
+    be->prepare_weight = simd_prepare_weight;
+    be->release_weight = simd_release_weight;
+    be->matmul = simd_matmul;
+    be->rmsnorm = simd_rmsnorm;
+    be->rope = simd_rope;
+    be->attn_prefill = simd_attn_prefill;
+    be->attn_decode = simd_attn_decode;
+    be->swiglu = simd_swiglu;
+    be->add = simd_add;
+    be->softmax = simd_softmax;
+    inf_backend_complete(be); /* embed: the scalar reference (a few rows per step) */
+    return be;
+fail:
+    if (c) {
+        inf_pool_free(c->pool);
+        free(c->amx_scratch);
+        free(c->thr_scratch);
+        free(c);
+    }
+    free(be);
+    return NULL;
+}
+
+void inf_backend_simd_free(inf_backend *be) {
+    if (!be) return;
+    simd_ctx *c = be->ctx;
+    inf_pool_free(c->pool);
+    for (int i = 0; i < c->nth; i++) {
+        inf_free(c->amx_scratch[i]);
+        inf_free(c->thr_scratch[i]);
+    }
+    free(c->amx_scratch);
+    free(c->thr_scratch);
+    inf_free(c->xq.q);
+    inf_free(c->xq.d);
+    inf_free(c->xq.s16);
+    inf_free(c->xq.bf);
+    free(c);
+    free(be);
+}
+
+bool inf_backend_is_simd(const inf_backend *be) { return be && be->matmul == simd_matmul; }
+
+int inf_backend_simd_threads(const inf_backend *be) { return ctx_of(be)->nth; }
+inf_isa inf_backend_simd_isa(const inf_backend *be) { return ctx_of(be)->k->isa; }

@@ -1,0 +1,405 @@
+/* Every op of the SIMD and pool backends, at every ISA level this CPU runs,
+ * against the scalar reference backend on awkward shapes (odd sizes, T = 1,
+ * panel tails, GQA ratios, 64-key tile edges, paged KV), with guard regions
+ * around every output. The pool backend (3 threads, uneven slices) must equal
+ * the single-threaded SIMD backend bit for bit.
+ *
+ * Tolerances (the fast paths round differently from the f32 reference):
+ *   integer weight types: activations quantized to int8 per 32 (error <= amax/254
+ *   per element) or to bf16 (AMX, BF16: 2^-9 relative), expanded weights to bf16:
+ *     |y - ref| <= sum_i |w_i| (|x_i| 2^-7 + amax_b(i)/254) + 1e-5 sum_i |w_i x_i|
+ *   F32/F16 weights (f32 FMA, other summation order): 1e-5 sum_i |w_i x_i| + 1e-6
+ *   row ops and attention: 2e-5 relative (vector exp is within ~2 ulp). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu_features.h"
+#include "backend/kernels.h"
+#include "backend/select.h"
+#include "backend/simd.h"
+#include "backend/trace.h"
+#include "harness.h"
+#include "quant/quantize.h"
+#include "util/half.h"
+#include "util/mem.h"
+
+#define GUARD 37
+static const uint32_t CANARY = 0x7fc0dead;
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)rng;
+}
+static float frand(void) { return (float)(rnd() >> 8) / 16777216.0f * 2.0f - 1.0f; }
+
+/* n floats with GUARD canary floats on each side */
+static float *galloc(size_t n) {
+    float *p = malloc(sizeof(float) * (n + 2 * GUARD));
+    for (size_t i = 0; i < n + 2 * GUARD; i++) memcpy(&p[i], &CANARY, 4);
+    return p + GUARD;
+}
+static int guards_ok(const float *p, size_t n) {
+    const float *b = p - GUARD;
+    for (size_t i = 0; i < GUARD; i++)
+        if (memcmp(&b[i], &CANARY, 4) || memcmp(&p[n + i], &CANARY, 4)) return 0;
+    return 1;
+}
+static void gfree(float *p) { free(p - GUARD); }
+
+typedef struct bk {
+    inf_backend *be;
+    const char *label;
+} bk;
+
+/* ---- matmul ------------------------------------------------------------------------------- */
+
+static void *make_weight_data(inf_dtype t, int64_t n_in, int64_t n_out, size_t *row_bytes) {
+    *row_bytes = inf_dtype_row_bytes(t, n_in);
+    size_t total = *row_bytes * (size_t)n_out;
+    uint8_t *d = malloc(total + 1);
+    for (size_t i = 0; i < total; i++) d[i] = (uint8_t)rnd();
+    for (int64_t o = 0; o < n_out; o++) {
+        uint8_t *row = d + (size_t)o * *row_bytes;
+        switch (t) {
+        case INF_F32:
+            for (int64_t i = 0; i < n_in; i++) ((float *)row)[i] = frand();
+            break;
+        case INF_F16:
+            for (int64_t i = 0; i < n_in; i++) ((uint16_t *)row)[i] = inf_f32_to_f16(frand());
+            break;
+        case INF_BF16:
+            for (int64_t i = 0; i < n_in; i++) ((uint16_t *)row)[i] = inf_f32_to_bf16(frand());
+            break;
+        case INF_Q8_0:
+            for (int64_t b = 0; b < n_in / 32; b++) {
+                inf_block_q8_0 *blk = (inf_block_q8_0 *)row + b;
+                blk->d = inf_f32_to_f16(0.001f + 0.01f * (float)(rnd() % 100) / 100);
+                for (int j = 0; j < 32; j++)
+                    if (blk->qs[j] == -128) blk->qs[j] = -127;
+            }
+            break;
+        case INF_Q4_0:
+            for (int64_t b = 0; b < n_in / 32; b++)
+                ((inf_block_q4_0 *)row)[b].d = inf_f32_to_f16(0.001f + 0.01f * (float)(rnd() % 100) / 100);
+            break;
+        case INF_Q4_K:
+            for (int64_t b = 0; b < n_in / 256; b++) {
+                ((inf_block_q4_K *)row)[b].d = inf_f32_to_f16(0.0005f * (float)(1 + rnd() % 8));
+                ((inf_block_q4_K *)row)[b].dmin = inf_f32_to_f16(0.0003f * (float)(1 + rnd() % 8));
+            }
+            break;
+        case INF_Q6_K:
+            for (int64_t b = 0; b < n_in / 256; b++)
+                ((inf_block_q6_K *)row)[b].d = inf_f32_to_f16(0.0002f * (float)(1 + rnd() % 8));
+            break;
+        }
+    }
+    return d;
+}
+
+/* the error bound of the integer/bf16 paths for output (t, o) */
+static double mm_bound(inf_dtype type, const float *wrow, const float *x, int64_t n) {
+    double b = 0, mag = 0;
+    for (int64_t i = 0; i < n; i++) mag += fabs((double)wrow[i] * x[i]);
+    if (type == INF_F32 || type == INF_F16) return 1e-5 * mag + 1e-6;
+    for (int64_t i = 0; i < n; i += 32) {
+        double amax = 0;
+        int m = n - i < 32 ? (int)(n - i) : 32;
+        for (int j = 0; j < m; j++) amax = fmax(amax, fabs(x[i + j]));
+        for (int j = 0; j < m; j++) b += fabs(wrow[i + j]) * (fabs(x[i + j]) / 128.0 + amax / 254.0);
+    }
+    return b + 1e-5 * mag + 1e-6;
+}
+
+static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n_out, int T) {
+    size_t rb;
+    void *data = make_weight_data(type, n_in, n_out, &rb);
+    inf_tensor t = {.name = "w", .type = type, .n_dims = 2, .ne = {n_in, n_out, 1, 1}, .data = data,
+                    .nbytes = rb * (size_t)n_out};
+    float *x = malloc(sizeof(float) * (size_t)(T * n_in));
+    for (int64_t i = 0; i < T * n_in; i++) x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
+    float *ref = malloc(sizeof(float) * (size_t)(T * n_out));
+    inf_weight w0 = {.t = &t, .n_in = n_in, .n_out = n_out, .row_bytes = rb};
+    const inf_backend *sc = inf_backend_scalar();
+    sc->matmul(sc, ref, x, &w0, T);
+    float *wrows = malloc(sizeof(float) * (size_t)(n_in * n_out));
+    for (int64_t o = 0; o < n_out; o++) inf_dequantize_row(type, wrows + o * n_in, (uint8_t *)data + o * rb, n_in);
+    float *prev = NULL;
+    for (int b = 0; b < nb; b++) {
+        inf_backend *be = bks[b].be;
+        inf_weight w = w0;
+        CHECK(be->prepare_weight == NULL || be->prepare_weight(be, &w) == 0);
+        float *y = galloc((size_t)(T * n_out));
+        be->matmul(be, y, x, &w, T);
+        CHECK_MSG(guards_ok(y, (size_t)(T * n_out)), "%s matmul %s %lldx%lld T=%d wrote outside y",
+                  bks[b].label, inf_dtype_get(type)->name, (long long)n_out, (long long)n_in, T);
+        int bad = -1;
+        double worst = 0;
+        for (int tt = 0; tt < T && bad < 0; tt++)
+            for (int64_t o = 0; o < n_out; o++) {
+                double bound = mm_bound(type, wrows + o * n_in, x + tt * n_in, n_in);
+                double d = fabs((double)y[tt * n_out + o] - ref[tt * n_out + o]);
+                if (!(d <= bound)) {
+                    bad = (int)(tt * n_out + o);
+                    worst = d;
+                    break;
+                }
+            }
+        CHECK_MSG(bad < 0, "%s matmul %s n_out=%lld n_in=%lld T=%d: [%d] %g vs ref %g (diff %g)",
+                  bks[b].label, inf_dtype_get(type)->name, (long long)n_out, (long long)n_in, T, bad,
+                  bad >= 0 ? y[bad] : 0.0, bad >= 0 ? ref[bad] : 0.0, worst);
+        /* pool entries follow their simd twin in bks: bit-identical */
+        if (prev && strstr(bks[b].label, "pool"))
+            CHECK_MSG(!memcmp(prev, y, sizeof(float) * (size_t)(T * n_out)),
+                      "%s matmul %s n_out=%lld T=%d differs from single-threaded", bks[b].label,
+                      inf_dtype_get(type)->name, (long long)n_out, T);
+        if (be->release_weight) be->release_weight(be, &w);
+        if (prev) gfree(prev);
+        prev = y;
+    }
+    gfree(prev);
+    free(wrows);
+    free(ref);
+    free(x);
+    free(data);
+}
+
+/* ---- row ops ------------------------------------------------------------------------------ */
+
+static void check_rel(const char *what, const char *label, const float *a, const float *ref, size_t n,
+                      double rel, double abs_tol) {
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++)
+        if (!(fabs((double)a[i] - ref[i]) <= rel * fabs(ref[i]) + abs_tol)) bad = i;
+    CHECK_MSG(bad == n, "%s %s: [%zu] %.9g vs ref %.9g", label, what, bad, bad < n ? a[bad] : 0.0,
+              bad < n ? ref[bad] : 0.0);
+}
+
+static void test_row_ops(bk *bks, int nb, int rows, int n) {
+    const inf_backend *sc = inf_backend_scalar();
+    size_t N = (size_t)rows * n;
+    float *x = malloc(sizeof(float) * N), *x2 = malloc(sizeof(float) * N), *w = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < N; i++) x[i] = frand() * 3, x2[i] = frand() * 3;
+    for (int i = 0; i < n; i++) w[i] = frand();
+    float *ref = malloc(sizeof(float) * N);
+    float *prev[5] = {0};
+    uint64_t seed = rng; /* every backend sees the same rope input */
+    for (int b = 0; b < nb; b++) {
+        rng = seed;
+        inf_backend *be = bks[b].be;
+        float *outs[5];
+        /* rmsnorm */
+        sc->rmsnorm(sc, ref, x, w, rows, n, 1e-6f);
+        float *y = galloc(N);
+        be->rmsnorm(be, y, x, w, rows, n, 1e-6f);
+        CHECK(guards_ok(y, N));
+        check_rel("rmsnorm", bks[b].label, y, ref, N, 2e-5, 1e-6);
+        outs[0] = y;
+        /* swiglu */
+        sc->swiglu(sc, ref, x, x2, (int64_t)N);
+        y = galloc(N);
+        be->swiglu(be, y, x, x2, (int64_t)N);
+        CHECK(guards_ok(y, N));
+        check_rel("swiglu", bks[b].label, y, ref, N, 2e-5, 1e-6);
+        outs[1] = y;
+        /* add */
+        memcpy(ref, x, sizeof(float) * N);
+        sc->add(sc, ref, x2, (int64_t)N);
+        y = galloc(N);
+        memcpy(y, x, sizeof(float) * N);
+        be->add(be, y, x2, (int64_t)N);
+        CHECK(guards_ok(y, N));
+        check_rel("add", bks[b].label, y, ref, N, 0, 0);
+        outs[2] = y;
+        /* softmax over one row of N */
+        memcpy(ref, x, sizeof(float) * N);
+        sc->softmax(sc, ref, (int)N);
+        y = galloc(N);
+        memcpy(y, x, sizeof(float) * N);
+        be->softmax(be, y, (int)N);
+        CHECK(guards_ok(y, N));
+        check_rel("softmax", bks[b].label, y, ref, N, 2e-5, 1e-9);
+        outs[3] = y;
+        /* rope: rows = T, n = n_heads * head_dim with head_dim = 2 * (n / 4) ... use heads of n/2 */
+        int head_dim = (n / 2) & ~1, n_heads = 2;
+        if (head_dim >= 2) {
+            int half = head_dim / 2, n_ctx = rows + 7;
+            float *ct = malloc(sizeof(float) * (size_t)n_ctx * half), *st = malloc(sizeof(float) * (size_t)n_ctx * half);
+            for (int p = 0; p < n_ctx; p++)
+                for (int i = 0; i < half; i++) {
+                    double f = p * pow(10000.0, -2.0 * i / head_dim);
+                    ct[p * half + i] = (float)cos(f);
+                    st[p * half + i] = (float)sin(f);
+                }
+            int32_t *pos = malloc(sizeof(int32_t) * (size_t)rows);
+            for (int t = 0; t < rows; t++) pos[t] = (t * 5 + 3) % n_ctx;
+            size_t M = (size_t)rows * n_heads * head_dim;
+            float *xr = malloc(sizeof(float) * M);
+            for (size_t i = 0; i < M; i++) xr[i] = frand();
+            float *rr = malloc(sizeof(float) * M);
+            memcpy(rr, xr, sizeof(float) * M);
+            sc->rope(sc, rr, pos, rows, n_heads, head_dim, ct, st);
+            y = galloc(M);
+            memcpy(y, xr, sizeof(float) * M);
+            be->rope(be, y, pos, rows, n_heads, head_dim, ct, st);
+            CHECK(guards_ok(y, M));
+            check_rel("rope", bks[b].label, y, rr, M, 1e-6, 1e-6);
+            outs[4] = y;
+            free(ct), free(st), free(pos), free(xr), free(rr);
+        } else {
+            outs[4] = galloc(1);
+        }
+        if (prev[0] && strstr(bks[b].label, "pool")) {
+            CHECK_MSG(!memcmp(prev[0], outs[0], sizeof(float) * N), "%s rmsnorm not bit-identical", bks[b].label);
+            CHECK_MSG(!memcmp(prev[1], outs[1], sizeof(float) * N), "%s swiglu not bit-identical", bks[b].label);
+            CHECK_MSG(!memcmp(prev[2], outs[2], sizeof(float) * N), "%s add not bit-identical", bks[b].label);
+            CHECK_MSG(!memcmp(prev[3], outs[3], sizeof(float) * N), "%s softmax not bit-identical", bks[b].label);
+            if (head_dim >= 2)
+                CHECK_MSG(!memcmp(prev[4], outs[4], sizeof(float) * (size_t)rows * 2 * head_dim),
+                          "%s rope not bit-identical", bks[b].label);
+        }
+        for (int i = 0; i < 5; i++) {
+            if (prev[i]) gfree(prev[i]);
+            prev[i] = outs[i];
+        }
+    }
+    for (int i = 0; i < 5; i++) gfree(prev[i]);
+    free(x), free(x2), free(w), free(ref);
+}
+
+/* ---- attention ---------------------------------------------------------------------------- */
+
+static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, int pos0, int T, int paged) {
+    const inf_backend *sc = inf_backend_scalar();
+    int n_keys = pos0 + T, kvw = n_head_kv * hd, qw = n_head * hd;
+    int block = 16, n_blocks = (n_keys + block - 1) / block + 1;
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
+    for (int i = 0; i < n_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* a permutation (n_blocks odd or not) */
+    /* make it a true permutation */
+    for (int i = 0; i < n_blocks; i++) table[i] = n_blocks - 1 - i;
+    int rows_alloc = paged ? n_blocks * block : n_keys;
+    int stride = kvw + 3;
+    float *K = malloc(sizeof(float) * (size_t)rows_alloc * stride), *V = malloc(sizeof(float) * (size_t)rows_alloc * stride);
+    for (size_t i = 0; i < (size_t)rows_alloc * stride; i++) K[i] = frand(), V[i] = frand();
+    inf_kv_view kv = {.k = K, .v = V, .row_stride = stride, .block_size = block,
+                      .block_table = paged ? table : NULL};
+    inf_attn_shape s = {.n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd)};
+    float *q = malloc(sizeof(float) * (size_t)T * qw);
+    for (size_t i = 0; i < (size_t)T * qw; i++) q[i] = frand() * 2;
+    float *ref = malloc(sizeof(float) * (size_t)T * qw);
+    sc->attn_prefill(sc, ref, q, &kv, pos0, T, &s);
+    float *refd = malloc(sizeof(float) * (size_t)qw);
+    const float *qlast = q + (size_t)(T - 1) * qw;
+    sc->attn_decode(sc, refd, qlast, &kv, n_keys, &s);
+    float *prev = NULL, *prevd = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "attn h=%d/%d hd=%d pos0=%d T=%d%s", n_head, n_head_kv, hd, pos0, T,
+             paged ? " paged" : "");
+    for (int b = 0; b < nb; b++) {
+        inf_backend *be = bks[b].be;
+        float *y = galloc((size_t)T * qw);
+        be->attn_prefill(be, y, q, &kv, pos0, T, &s);
+        CHECK_MSG(guards_ok(y, (size_t)T * qw), "%s %s: wrote outside out", bks[b].label, what);
+        check_rel(what, bks[b].label, y, ref, (size_t)T * qw, 2e-4, 2e-5);
+        float *yd = galloc((size_t)qw);
+        be->attn_decode(be, yd, qlast, &kv, n_keys, &s);
+        CHECK(guards_ok(yd, (size_t)qw));
+        check_rel("decode", bks[b].label, yd, refd, (size_t)qw, 2e-4, 2e-5);
+        if (prev && strstr(bks[b].label, "pool")) {
+            CHECK_MSG(!memcmp(prev, y, sizeof(float) * (size_t)T * qw), "%s %s not bit-identical", bks[b].label, what);
+            CHECK_MSG(!memcmp(prevd, yd, sizeof(float) * (size_t)qw), "%s %s decode not bit-identical", bks[b].label, what);
+        }
+        if (prev) gfree(prev), gfree(prevd);
+        prev = y;
+        prevd = yd;
+    }
+    gfree(prev), gfree(prevd);
+    free(table), free(K), free(V), free(q), free(ref), free(refd);
+}
+
+/* ---- the pool itself -------------------------------------------------------------------------- */
+
+int main(void) {
+    inf_isa best = inf_isa_best();
+    printf("cpu: best level %s\n", inf_isa_name(best));
+    if (best == INF_ISA_AMX) CHECK_MSG(inf_amx_selftest() == 0, "AMX tile config read-back / tile product");
+
+    const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX, INF_ISA_NEON};
+    bk bks[16];
+    int nb = 0;
+    for (unsigned i = 0; i < sizeof levels / sizeof *levels; i++) {
+        inf_isa isa = levels[i];
+        if (inf_isa_clamp(isa) != isa) continue;
+        static char labels[16][32];
+        snprintf(labels[nb], 32, "simd-%s", inf_isa_name(isa));
+        bks[nb].be = inf_backend_simd_create(isa, 1);
+        bks[nb].label = labels[nb];
+        nb++;
+        snprintf(labels[nb], 32, "pool3-%s", inf_isa_name(isa));
+        bks[nb].be = inf_backend_simd_create(isa, 3);
+        bks[nb].label = labels[nb];
+        nb++;
+    }
+    /* the tracing wrapper must forward exactly */
+    static char trl[] = "traced-pool3";
+    bks[nb].be = inf_trace_wrap(bks[nb - 1].be);
+    bks[nb].label = trl;
+    nb++;
+
+    const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0, INF_Q4_0, INF_Q4_K, INF_Q6_K};
+    for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        inf_dtype t = types[ti];
+        int blk = inf_dtype_get(t)->block;
+        int64_t n_ins[3] = {blk == 1 ? 37 : blk, blk == 256 ? 512 : (blk == 1 ? 96 : 160), 1024};
+        const int64_t n_outs[] = {1, 16, 17, 35, 64};
+        const int Ts[] = {1, 3, 5, 33};
+        for (int a = 0; a < 3; a++)
+            for (unsigned b = 0; b < sizeof n_outs / sizeof *n_outs; b++)
+                for (unsigned c = 0; c < sizeof Ts / sizeof *Ts; c++) {
+                    if (n_ins[a] == 1024 && (n_outs[b] != 35 || Ts[c] == 3)) continue;
+                    test_matmul(bks, nb, t, n_ins[a], n_outs[b], Ts[c]);
+                }
+        test_matmul(bks, nb, t, blk == 1 ? 64 : 256, 50, 70); /* > 64 tokens, AMX with a tail */
+    }
+
+    const int row_shapes[][2] = {{1, 1}, {1, 17}, {3, 128}, {7, 33}, {300, 131}, {1, 70001}};
+    for (unsigned i = 0; i < sizeof row_shapes / sizeof *row_shapes; i++)
+        test_row_ops(bks, nb, row_shapes[i][0], row_shapes[i][1]);
+
+    /* GQA ratios 1, 2, 3, 4; head_dim 16, 24 (not a multiple of 16), 64, 128 */
+    test_attention(bks, nb, 2, 2, 16, 0, 1, 0);
+    test_attention(bks, nb, 4, 2, 64, 0, 5, 0);
+    test_attention(bks, nb, 6, 2, 24, 3, 9, 1);
+    test_attention(bks, nb, 8, 2, 128, 0, 70, 0);
+    test_attention(bks, nb, 16, 8, 128, 0, 130, 1);
+    test_attention(bks, nb, 4, 1, 32, 61, 4, 0);
+    test_attention(bks, nb, 2, 1, 128, 127, 2, 1);
+    test_attention(bks, nb, 4, 4, 16, 200, 1, 0);
+
+    /* select.c: names and errors */
+    inf_backend *be;
+    inf_err err;
+    inf_backend_opts o = {.name = "pool", .n_threads = 2, .isa = "avx2", .trace = true};
+    CHECK(inf_backend_create(&be, &o, &err) == 0);
+    char desc[64];
+    CHECK_MSG(strstr(inf_backend_describe(be, desc, sizeof desc), "traced") != NULL, "%s", desc);
+    inf_backend_free(be);
+    inf_backend_opts bad = {.name = "gpu"};
+    CHECK(inf_backend_create(&be, &bad, &err) == -1);
+    CHECK(strstr(err.msg, "gpu") != NULL);
+    inf_backend_opts badisa = {.name = "simd", .isa = "sse9"};
+    CHECK(inf_backend_create(&be, &badisa, &err) == -1);
+    inf_backend_opts sc = {.name = "scalar"};
+    CHECK(inf_backend_create(&be, &sc, &err) == 0 && be == inf_backend_scalar());
+    inf_backend_free(be);
+
+    inf_trace_free(bks[nb - 1].be);
+    for (int i = 0; i < nb - 1; i++) inf_backend_simd_free(bks[i].be);
+    return th_report();
+}
