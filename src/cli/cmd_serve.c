@@ -27,6 +27,12 @@ static void usage(FILE *f) {
             "  -t, --threads N         compute threads (default: the backend's)\n"
             "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
             "  --backend NAME          compute backend (default scalar)\n"
+            "  --kv basic|paged        KV cache: one contiguous cache per slot, or one pool of\n"
+            "                          blocks with a radix prefix cache shared by all requests\n"
+            "                          (default paged)\n"
+            "  --kv-block N            paged: tokens per block, a power of two (default 16)\n"
+            "  --cache-mem SIZE        paged: pool size, e.g. 512M or 2G (default: twice every\n"
+            "                          slot's context)\n"
             "  --api-key KEY           require 'Authorization: Bearer KEY' (all but /health)\n"
             "  --alias NAME            the model id shown by /v1/models and in responses\n"
             "  --max-body BYTES        request body limit (default 8388608)\n"
@@ -52,6 +58,7 @@ int cmd_serve(int argc, char **argv) {
                       .timeout_s = 600,
                       .max_conns = 256};
     long np = 4, ctx = 0, threads = 0, batch = 256;
+    inf_kv_opts kv = {.kind = INF_KV_PAGED};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -75,6 +82,15 @@ int cmd_serve(int argc, char **argv) {
         else if (IS("-t") || IS("--threads")) bad = parse_long(v, 0, 1024, &threads);
         else if (IS("-b") || IS("--batch-size")) bad = parse_long(v, 1, 65536, &batch);
         else if (IS("--backend")) backend = v;
+        else if (IS("--kv") || IS("--cache-mem")) {
+            inf_err e;
+            if (IS("--kv") ? inf_kv_parse_kind(&kv.kind, v, &e)
+                           : inf_kv_parse_mem(&kv.mem_bytes, v, &e)) {
+                fprintf(stderr, "inferno serve: %s\n", e.msg);
+                return 2;
+            }
+        } else if (IS("--kv-block"))
+            bad = parse_long(v, 1, 1024, &x) || (x & (x - 1)), kv.block_size = (int)x;
         else if (IS("--api-key")) cfg.api_key = v;
         else if (IS("--alias")) cfg.alias = v;
         else if (IS("--max-body")) bad = parse_long(v, 1024, LONG_MAX, &x), cfg.max_body = (size_t)x;
@@ -117,7 +133,8 @@ int cmd_serve(int argc, char **argv) {
                           .n_seq = (int)np,
                           .n_ctx = (int)ctx,
                           .n_threads = (int)threads,
-                          .max_rows = (int)(np + batch)};
+                          .max_rows = (int)(np + batch),
+                          .kv = kv};
     srv_sched *sched = NULL;
     if (srv_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);

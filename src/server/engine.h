@@ -25,6 +25,13 @@ typedef struct srv_batch {
     const uint8_t *logits; /* [n_rows] nonzero: this row's logits are wanted */
 } srv_batch;
 
+/* The shared prefix cache's counters (paged KV), for /metrics. */
+typedef struct srv_cache_stats {
+    int blocks_total, blocks_used;
+    int block_size;
+    long long lookups, prefix_hits, tokens_reused, evicted_blocks, cached_tokens;
+} srv_cache_stats;
+
 typedef struct srv_engine {
     void *ctx;
     int n_seq;    /* sequences (slots) with their own KV cache */
@@ -38,6 +45,16 @@ typedef struct srv_engine {
     int (*forward)(void *ctx, const srv_batch *b, float *logits, inf_err *err);
     /* Keeps the first n positions of sequence seq's cache. */
     void (*truncate)(void *ctx, int seq, int n);
+
+    /* Optional, all three or none (NULL: each slot keeps its own cache for
+     * its next request). A prefix cache shared by all sequences:
+     * cache_release donates the first n positions of sequence seq (token ids
+     * tokens[0..n)) to it and empties the sequence; cache_attach starts the
+     * empty sequence seq with the longest cached prefix of tokens[0..n) and
+     * returns its length; cache_stats reads the counters. */
+    int (*cache_attach)(void *ctx, int seq, const int32_t *tokens, int n);
+    void (*cache_release)(void *ctx, int seq, const int32_t *tokens, int n);
+    void (*cache_stats)(void *ctx, srv_cache_stats *out);
 
     /* Text -> ids (malloc'd *ids). parse_special: "<|im_start|>" etc. become
      * their ids (rendered chat prompts) rather than plain text. */

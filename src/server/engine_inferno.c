@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "kv/kv_basic.h"
+#include "kv/radix.h"
 #include "model/qwen3.h"
 #include "modelfile/model.h"
 #include "runtime/sampler.h"
@@ -18,7 +19,10 @@ typedef struct eng_ctx {
     inf_backend be;
     inf_qwen3 *model;
     int n_seq, n_ctx, n_layer;
-    inf_kv_basic **kv;   /* [n_seq] one cache per slot */
+    inf_kv_basic **kv;   /* [n_seq] one cache per slot (basic) */
+    inf_kv_pool *pool;   /* paged: the block pool of all slots */
+    inf_radix *radix;    /* paged: the prefix cache shared across requests */
+    inf_kv_seq **seqs;   /* [n_seq] paged: each slot's block table */
     inf_kv_view *views;  /* [n_seq][n_layer] */
     char name[128];
 } eng_ctx;
@@ -27,6 +31,23 @@ static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *er
     eng_ctx *c = ctx;
     inf_batch ib = {.n_rows = b->n_rows, .tokens = b->tokens, .pos = b->pos, .seq = b->seq,
                     .logits = b->logits};
+    if (c->pool) {
+        /* Blocks for every row first (all or nothing per sequence; the pool
+         * evicts cached prefixes when short), then the forward pass. */
+        for (int r = 0; r < b->n_rows; r++) {
+            if (b->seq[r] < 0 || b->seq[r] >= c->n_seq)
+                return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r],
+                                c->n_seq - 1);
+            inf_kv_seq *s = c->seqs[b->seq[r]];
+            int need = b->pos[r] + 1 - s->n_past;
+            if (b->pos[r] < s->n_past) continue;
+            if (inf_kv_seq_reserve(s, need, err)) return -1;
+            s->n_past += need; /* rows below are reserved and written by this call */
+        }
+        for (int q = 0; q < c->n_seq; q++)
+            inf_kv_seq_views(c->seqs[q], c->views + (size_t)q * (size_t)c->n_layer);
+        return inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err);
+    }
     if (inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++) {
         inf_kv_basic *kv = c->kv[b->seq[r]];
@@ -37,7 +58,42 @@ static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *er
 
 static void eng_truncate(void *ctx, int seq, int n) {
     eng_ctx *c = ctx;
-    if (n < c->kv[seq]->n_past) inf_kv_basic_truncate(c->kv[seq], n);
+    if (c->pool) {
+        if (n < c->seqs[seq]->n_past) inf_kv_seq_truncate(c->seqs[seq], n);
+    } else if (n < c->kv[seq]->n_past) {
+        inf_kv_basic_truncate(c->kv[seq], n);
+    }
+}
+
+static void eng_cache_release(void *ctx, int seq, const int32_t *tokens, int n) {
+    eng_ctx *c = ctx;
+    inf_kv_seq *s = c->seqs[seq];
+    if (n > s->n_past) n = s->n_past;
+    inf_kv_seq_truncate(s, n);
+    inf_err err;
+    /* Out of memory for a tree node only loses the cached copy. */
+    (void)inf_radix_insert_seq(c->radix, s, tokens, &err);
+    inf_kv_seq_truncate(s, 0);
+}
+
+static int eng_cache_attach(void *ctx, int seq, const int32_t *tokens, int n) {
+    eng_ctx *c = ctx;
+    inf_kv_seq_truncate(c->seqs[seq], 0);
+    inf_err err;
+    return inf_radix_attach(c->radix, c->seqs[seq], tokens, n, &err);
+}
+
+static void eng_cache_stats(void *ctx, srv_cache_stats *o) {
+    eng_ctx *c = ctx;
+    const inf_radix_stats *st = &c->radix->stats;
+    *o = (srv_cache_stats){.blocks_total = c->pool->n_blocks,
+                           .blocks_used = inf_kv_pool_used(c->pool),
+                           .block_size = c->pool->block_size,
+                           .lookups = st->n_lookups,
+                           .prefix_hits = st->n_hits,
+                           .tokens_reused = st->tokens_reused,
+                           .evicted_blocks = st->n_evicted_blocks,
+                           .cached_tokens = st->n_cached_tokens};
 }
 
 static int eng_tokenize(void *ctx, const char *text, size_t n, bool parse_special, int32_t **ids,
@@ -132,6 +188,10 @@ static void eng_free(eng_ctx *c) {
     if (!c) return;
     for (int i = 0; c->kv && i < c->n_seq; i++) inf_kv_basic_free(c->kv[i]);
     free(c->kv);
+    for (int i = 0; c->seqs && i < c->n_seq; i++) inf_kv_seq_free(c->seqs[i]);
+    free(c->seqs);
+    inf_radix_free(c->radix);
+    inf_kv_pool_free(c->pool);
     free(c->views);
     inf_qwen3_free(c->model);
     inf_tok_free(c->tok);
@@ -163,12 +223,35 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
     int max_rows = o->max_rows > c->n_seq ? o->max_rows : c->n_seq + 1;
     if (inf_qwen3_create(&c->model, c->mf, &c->be, c->n_ctx, max_rows, err)) goto fail;
     c->kv = calloc((size_t)c->n_seq, sizeof *c->kv);
+    c->seqs = calloc((size_t)c->n_seq, sizeof *c->seqs);
     c->views = calloc((size_t)c->n_seq * (size_t)c->n_layer, sizeof *c->views);
-    if (!c->kv || !c->views) {
+    if (!c->kv || !c->seqs || !c->views) {
         inf_fail(err, "out of memory");
         goto fail;
     }
-    for (int s = 0; s < c->n_seq; s++) {
+    int kv_dim = hp->n_head_kv * hp->head_dim;
+    if (o->kv.kind == INF_KV_PAGED) {
+        int bs = o->kv.block_size ? o->kv.block_size : INF_KV_BLOCK_SIZE_DEFAULT;
+        int per_slot = (c->n_ctx + bs - 1) / bs + 1;
+        long want = 2L * per_slot * c->n_seq;
+        int n_blocks = want > INT32_MAX ? INT32_MAX : (int)want;
+        if (o->kv.mem_bytes) {
+            n_blocks = inf_kv_pool_blocks_for_bytes(o->kv.mem_bytes, hp->n_layer, kv_dim, bs);
+            if (n_blocks <= 0) {
+                inf_fail(err, "--cache-mem %zu bytes holds no KV block of %d tokens (%zu bytes)",
+                         o->kv.mem_bytes, bs, inf_kv_block_bytes(hp->n_layer, kv_dim, bs));
+                goto fail;
+            }
+        }
+        if (inf_kv_pool_create(&c->pool, hp->n_layer, kv_dim, bs, n_blocks, err) ||
+            inf_radix_create(&c->radix, c->pool, err))
+            goto fail;
+        for (int s = 0; s < c->n_seq; s++) {
+            if (inf_kv_seq_create(&c->seqs[s], c->pool, c->n_ctx, err)) goto fail;
+            inf_kv_seq_views(c->seqs[s], c->views + (size_t)s * (size_t)c->n_layer);
+        }
+    }
+    for (int s = 0; !c->pool && s < c->n_seq; s++) {
         if (inf_kv_basic_create(&c->kv[s], hp->n_layer, c->n_ctx, hp->n_head_kv * hp->head_dim,
                                 err)) {
             inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, c->n_ctx);
@@ -186,6 +269,9 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         .model_name = c->name,
         .forward = eng_forward,
         .truncate = eng_truncate,
+        .cache_attach = c->pool ? eng_cache_attach : NULL,
+        .cache_release = c->pool ? eng_cache_release : NULL,
+        .cache_stats = c->pool ? eng_cache_stats : NULL,
         .tokenize = eng_tokenize,
         .piece = eng_piece,
         .is_eog = eng_is_eog,

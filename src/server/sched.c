@@ -153,9 +153,19 @@ static slot *pick_slot(srv_sched *s, const srv_task *t) {
 /* Called with s->mu held. */
 static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
     const srv_engine *e = s->eng;
-    int lcp = srv_common_prefix(sl->cache, sl->n_cache, t->prompt, t->n_prompt);
-    if (lcp >= t->n_prompt) lcp = t->n_prompt - 1; /* the last prompt row must run for logits */
-    e->truncate(e->ctx, sl->id, lcp);
+    int lcp;
+    if (e->cache_attach) {
+        /* The shared prefix cache: whatever the slot held went to it when
+         * its last request ended; the last prompt row must run for logits. */
+        if (sl->n_cache) e->cache_release(e->ctx, sl->id, sl->cache, sl->n_cache);
+        lcp = e->cache_attach(e->ctx, sl->id, t->prompt, t->n_prompt - 1);
+        if (lcp < 0) lcp = 0;
+        memcpy(sl->cache, t->prompt, (size_t)lcp * sizeof *sl->cache);
+    } else {
+        lcp = srv_common_prefix(sl->cache, sl->n_cache, t->prompt, t->n_prompt);
+        if (lcp >= t->n_prompt) lcp = t->n_prompt - 1; /* the last prompt row must run for logits */
+        e->truncate(e->ctx, sl->id, lcp);
+    }
     sl->n_cache = lcp;
     sl->n_prompt_done = lcp;
     sl->task = t;
@@ -213,6 +223,13 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
 
     if (sl->smpl) s->eng->sampler_free(sl->smpl);
     sl->smpl = NULL;
+    if (s->eng->cache_release) {
+        /* Donate the conversation to the shared prefix cache: its next turn
+         * (or any request sharing its prefix) finds it there, and the blocks
+         * can be evicted under pressure instead of pinning the slot. */
+        s->eng->cache_release(s->eng->ctx, sl->id, sl->cache, sl->n_cache);
+        sl->n_cache = 0;
+    }
     sl->last_used = ++s->clock;
     srv_buf_clear(&sl->pending);
     srv_task_release(t);
@@ -358,6 +375,10 @@ static void step(srv_sched *s) {
             s->m.n_tokens_max = (uint64_t)s->slots[i].n_cache;
     }
     s->m.kv_tokens = kv;
+    if (e->cache_stats) {
+        s->m.has_cache = true;
+        e->cache_stats(e->ctx, &s->m.cache);
+    }
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -74,6 +74,8 @@ typedef struct srv_metrics {
     int kv_tokens;                   /* gauge: positions held in all slots */
     uint64_t requests_finished_total;
     uint64_t requests_cancelled_total;
+    bool has_cache;                  /* the engine has a shared prefix cache: */
+    srv_cache_stats cache;           /* its counters after the last step */
 } srv_metrics;
 
 typedef struct srv_sched srv_sched;
