@@ -6,11 +6,13 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "kv/kv_cache.h"
 #include "server/engine_inferno.h"
 #include "server/http.h"
 #include "server/sched.h"
@@ -24,15 +26,14 @@ static void usage(FILE *f) {
             "  -np, --parallel N       slots: requests generated at once (default 4)\n"
             "  -c, --ctx-size N        context positions per slot (default: min(4096, the\n"
             "                          model's training context))\n"
-            "  -t, --threads N         compute threads (default: the backend's)\n"
+            "  -t, --threads N         pool threads (default: the physical cores)\n"
             "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
-            "  --backend NAME          compute backend (default scalar)\n"
-            "  --kv basic|paged        KV cache: one contiguous cache per slot, or one pool of\n"
-            "                          blocks with a radix prefix cache shared by all requests\n"
-            "                          (default paged)\n"
-            "  --kv-block N            paged: tokens per block, a power of two (default 16)\n"
-            "  --cache-mem SIZE        paged: pool size, e.g. 512M or 2G (default: twice every\n"
-            "                          slot's context)\n"
+            "  --backend NAME          compute backend: scalar, simd or pool (default pool)\n"
+            "  --kv basic|paged        KV cache: one contiguous cache per slot, or one block pool\n"
+            "                          with a radix prefix cache shared by all requests (default)\n"
+            "  --block-size N          paged: positions per block, a power of two (default 16)\n"
+            "  --cache-mem SIZE        paged: pool size, e.g. 512M or 2G; a bare number is MiB\n"
+            "                          (default: -np x -c positions)\n"
             "  --api-key KEY           require 'Authorization: Bearer KEY' (all but /health)\n"
             "  --alias NAME            the model id shown by /v1/models and in responses\n"
             "  --max-body BYTES        request body limit (default 8388608)\n"
@@ -57,8 +58,9 @@ int cmd_serve(int argc, char **argv) {
                       .max_body = 8u << 20,
                       .timeout_s = 600,
                       .max_conns = 256};
-    long np = 4, ctx = 0, threads = 0, batch = 256;
-    inf_kv_opts kv = {.kind = INF_KV_PAGED};
+    long np = 4, ctx = 0, threads = 0, batch = 256, block = INF_KV_BLOCK_SIZE_DEFAULT;
+    size_t cache_bytes = 0;
+    inf_kv_kind kind = INF_KV_PAGED;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -82,15 +84,10 @@ int cmd_serve(int argc, char **argv) {
         else if (IS("-t") || IS("--threads")) bad = parse_long(v, 0, 1024, &threads);
         else if (IS("-b") || IS("--batch-size")) bad = parse_long(v, 1, 65536, &batch);
         else if (IS("--backend")) backend = v;
-        else if (IS("--kv") || IS("--cache-mem")) {
-            inf_err e;
-            if (IS("--kv") ? inf_kv_parse_kind(&kv.kind, v, &e)
-                           : inf_kv_parse_mem(&kv.mem_bytes, v, &e)) {
-                fprintf(stderr, "inferno serve: %s\n", e.msg);
-                return 2;
-            }
-        } else if (IS("--kv-block"))
-            bad = parse_long(v, 1, 1024, &x) || (x & (x - 1)), kv.block_size = (int)x;
+        else if (IS("--kv")) bad = inf_kv_parse_kind(&kind, v, NULL);
+        else if (IS("--block-size"))
+            bad = parse_long(v, 1, 1024, &block) || (block & (block - 1));
+        else if (IS("--cache-mem")) bad = inf_kv_parse_mem(&cache_bytes, v, NULL) || !cache_bytes;
         else if (IS("--api-key")) cfg.api_key = v;
         else if (IS("--alias")) cfg.alias = v;
         else if (IS("--max-body")) bad = parse_long(v, 1024, LONG_MAX, &x), cfg.max_body = (size_t)x;
@@ -134,7 +131,9 @@ int cmd_serve(int argc, char **argv) {
                           .n_ctx = (int)ctx,
                           .n_threads = (int)threads,
                           .max_rows = (int)(np + batch),
-                          .kv = kv};
+                          .paged = kind == INF_KV_PAGED,
+                          .block_size = (int)block,
+                          .cache_bytes = cache_bytes};
     srv_sched *sched = NULL;
     if (srv_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);
@@ -148,8 +147,9 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     srv_http_ready(http, &eng, sched);
-    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions\n",
-            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx);
+    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache\n",
+            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx,
+            inf_kv_kind_name(kind));
 
     int sig = 0;
     sigwait(&sigs, &sig);

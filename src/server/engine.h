@@ -25,12 +25,13 @@ typedef struct srv_batch {
     const uint8_t *logits; /* [n_rows] nonzero: this row's logits are wanted */
 } srv_batch;
 
-/* The shared prefix cache's counters (paged KV), for /metrics. */
-typedef struct srv_cache_stats {
-    int blocks_total, blocks_used;
-    int block_size;
-    long long lookups, prefix_hits, tokens_reused, evicted_blocks, cached_tokens;
-} srv_cache_stats;
+/* A paged engine's cache counters, for /metrics. */
+typedef struct srv_kv_stats {
+    long block_size, blocks_total, blocks_free;
+    long prefix_lookups, prefix_hits, prefix_tokens_reused;
+    long tree_nodes, tree_tokens, evictions;
+    long ref_errors; /* pool references not accounted for by a sequence or the tree */
+} srv_kv_stats;
 
 typedef struct srv_engine {
     void *ctx;
@@ -45,16 +46,6 @@ typedef struct srv_engine {
     int (*forward)(void *ctx, const srv_batch *b, float *logits, inf_err *err);
     /* Keeps the first n positions of sequence seq's cache. */
     void (*truncate)(void *ctx, int seq, int n);
-
-    /* Optional, all three or none (NULL: each slot keeps its own cache for
-     * its next request). A prefix cache shared by all sequences:
-     * cache_release donates the first n positions of sequence seq (token ids
-     * tokens[0..n)) to it and empties the sequence; cache_attach starts the
-     * empty sequence seq with the longest cached prefix of tokens[0..n) and
-     * returns its length; cache_stats reads the counters. */
-    int (*cache_attach)(void *ctx, int seq, const int32_t *tokens, int n);
-    void (*cache_release)(void *ctx, int seq, const int32_t *tokens, int n);
-    void (*cache_stats)(void *ctx, srv_cache_stats *out);
 
     /* Text -> ids (malloc'd *ids). parse_special: "<|im_start|>" etc. become
      * their ids (rendered chat prompts) rather than plain text. */
@@ -76,6 +67,24 @@ typedef struct srv_engine {
     void (*sampler_accept)(void *smpl, int32_t id);
     int32_t (*sampler_sample)(void *smpl, float *logits, int n_vocab);
     void (*sampler_free)(void *smpl);
+
+    /* Optional, for an engine whose sequences share a prefix cache (the
+     * paged KV cache with its radix tree). When seq_begin is NULL the
+     * scheduler reuses each slot's own cache by longest common prefix.
+     * seq_begin: starts sequence seq for prompt[0..n), adopting the longest
+     *   cached prefix (at most n-1 tokens); returns its length.
+     * seq_reserve: makes n_new more positions of seq writable (evicting
+     *   cached prefixes if needed); -1 + err when the pool is exhausted.
+     * seq_publish: seq holds tokens[0..n): offer them to other requests now
+     *   (called when a prompt is fully prefilled).
+     * seq_end: the request on seq ended holding tokens[0..n): donate them to
+     *   the prefix cache and release the sequence.
+     * kv_stats: the counters. */
+    int (*seq_begin)(void *ctx, int seq, const int32_t *prompt, int n);
+    int (*seq_reserve)(void *ctx, int seq, int n_new, inf_err *err);
+    void (*seq_publish)(void *ctx, int seq, const int32_t *tokens, int n);
+    void (*seq_end)(void *ctx, int seq, const int32_t *tokens, int n);
+    void (*kv_stats)(void *ctx, srv_kv_stats *st);
 } srv_engine;
 
 #endif

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/select.h"
 #include "kv/kv_basic.h"
+#include "kv/kv_paged.h"
 #include "kv/radix.h"
 #include "model/qwen3.h"
 #include "modelfile/model.h"
@@ -16,42 +18,27 @@
 typedef struct eng_ctx {
     inf_model_file *mf;
     inf_tokenizer *tok;
-    inf_backend be;
+    inf_backend *be;     /* owned (inf_backend_free) */
     inf_qwen3 *model;
     int n_seq, n_ctx, n_layer;
-    inf_kv_basic **kv;   /* [n_seq] one cache per slot (basic) */
-    inf_kv_pool *pool;   /* paged: the block pool of all slots */
-    inf_radix *radix;    /* paged: the prefix cache shared across requests */
-    inf_kv_seq **seqs;   /* [n_seq] paged: each slot's block table */
+    inf_kv_basic **kv;   /* basic: [n_seq] one cache per slot */
+    inf_kv_pool *pool;   /* paged: the blocks of all slots */
+    inf_kv_seq **seqs;   /* paged: [n_seq] */
+    inf_radix *radix;    /* paged: the prefix cache */
+    int32_t *counts;     /* paged: [n_blocks] reference check scratch */
     inf_kv_view *views;  /* [n_seq][n_layer] */
     char name[128];
+    char backend_name[64];
 } eng_ctx;
 
 static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *err) {
     eng_ctx *c = ctx;
     inf_batch ib = {.n_rows = b->n_rows, .tokens = b->tokens, .pos = b->pos, .seq = b->seq,
                     .logits = b->logits};
-    if (c->pool) {
-        /* Blocks for every row first (all or nothing per sequence; the pool
-         * evicts cached prefixes when short), then the forward pass. */
-        for (int r = 0; r < b->n_rows; r++) {
-            if (b->seq[r] < 0 || b->seq[r] >= c->n_seq)
-                return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r],
-                                c->n_seq - 1);
-            inf_kv_seq *s = c->seqs[b->seq[r]];
-            int need = b->pos[r] + 1 - s->n_past;
-            if (b->pos[r] < s->n_past) continue;
-            if (inf_kv_seq_reserve(s, need, err)) return -1;
-            s->n_past += need; /* rows below are reserved and written by this call */
-        }
-        for (int q = 0; q < c->n_seq; q++)
-            inf_kv_seq_views(c->seqs[q], c->views + (size_t)q * (size_t)c->n_layer);
-        return inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err);
-    }
     if (inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++) {
-        inf_kv_basic *kv = c->kv[b->seq[r]];
-        if (b->pos[r] + 1 > kv->n_past) kv->n_past = b->pos[r] + 1;
+        int *n_past = c->pool ? &c->seqs[b->seq[r]]->n_past : &c->kv[b->seq[r]]->n_past;
+        if (b->pos[r] + 1 > *n_past) *n_past = b->pos[r] + 1;
     }
     return 0;
 }
@@ -60,40 +47,65 @@ static void eng_truncate(void *ctx, int seq, int n) {
     eng_ctx *c = ctx;
     if (c->pool) {
         if (n < c->seqs[seq]->n_past) inf_kv_seq_truncate(c->seqs[seq], n);
-    } else if (n < c->kv[seq]->n_past) {
-        inf_kv_basic_truncate(c->kv[seq], n);
     }
+    else if (n < c->kv[seq]->n_past) inf_kv_basic_truncate(c->kv[seq], n);
 }
 
-static void eng_cache_release(void *ctx, int seq, const int32_t *tokens, int n) {
+/* ---- paged: the prefix cache ---- */
+
+static int eng_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
     eng_ctx *c = ctx;
     inf_kv_seq *s = c->seqs[seq];
-    if (n > s->n_past) n = s->n_past;
-    inf_kv_seq_truncate(s, n);
-    inf_err err;
-    /* Out of memory for a tree node only loses the cached copy. */
-    (void)inf_radix_insert_seq(c->radix, s, tokens, &err);
+    inf_kv_seq_truncate(s, 0);
+    /* n-1: the last prompt token must run for its logits. */
+    int m = inf_radix_attach(c->radix, s, prompt, n - 1, NULL);
+    if (m < 0) m = 0;
+    inf_kv_seq_views(s, c->views + (size_t)seq * (size_t)c->n_layer);
+    return m;
+}
+
+static int eng_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
+    eng_ctx *c = ctx;
+    /* The pool asks the prefix cache to evict when it runs low. */
+    if (inf_kv_seq_reserve(c->seqs[seq], n_new, err)) return -1;
+    inf_kv_seq_views(c->seqs[seq], c->views + (size_t)seq * (size_t)c->n_layer);
+    return 0;
+}
+
+static void eng_seq_publish(void *ctx, int seq, const int32_t *tokens, int n) {
+    eng_ctx *c = ctx;
+    INF_ASSERT(n == c->seqs[seq]->n_past);
+    inf_radix_insert_seq(c->radix, c->seqs[seq], tokens, NULL);
+}
+
+static void eng_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
+    eng_ctx *c = ctx;
+    inf_kv_seq *s = c->seqs[seq];
+    INF_ASSERT(n == s->n_past);
+    if (n > 0) inf_radix_insert_seq(c->radix, s, tokens, NULL);
     inf_kv_seq_truncate(s, 0);
 }
 
-static int eng_cache_attach(void *ctx, int seq, const int32_t *tokens, int n) {
+static void eng_kv_stats(void *ctx, srv_kv_stats *st) {
     eng_ctx *c = ctx;
-    inf_kv_seq_truncate(c->seqs[seq], 0);
-    inf_err err;
-    return inf_radix_attach(c->radix, c->seqs[seq], tokens, n, &err);
-}
-
-static void eng_cache_stats(void *ctx, srv_cache_stats *o) {
-    eng_ctx *c = ctx;
-    const inf_radix_stats *st = &c->radix->stats;
-    *o = (srv_cache_stats){.blocks_total = c->pool->n_blocks,
-                           .blocks_used = inf_kv_pool_used(c->pool),
-                           .block_size = c->pool->block_size,
-                           .lookups = st->n_lookups,
-                           .prefix_hits = st->n_hits,
-                           .tokens_reused = st->tokens_reused,
-                           .evicted_blocks = st->n_evicted_blocks,
-                           .cached_tokens = st->n_cached_tokens};
+    const inf_kv_pool *p = c->pool;
+    const inf_radix_stats *rs = &c->radix->stats;
+    /* Every reference in the pool must belong to a sequence or the tree. */
+    memcpy(c->counts, c->radix->tree_refs, (size_t)p->n_blocks * sizeof *c->counts);
+    for (int i = 0; i < c->n_seq; i++)
+        for (int b = 0; b < c->seqs[i]->n_blocks; b++) c->counts[c->seqs[i]->blocks[b]]++;
+    long bad = inf_kv_pool_audit(p, NULL) ? 1 : 0;
+    for (int b = 0; b < p->n_blocks; b++) bad += c->counts[b] != p->refcount[b];
+    *st = (srv_kv_stats){.block_size = p->block_size,
+                         .blocks_total = p->n_blocks,
+                         .blocks_free = p->n_free,
+                         .prefix_lookups = rs->n_lookups,
+                         .prefix_hits = rs->n_hits,
+                         .prefix_tokens_reused = rs->tokens_reused,
+                         .tree_nodes = rs->n_nodes,
+                         .tree_tokens = rs->n_cached_tokens,
+                         .evictions = rs->n_evicted_nodes,
+                         .ref_errors = bad};
 }
 
 static int eng_tokenize(void *ctx, const char *text, size_t n, bool parse_special, int32_t **ids,
@@ -192,9 +204,11 @@ static void eng_free(eng_ctx *c) {
     free(c->seqs);
     inf_radix_free(c->radix);
     inf_kv_pool_free(c->pool);
+    free(c->counts);
     free(c->views);
     inf_qwen3_free(c->model);
     inf_tok_free(c->tok);
+    inf_backend_free(c->be);
     inf_model_close(c->mf);
     free(c);
 }
@@ -208,12 +222,9 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         inf_fail_ctx(err, "%s: tokenizer", o->model_path);
         goto fail;
     }
-    if (o->backend && strcmp(o->backend, "scalar")) {
-        inf_fail(err, "unknown backend '%s' (available: scalar)", o->backend);
-        goto fail;
-    }
-    c->be = *inf_backend_scalar();
-    inf_backend_complete(&c->be);
+    inf_backend_opts bo = {.name = o->backend, .n_threads = o->n_threads};
+    if (inf_backend_create(&c->be, &bo, err)) goto fail;
+    inf_backend_describe(c->be, c->backend_name, sizeof c->backend_name);
     const inf_hparams *hp = &c->mf->hp;
     c->n_seq = o->n_seq;
     c->n_ctx = o->n_ctx;
@@ -221,43 +232,49 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
                                                                                   : 4096;
     c->n_layer = hp->n_layer;
     int max_rows = o->max_rows > c->n_seq ? o->max_rows : c->n_seq + 1;
-    if (inf_qwen3_create(&c->model, c->mf, &c->be, c->n_ctx, max_rows, err)) goto fail;
-    c->kv = calloc((size_t)c->n_seq, sizeof *c->kv);
-    c->seqs = calloc((size_t)c->n_seq, sizeof *c->seqs);
+    if (inf_qwen3_create(&c->model, c->mf, c->be, c->n_ctx, max_rows, err)) goto fail;
     c->views = calloc((size_t)c->n_seq * (size_t)c->n_layer, sizeof *c->views);
-    if (!c->kv || !c->seqs || !c->views) {
+    if (!c->views) {
         inf_fail(err, "out of memory");
         goto fail;
     }
     int kv_dim = hp->n_head_kv * hp->head_dim;
-    if (o->kv.kind == INF_KV_PAGED) {
-        int bs = o->kv.block_size ? o->kv.block_size : INF_KV_BLOCK_SIZE_DEFAULT;
-        int per_slot = (c->n_ctx + bs - 1) / bs + 1;
-        long want = 2L * per_slot * c->n_seq;
-        int n_blocks = want > INT32_MAX ? INT32_MAX : (int)want;
-        if (o->kv.mem_bytes) {
-            n_blocks = inf_kv_pool_blocks_for_bytes(o->kv.mem_bytes, hp->n_layer, kv_dim, bs);
-            if (n_blocks <= 0) {
-                inf_fail(err, "--cache-mem %zu bytes holds no KV block of %d tokens (%zu bytes)",
-                         o->kv.mem_bytes, bs, inf_kv_block_bytes(hp->n_layer, kv_dim, bs));
-                goto fail;
-            }
-        }
-        if (inf_kv_pool_create(&c->pool, hp->n_layer, kv_dim, bs, n_blocks, err) ||
-            inf_radix_create(&c->radix, c->pool, err))
+    if (o->paged) {
+        int bs = o->block_size ? o->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
+        int per_ctx = (c->n_ctx + bs - 1) / bs;
+        long n_blocks = o->cache_bytes > 0
+                            ? inf_kv_pool_blocks_for_bytes(o->cache_bytes, hp->n_layer, kv_dim, bs)
+                            : (long)c->n_seq * per_ctx;
+        if (n_blocks < per_ctx) {
+            inf_fail(err, "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
+                     "context of %d needs (%d)", o->cache_bytes, n_blocks, bs, c->n_ctx, per_ctx);
             goto fail;
+        }
+        if (inf_kv_pool_create(&c->pool, hp->n_layer, kv_dim, bs, (int)n_blocks, err)) goto fail;
+        if (inf_radix_create(&c->radix, c->pool, err)) goto fail;
+        c->seqs = calloc((size_t)c->n_seq, sizeof *c->seqs);
+        c->counts = malloc((size_t)n_blocks * sizeof *c->counts);
+        if (!c->seqs || !c->counts) {
+            inf_fail(err, "out of memory");
+            goto fail;
+        }
         for (int s = 0; s < c->n_seq; s++) {
             if (inf_kv_seq_create(&c->seqs[s], c->pool, c->n_ctx, err)) goto fail;
             inf_kv_seq_views(c->seqs[s], c->views + (size_t)s * (size_t)c->n_layer);
         }
-    }
-    for (int s = 0; !c->pool && s < c->n_seq; s++) {
-        if (inf_kv_basic_create(&c->kv[s], hp->n_layer, c->n_ctx, hp->n_head_kv * hp->head_dim,
-                                err)) {
-            inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, c->n_ctx);
+    } else {
+        c->kv = calloc((size_t)c->n_seq, sizeof *c->kv);
+        if (!c->kv) {
+            inf_fail(err, "out of memory");
             goto fail;
         }
-        inf_kv_basic_views(c->kv[s], c->views + (size_t)s * (size_t)c->n_layer);
+        for (int s = 0; s < c->n_seq; s++) {
+            if (inf_kv_basic_create(&c->kv[s], hp->n_layer, c->n_ctx, kv_dim, err)) {
+                inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, c->n_ctx);
+                goto fail;
+            }
+            inf_kv_basic_views(c->kv[s], c->views + (size_t)s * (size_t)c->n_layer);
+        }
     }
     snprintf(c->name, sizeof c->name, "%s", c->mf->name ? c->mf->name : o->model_path);
     *e = (srv_engine){
@@ -269,9 +286,6 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         .model_name = c->name,
         .forward = eng_forward,
         .truncate = eng_truncate,
-        .cache_attach = c->pool ? eng_cache_attach : NULL,
-        .cache_release = c->pool ? eng_cache_release : NULL,
-        .cache_stats = c->pool ? eng_cache_stats : NULL,
         .tokenize = eng_tokenize,
         .piece = eng_piece,
         .is_eog = eng_is_eog,
@@ -281,6 +295,13 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         .sampler_sample = eng_sampler_sample,
         .sampler_free = eng_sampler_free,
     };
+    if (c->pool) {
+        e->seq_begin = eng_seq_begin;
+        e->seq_reserve = eng_seq_reserve;
+        e->seq_publish = eng_seq_publish;
+        e->seq_end = eng_seq_end;
+        e->kv_stats = eng_kv_stats;
+    }
     return 0;
 fail:
     eng_free(c);

@@ -1,10 +1,13 @@
-/* The real engine behind the server: the Qwen3 forward pass over one basic
- * KV cache per slot or a paged pool with a radix prefix cache, the model's tokenizer and chat template, and
- * llama.cpp's sampler, packaged as a srv_engine. */
+/* The real engine behind the server: the Qwen3 forward pass, the model's
+ * tokenizer and chat template, and llama.cpp's sampler, packaged as a
+ * srv_engine. Two KV caches: basic (one contiguous cache per slot; the
+ * scheduler reuses a slot's own tokens) or paged (one block pool for all
+ * slots and a radix prefix cache shared across requests). */
 #ifndef INF_SERVER_ENGINE_INFERNO_H
 #define INF_SERVER_ENGINE_INFERNO_H
 
-#include "kv/kv_cache.h"
+#include <stdbool.h>
+
 #include "server/engine.h"
 #include "util/err.h"
 
@@ -15,11 +18,9 @@ typedef struct srv_engine_opts {
     int n_ctx;           /* positions per slot; 0: min(4096, the model's training context) */
     int n_threads;       /* 0: the backend's default */
     int max_rows;        /* rows per forward call (decode rows + a prefill chunk) */
-    /* KV cache: basic (one contiguous cache per slot) or paged (one pool of
-     * blocks for all slots plus the radix prefix cache shared across
-     * requests). For paged, mem_bytes 0 sizes the pool to every slot's full
-     * context plus as much again for cached prefixes. */
-    inf_kv_opts kv;
+    bool paged;          /* paged KV + radix prefix cache (else basic) */
+    int block_size;      /* paged: positions per block (power of two; 0: the default) */
+    size_t cache_bytes;  /* paged: pool size; 0: n_seq * n_ctx positions */
 } srv_engine_opts;
 
 /* Loads the model and fills e. 0, or -1 with a message naming what failed.

@@ -44,27 +44,27 @@ char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ct
            (double)m->requests_finished_total);
     metric(&b, "counter", "inferno:requests_cancelled_total",
            "Generations abandoned by their client.", (double)m->requests_cancelled_total);
-    if (m->has_cache) {
-        const srv_cache_stats *c = &m->cache;
-        metric(&b, "gauge", "inferno:kv_blocks_total", "Blocks in the paged KV pool.",
-               (double)c->blocks_total);
-        metric(&b, "gauge", "inferno:kv_blocks_used", "Paged KV blocks in use (requests and the prefix cache).",
-               (double)c->blocks_used);
-        metric(&b, "gauge", "inferno:kv_blocks_free", "Paged KV blocks free.",
-               (double)(c->blocks_total - c->blocks_used));
-        metric(&b, "gauge", "inferno:kv_block_size", "Tokens per paged KV block.",
-               (double)c->block_size);
-        metric(&b, "counter", "inferno:prefix_cache_lookups_total", "Prompts looked up in the radix prefix cache.",
-               (double)c->lookups);
+    if (m->has_kv_stats) {
+        const srv_kv_stats *k = &m->kv;
+        metric(&b, "gauge", "inferno:kv_block_size", "Positions per KV block.", (double)k->block_size);
+        metric(&b, "gauge", "inferno:kv_blocks_used", "KV blocks referenced.",
+               (double)(k->blocks_total - k->blocks_free));
+        metric(&b, "gauge", "inferno:kv_blocks_free", "KV blocks free.", (double)k->blocks_free);
+        metric(&b, "counter", "inferno:prefix_cache_lookups_total", "Prefix cache lookups.",
+               (double)k->prefix_lookups);
         metric(&b, "counter", "inferno:prefix_cache_hits_total",
-               "Prompts that reused at least one cached token.", (double)c->prefix_hits);
+               "Prefix cache lookups that reused at least one token.", (double)k->prefix_hits);
         metric(&b, "counter", "inferno:prefix_cache_tokens_reused_total",
-               "Prompt tokens taken from the radix prefix cache instead of prefilled.",
-               (double)c->tokens_reused);
-        metric(&b, "counter", "inferno:prefix_cache_evicted_blocks_total",
-               "Blocks the prefix cache gave up under memory pressure.", (double)c->evicted_blocks);
-        metric(&b, "gauge", "inferno:prefix_cache_tokens", "Tokens held by the radix prefix cache.",
-               (double)c->cached_tokens);
+               "Prompt tokens served from the prefix cache.", (double)k->prefix_tokens_reused);
+        metric(&b, "gauge", "inferno:prefix_cache_nodes", "Radix tree nodes.",
+               (double)k->tree_nodes);
+        metric(&b, "gauge", "inferno:prefix_cache_tokens", "Tokens held by the radix tree.",
+               (double)k->tree_tokens);
+        metric(&b, "counter", "inferno:prefix_cache_evictions_total", "Radix tree nodes evicted.",
+               (double)k->evictions);
+        metric(&b, "gauge", "inferno:kv_refcount_errors",
+               "KV block references not held by a sequence or the prefix cache (must be 0).",
+               (double)k->ref_errors);
     }
     metric(&b, "counter", "inferno:http_requests_total", "HTTP requests answered.",
            (double)h->requests_total);

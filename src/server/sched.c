@@ -154,16 +154,14 @@ static slot *pick_slot(srv_sched *s, const srv_task *t) {
 static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
     const srv_engine *e = s->eng;
     int lcp;
-    if (e->cache_attach) {
-        /* The shared prefix cache: whatever the slot held went to it when
-         * its last request ended; the last prompt row must run for logits. */
-        if (sl->n_cache) e->cache_release(e->ctx, sl->id, sl->cache, sl->n_cache);
-        lcp = e->cache_attach(e->ctx, sl->id, t->prompt, t->n_prompt - 1);
-        if (lcp < 0) lcp = 0;
+    if (e->seq_begin) {
+        /* The engine's prefix cache decides what is reused. */
+        lcp = e->seq_begin(e->ctx, sl->id, t->prompt, t->n_prompt);
+        INF_ASSERT(lcp >= 0 && lcp < t->n_prompt);
         memcpy(sl->cache, t->prompt, (size_t)lcp * sizeof *sl->cache);
     } else {
         lcp = srv_common_prefix(sl->cache, sl->n_cache, t->prompt, t->n_prompt);
-        if (lcp >= t->n_prompt) lcp = t->n_prompt - 1; /* the last prompt row must run for logits */
+        if (lcp >= t->n_prompt) lcp = t->n_prompt - 1; /* the last prompt row must run */
         e->truncate(e->ctx, sl->id, lcp);
     }
     sl->n_cache = lcp;
@@ -223,11 +221,8 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
 
     if (sl->smpl) s->eng->sampler_free(sl->smpl);
     sl->smpl = NULL;
-    if (s->eng->cache_release) {
-        /* Donate the conversation to the shared prefix cache: its next turn
-         * (or any request sharing its prefix) finds it there, and the blocks
-         * can be evicted under pressure instead of pinning the slot. */
-        s->eng->cache_release(s->eng->ctx, sl->id, sl->cache, sl->n_cache);
+    if (s->eng->seq_end) {
+        s->eng->seq_end(s->eng->ctx, sl->id, sl->cache, sl->n_cache);
         sl->n_cache = 0;
     }
     sl->last_used = ++s->clock;
@@ -280,12 +275,24 @@ static void sample_and_emit(srv_sched *s, slot *sl, float *logits) {
 
 /* Builds one step's batch: a decode row per generating slot, then prompt
  * rows of the earliest-started prefilling slots up to the chunk budget. */
+static void fail_slot(srv_sched *s, slot *sl, int status, const char *msg);
+
+/* Room for n_new more rows of the slot's sequence (paged engines); a slot
+ * that cannot get it fails with a 503 rather than corrupt anything. */
+static bool reserve(srv_sched *s, slot *sl, int n_new) {
+    const srv_engine *e = s->eng;
+    inf_err err = {{0}};
+    if (!e->seq_reserve || !e->seq_reserve(e->ctx, sl->id, n_new, &err)) return true;
+    fail_slot(s, sl, 503, err.msg);
+    return false;
+}
+
 static int build_batch(srv_sched *s) {
     const srv_engine *e = s->eng;
     int n = 0;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
-        if (sl->state != SLOT_DECODE) continue;
+        if (sl->state != SLOT_DECODE || !reserve(s, sl, 1)) continue;
         s->tok[n] = sl->next;
         s->pos[n] = sl->n_cache;
         s->seq[n] = sl->id;
@@ -309,6 +316,7 @@ static int build_batch(srv_sched *s) {
         int from = next->n_prompt_done + 0, left = next->task->n_prompt - from;
         /* Rows already queued this step for this slot would follow; it has none. */
         int k = left < budget ? left : budget;
+        if (!reserve(s, next, k)) continue;
         for (int j = 0; j < k; j++) {
             s->tok[n] = next->task->prompt[from + j];
             s->pos[n] = from + j;
@@ -329,7 +337,23 @@ static void fail_slot(srv_sched *s, slot *sl, int status, const char *msg) {
     finish_slot(s, sl, SRV_FINISH_NONE, &err);
 }
 
-static void step(srv_sched *s) {
+/* Called with s->mu held. */
+static void update_kv_metrics(srv_sched *s) {
+    const srv_engine *e = s->eng;
+    int kv = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        kv += s->slots[i].n_cache;
+        if ((uint64_t)s->slots[i].n_cache > s->m.n_tokens_max)
+            s->m.n_tokens_max = (uint64_t)s->slots[i].n_cache;
+    }
+    s->m.kv_tokens = kv;
+    if (e->kv_stats) {
+        e->kv_stats(e->ctx, &s->m.kv);
+        s->m.has_kv_stats = true;
+    }
+}
+
+static void step_rows(srv_sched *s) {
     const srv_engine *e = s->eng;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
@@ -362,23 +386,22 @@ static void step(srv_sched *s) {
         sl->cache[sl->n_cache++] = s->tok[r];
         if (sl->state == SLOT_PREFILL) sl->n_prompt_done++;
         if (!s->want[r]) continue;
+        if (e->seq_publish && sl->state == SLOT_PREFILL)
+            e->seq_publish(e->ctx, sl->id, sl->cache, sl->n_cache);
         sample_and_emit(s, sl, s->logits + (size_t)sel * e->n_vocab);
         sel++;
     }
     pthread_mutex_lock(&s->mu);
     s->m.n_decode_total++;
     s->m.n_busy_slots_total += (uint64_t)busy;
-    int kv = 0;
-    for (int i = 0; i < s->n_slots; i++) {
-        kv += s->slots[i].n_cache;
-        if ((uint64_t)s->slots[i].n_cache > s->m.n_tokens_max)
-            s->m.n_tokens_max = (uint64_t)s->slots[i].n_cache;
-    }
-    s->m.kv_tokens = kv;
-    if (e->cache_stats) {
-        s->m.has_cache = true;
-        e->cache_stats(e->ctx, &s->m.cache);
-    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* One scheduler step, then the cache counters. */
+static void step(srv_sched *s) {
+    step_rows(s);
+    pthread_mutex_lock(&s->mu);
+    update_kv_metrics(s);
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -74,8 +74,8 @@ typedef struct srv_metrics {
     int kv_tokens;                   /* gauge: positions held in all slots */
     uint64_t requests_finished_total;
     uint64_t requests_cancelled_total;
-    bool has_cache;                  /* the engine has a shared prefix cache: */
-    srv_cache_stats cache;           /* its counters after the last step */
+    bool has_kv_stats;
+    srv_kv_stats kv; /* paged engines */
 } srv_metrics;
 
 typedef struct srv_sched srv_sched;

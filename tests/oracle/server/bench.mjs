@@ -6,9 +6,13 @@
 //     cold (a fresh history, nothing cached) vs the next turn of the same
 //     conversation (the slot holds the history; only the new turn is
 //     prefilled). TTFT = request sent -> first chunk with text.
+//  3. A new request sharing a HISTORY-token system prompt with an earlier
+//     one (the prefix cache) vs cold; and KV memory per concurrent request
+//     with STREAMS requests on that shared prompt, from /metrics (paged) or
+//     the preallocated slots (basic).
 // Env: INFERNO_URL, INFERNO_KEY, INFERNO_MODEL, N_GEN (64), STREAMS (4),
 //      HISTORY (1000), REPEAT (3).
-import { MODEL, client } from './lib.mjs';
+import { MODEL, client, metrics } from './lib.mjs';
 
 const N_GEN = Number(process.env.N_GEN ?? 64);
 const STREAMS = Number(process.env.STREAMS ?? 4);
@@ -62,6 +66,42 @@ function history(seed) {
 }
 
 await stream('warm up');
+
+// Memory first, while the pool is empty (later sections fill the prefix cache).
+const m0 = await metrics();
+const models = await client.models.list();
+let meta;
+for await (const m of models) meta = m.meta;
+if ('inferno:kv_blocks_used' in m0) {
+  const system = history(9000 + Date.now() % 100000);
+  const pt = (await client.chat.completions.create({ model: MODEL, messages: [{ role: 'system', content: system }, { role: 'user', content: 'warm' }], max_tokens: 1 })).usage.prompt_tokens;
+  // Occupy STREAMS slots at once on the shared prompt, sample the pool mid-flight.
+  const base = (await metrics())['inferno:kv_blocks_used'];
+  let peak = 0;
+  const run = Promise.all(Array.from({ length: STREAMS }, (_, i) => client.chat.completions.create({
+    model: MODEL, max_tokens: N_GEN, temperature: 0, ignore_eos: true,
+    messages: [{ role: 'system', content: system }, { role: 'user', content: `Question ${i}` }],
+  })));
+  const poll = (async () => {
+    for (let i = 0; i < 200; i++) {
+      const m = await metrics();
+      if (m['llamacpp:requests_processing'] === STREAMS) peak = Math.max(peak, m['inferno:kv_blocks_used']);
+      await new Promise((res) => setTimeout(res, 50));
+      if (m['llamacpp:requests_processing'] === 0 && i > 5) break;
+    }
+  })();
+  await run;
+  await poll;
+  const bs = m0['inferno:kv_block_size'];
+  const shared = Math.ceil(pt / bs), own = peak - base;
+  const perReq = (shared + own) * bs / STREAMS;
+  console.log(`memory (paged): ${STREAMS} concurrent requests (${pt}-token shared prompt + ${N_GEN} generated) `
+    + `hold the shared ${shared} blocks once plus ${own} blocks of their own: ${perReq.toFixed(0)} positions `
+    + `per request; basic: ${meta?.n_ctx} positions preallocated per slot (${pt + N_GEN} used)`);
+} else {
+  console.log(`memory (basic): ${meta?.n_ctx} positions preallocated per slot, whatever the request length`);
+}
+
 const single = [], multi = [];
 for (let r = 0; r < REPEAT; r++) {
   single.push(await decode(1));
@@ -85,3 +125,16 @@ const pt = (await client.chat.completions.create({
 const c = median(cold), w = median(warm);
 console.log(`ttft: ${pt}-token history: cold ${c.toFixed(0)} ms, second turn ${w.toFixed(0)} ms; `
   + `${(c / w).toFixed(1)}x sooner (median of ${REPEAT})`);
+
+// 3. Shared system prompt, a new request each time.
+const sharedCold = [], sharedWarm = [];
+for (let r = 0; r < REPEAT; r++) {
+  const system = history(5000 + r + Date.now() % 100000);
+  const ask = (q) => ttft([{ role: 'system', content: system }, { role: 'user', content: q }]);
+  sharedCold.push((await ask('First question?')).ms);
+  sharedWarm.push((await ask('A different question?')).ms);
+}
+const sc = median(sharedCold), sw = median(sharedWarm);
+console.log(`shared prefix: ${pt}-token system prompt: cold ${sc.toFixed(0)} ms, new request on the cached `
+  + `prefix ${sw.toFixed(0)} ms; ${(sc / sw).toFixed(1)}x sooner (median of ${REPEAT})`);
+
