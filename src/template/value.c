@@ -80,7 +80,7 @@ void tm_fail(tm_state *S, long pos, const char *fmt, ...) {
 tv tv_strn(tm_state *S, const char *p, size_t n) {
     tm_str *s = tm_alloc(S, sizeof *s + n + 1);
     s->len = n;
-    if (n) memcpy(s->p, p, n);
+    if (n) memmove(s->p, p, n); /* p may lie in arena memory just handed back */
     s->p[n] = 0;
     tv r = {.t = TV_STR};
     r.u.s = s;
