@@ -76,23 +76,38 @@ int cmd_serve(int argc, char **argv) {
         long x;
         int bad = 0;
 #define IS(s) (!strcmp(a, s))
-        if (IS("-m") || IS("--model")) model = v;
-        else if (IS("--host")) cfg.host = v;
-        else if (IS("--port")) bad = parse_long(v, 0, 65535, &x), cfg.port = (int)x;
-        else if (IS("-np") || IS("--parallel")) bad = parse_long(v, 1, 256, &np);
-        else if (IS("-c") || IS("--ctx-size")) bad = parse_long(v, 0, 1 << 20, &ctx);
-        else if (IS("-t") || IS("--threads")) bad = parse_long(v, 0, 1024, &threads);
-        else if (IS("-b") || IS("--batch-size")) bad = parse_long(v, 1, 65536, &batch);
-        else if (IS("--backend")) backend = v;
-        else if (IS("--kv")) bad = inf_kv_parse_kind(&kind, v, NULL);
+        if (IS("-m") || IS("--model"))
+            model = v;
+        else if (IS("--host"))
+            cfg.host = v;
+        else if (IS("--port"))
+            bad = parse_long(v, 0, 65535, &x), cfg.port = (int)x;
+        else if (IS("-np") || IS("--parallel"))
+            bad = parse_long(v, 1, 256, &np);
+        else if (IS("-c") || IS("--ctx-size"))
+            bad = parse_long(v, 0, 1 << 20, &ctx);
+        else if (IS("-t") || IS("--threads"))
+            bad = parse_long(v, 0, 1024, &threads);
+        else if (IS("-b") || IS("--batch-size"))
+            bad = parse_long(v, 1, 65536, &batch);
+        else if (IS("--backend"))
+            backend = v;
+        else if (IS("--kv"))
+            bad = inf_kv_parse_kind(&kind, v, NULL);
         else if (IS("--block-size"))
             bad = parse_long(v, 1, 1024, &block) || (block & (block - 1));
-        else if (IS("--cache-mem")) bad = inf_kv_parse_mem(&cache_bytes, v, NULL) || !cache_bytes;
-        else if (IS("--api-key")) cfg.api_key = v;
-        else if (IS("--alias")) cfg.alias = v;
-        else if (IS("--max-body")) bad = parse_long(v, 1024, LONG_MAX, &x), cfg.max_body = (size_t)x;
-        else if (IS("--timeout")) bad = parse_long(v, 1, 86400, &x), cfg.timeout_s = (unsigned)x;
-        else if (IS("--max-conns")) bad = parse_long(v, 1, 65536, &x), cfg.max_conns = (unsigned)x;
+        else if (IS("--cache-mem"))
+            bad = inf_kv_parse_mem(&cache_bytes, v, NULL) || !cache_bytes;
+        else if (IS("--api-key"))
+            cfg.api_key = v;
+        else if (IS("--alias"))
+            cfg.alias = v;
+        else if (IS("--max-body"))
+            bad = parse_long(v, 1024, LONG_MAX, &x), cfg.max_body = (size_t)x;
+        else if (IS("--timeout"))
+            bad = parse_long(v, 1, 86400, &x), cfg.timeout_s = (unsigned)x;
+        else if (IS("--max-conns"))
+            bad = parse_long(v, 1, 65536, &x), cfg.max_conns = (unsigned)x;
         else {
             fprintf(stderr, "inferno serve: unknown flag %s\n", a);
             usage(stderr);
@@ -148,8 +163,7 @@ int cmd_serve(int argc, char **argv) {
     }
     srv_http_ready(http, &eng, sched);
     fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache\n",
-            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx,
-            inf_kv_kind_name(kind));
+            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx, inf_kv_kind_name(kind));
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -35,8 +35,8 @@ typedef struct srv_kv_stats {
 
 typedef struct srv_engine {
     void *ctx;
-    int n_seq;    /* sequences (slots) with their own KV cache */
-    int n_ctx;    /* positions per sequence */
+    int n_seq; /* sequences (slots) with their own KV cache */
+    int n_ctx; /* positions per sequence */
     int n_vocab;
     int max_rows; /* rows one forward call may carry */
     const char *model_name;

@@ -18,22 +18,25 @@
 typedef struct eng_ctx {
     inf_model_file *mf;
     inf_tokenizer *tok;
-    inf_backend *be;     /* owned (inf_backend_free) */
+    inf_backend *be; /* owned (inf_backend_free) */
     inf_qwen3 *model;
     int n_seq, n_ctx, n_layer;
-    inf_kv_basic **kv;   /* basic: [n_seq] one cache per slot */
-    inf_kv_pool *pool;   /* paged: the blocks of all slots */
-    inf_kv_seq **seqs;   /* paged: [n_seq] */
-    inf_radix *radix;    /* paged: the prefix cache */
-    int32_t *counts;     /* paged: [n_blocks] reference check scratch */
-    inf_kv_view *views;  /* [n_seq][n_layer] */
+    inf_kv_basic **kv;  /* basic: [n_seq] one cache per slot */
+    inf_kv_pool *pool;  /* paged: the blocks of all slots */
+    inf_kv_seq **seqs;  /* paged: [n_seq] */
+    inf_radix *radix;   /* paged: the prefix cache */
+    int32_t *counts;    /* paged: [n_blocks] reference check scratch */
+    inf_kv_view *views; /* [n_seq][n_layer] */
     char name[128];
     char backend_name[64];
 } eng_ctx;
 
 static int eng_forward(void *ctx, const srv_batch *b, float *logits, inf_err *err) {
     eng_ctx *c = ctx;
-    inf_batch ib = {.n_rows = b->n_rows, .tokens = b->tokens, .pos = b->pos, .seq = b->seq,
+    inf_batch ib = {.n_rows = b->n_rows,
+                    .tokens = b->tokens,
+                    .pos = b->pos,
+                    .seq = b->seq,
                     .logits = b->logits};
     if (inf_qwen3_forward(c->model, &ib, c->views, c->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++) {
@@ -47,8 +50,8 @@ static void eng_truncate(void *ctx, int seq, int n) {
     eng_ctx *c = ctx;
     if (c->pool) {
         if (n < c->seqs[seq]->n_past) inf_kv_seq_truncate(c->seqs[seq], n);
-    }
-    else if (n < c->kv[seq]->n_past) inf_kv_basic_truncate(c->kv[seq], n);
+    } else if (n < c->kv[seq]->n_past)
+        inf_kv_basic_truncate(c->kv[seq], n);
 }
 
 /* ---- paged: the prefix cache ---- */
@@ -93,9 +96,11 @@ static void eng_kv_stats(void *ctx, srv_kv_stats *st) {
     /* Every reference in the pool must belong to a sequence or the tree. */
     memcpy(c->counts, c->radix->tree_refs, (size_t)p->n_blocks * sizeof *c->counts);
     for (int i = 0; i < c->n_seq; i++)
-        for (int b = 0; b < c->seqs[i]->n_blocks; b++) c->counts[c->seqs[i]->blocks[b]]++;
+        for (int b = 0; b < c->seqs[i]->n_blocks; b++)
+            c->counts[c->seqs[i]->blocks[b]]++;
     long bad = inf_kv_pool_audit(p, NULL) ? 1 : 0;
-    for (int b = 0; b < p->n_blocks; b++) bad += c->counts[b] != p->refcount[b];
+    for (int b = 0; b < p->n_blocks; b++)
+        bad += c->counts[b] != p->refcount[b];
     *st = (srv_kv_stats){.block_size = p->block_size,
                          .blocks_total = p->n_blocks,
                          .blocks_free = p->n_free,
@@ -167,8 +172,8 @@ static int eng_render(void *ctx, const srv_request *r, char **out, srv_error *e)
     int rc = inf_chat_render(out, src, r->messages, r->tools, true, kw, &err);
     json_decref(kw);
     if (rc)
-        return srv_error_set(e, 400, "invalid_request_error", NULL, "messages",
-                             "chat template: %s", err.msg);
+        return srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "chat template: %s",
+                             err.msg);
     return 0;
 }
 
@@ -190,17 +195,23 @@ static void *eng_sampler_new(void *ctx, const srv_sampling *p, uint64_t seed) {
     return s;
 }
 
-static void eng_sampler_accept(void *s, int32_t id) { inf_sampler_accept(s, id); }
+static void eng_sampler_accept(void *s, int32_t id) {
+    inf_sampler_accept(s, id);
+}
 static int32_t eng_sampler_sample(void *s, float *logits, int n_vocab) {
     return inf_sampler_sample(s, logits);
 }
-static void eng_sampler_free(void *s) { inf_sampler_free(s); }
+static void eng_sampler_free(void *s) {
+    inf_sampler_free(s);
+}
 
 static void eng_free(eng_ctx *c) {
     if (!c) return;
-    for (int i = 0; c->kv && i < c->n_seq; i++) inf_kv_basic_free(c->kv[i]);
+    for (int i = 0; c->kv && i < c->n_seq; i++)
+        inf_kv_basic_free(c->kv[i]);
     free(c->kv);
-    for (int i = 0; c->seqs && i < c->n_seq; i++) inf_kv_seq_free(c->seqs[i]);
+    for (int i = 0; c->seqs && i < c->n_seq; i++)
+        inf_kv_seq_free(c->seqs[i]);
     free(c->seqs);
     inf_radix_free(c->radix);
     inf_kv_pool_free(c->pool);
@@ -228,8 +239,8 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
     const inf_hparams *hp = &c->mf->hp;
     c->n_seq = o->n_seq;
     c->n_ctx = o->n_ctx;
-    if (c->n_ctx == 0) c->n_ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < 4096 ? hp->n_ctx_train
-                                                                                  : 4096;
+    if (c->n_ctx == 0)
+        c->n_ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     c->n_layer = hp->n_layer;
     int max_rows = o->max_rows > c->n_seq ? o->max_rows : c->n_seq + 1;
     if (inf_qwen3_create(&c->model, c->mf, c->be, c->n_ctx, max_rows, err)) goto fail;
@@ -246,8 +257,10 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
                             ? inf_kv_pool_blocks_for_bytes(o->cache_bytes, hp->n_layer, kv_dim, bs)
                             : (long)c->n_seq * per_ctx;
         if (n_blocks < per_ctx) {
-            inf_fail(err, "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
-                     "context of %d needs (%d)", o->cache_bytes, n_blocks, bs, c->n_ctx, per_ctx);
+            inf_fail(err,
+                     "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
+                     "context of %d needs (%d)",
+                     o->cache_bytes, n_blocks, bs, c->n_ctx, per_ctx);
             goto fail;
         }
         if (inf_kv_pool_create(&c->pool, hp->n_layer, kv_dim, bs, (int)n_blocks, err)) goto fail;

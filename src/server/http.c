@@ -99,7 +99,8 @@ static bool authorized(srv_http *h, struct MHD_Connection *c) {
     const char *k = a + 7, *want = h->cfg.api_key;
     size_t nk = strlen(k), nw = strlen(want);
     unsigned diff = (unsigned)(nk ^ nw);
-    for (size_t i = 0; i < nw; i++) diff |= (unsigned char)want[i] ^ (unsigned char)k[i < nk ? i : 0];
+    for (size_t i = 0; i < nw; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)k[i < nk ? i : 0];
     return diff == 0;
 }
 
@@ -164,8 +165,8 @@ static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const 
     json_t *content = json_object_get(root, "content");
     json_t *pieces = json_object_get(root, "with_pieces");
     json_t *special = json_object_get(root, "parse_special");
-    if (!json_is_object(root) || !json_is_string(content) ||
-        (pieces && !json_is_boolean(pieces)) || (special && !json_is_boolean(special))) {
+    if (!json_is_object(root) || !json_is_string(content) || (pieces && !json_is_boolean(pieces)) ||
+        (special && !json_is_boolean(special))) {
         json_decref(root);
         return fail(h, c, 400, "invalid_request_error", NULL, "%s",
                     "expected {\"content\": string, \"with_pieces\"?: bool, \"parse_special\"?: "
@@ -243,12 +244,13 @@ static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *
         char *text = NULL;
         if (eng->render(eng->ctx, r, &text, e)) return -1;
         size_t len = strlen(text);
-        while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' ')) len--;
+        while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+            len--;
         *in_think = len >= 7 && !memcmp(text + len - 7, "<think>", 7);
         int rc = eng->tokenize(eng->ctx, text, strlen(text), true, ids, n, &err);
         free(text);
-        if (rc) return srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "%s",
-                                     err.msg);
+        if (rc)
+            return srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "%s", err.msg);
     } else if (r->prompt) {
         if (eng->tokenize(eng->ctx, r->prompt, strlen(r->prompt), true, ids, n, &err))
             return srv_error_set(e, 400, "invalid_request_error", NULL, "prompt", "%s", err.msg);
@@ -313,8 +315,10 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
     }
     size_t n = t->text.len - s->text_pos;
     char *text = n ? malloc(n) : NULL;
-    if (text) memcpy(text, t->text.data + s->text_pos, n);
-    else n = 0;
+    if (text)
+        memcpy(text, t->text.data + s->text_pos, n);
+    else
+        n = 0;
     s->text_pos += n;
     int lp_end = t->n_lp;
     bool done = t->done;
@@ -325,16 +329,17 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
     pthread_mutex_unlock(&t->mu);
 
     /* t->lp entries below n_lp are written once and never move. */
-    json_t *lp = take_logprobs(s->h, s->st.meta.kind, t->lp, s->lp_pos, lp_end,
-                               s->st.text_offset);
+    json_t *lp = take_logprobs(s->h, s->st.meta.kind, t->lp, s->lp_pos, lp_end, s->st.text_offset);
     s->lp_pos = lp_end;
     size_t before = s->out.len;
     if (n || lp) srv_stream_delta(&s->st, &s->out, text, n, lp);
     s->st.text_offset += (int)n;
     free(text);
     if (done) {
-        if (err.status) srv_stream_error(&s->out, &err);
-        else srv_stream_end(&s->st, &s->out, fin, s->n_prompt, n_gen, &tm);
+        if (err.status)
+            srv_stream_error(&s->out, &err);
+        else
+            srv_stream_end(&s->st, &s->out, fin, s->n_prompt, n_gen, &tm);
         s->ended = true;
     }
     return s->out.len > before || done;
@@ -457,8 +462,8 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
         if (!lp && t->want_logprobs)
             lp = kind == SRV_CHAT ? json_pack("{s:[]}", "content")
                                   : srv_logprobs_json(kind, NULL, 0, 0, piece_cb, (void *)h->eng);
-        char *resp = srv_response_body(&meta, t->text.data, t->text.len, t->finish, lp, n,
-                                       t->n_gen, &t->timings);
+        char *resp = srv_response_body(&meta, t->text.data, t->text.len, t->finish, lp, n, t->n_gen,
+                                       &t->timings);
         ok = send_body(h, c, 200, resp, "application/json");
     }
     srv_task_release(t);
@@ -490,8 +495,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     static const struct {
         const char *path;
         bool post;
-    } routes[] = {{"/health", false},     {"/models", false},           {"/metrics", false},
-                  {"/tokenize", true},    {"/detokenize", true},        {"/completions", true},
+    } routes[] = {{"/health", false},         {"/models", false},    {"/metrics", false},
+                  {"/tokenize", true},        {"/detokenize", true}, {"/completions", true},
                   {"/chat/completions", true}};
     int route = -1;
     for (int i = 0; i < (int)(sizeof routes / sizeof routes[0]); i++)
@@ -513,12 +518,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return send_error(h, c, &e);
     }
     switch (route) {
-    case 1: return do_models(h, c);
-    case 2: return do_metrics(h, c);
-    case 3: return do_tokenize(h, c, &rc->body);
-    case 4: return do_detokenize(h, c, &rc->body);
-    case 5: return do_generate(h, c, SRV_COMPLETION, &rc->body);
-    default: return do_generate(h, c, SRV_CHAT, &rc->body);
+    case 1:
+        return do_models(h, c);
+    case 2:
+        return do_metrics(h, c);
+    case 3:
+        return do_tokenize(h, c, &rc->body);
+    case 4:
+        return do_detokenize(h, c, &rc->body);
+    case 5:
+        return do_generate(h, c, SRV_COMPLETION, &rc->body);
+    default:
+        return do_generate(h, c, SRV_CHAT, &rc->body);
     }
 }
 
@@ -557,16 +568,18 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err) {
     pthread_mutex_init(&h->mu, NULL);
     atomic_init(&h->ready, false);
     atomic_init(&h->closing, false);
-    h->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, h,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)cfg->timeout_s, MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
+                            MHD_OPTION_END);
     if (!h->d) {
         pthread_mutex_destroy(&h->mu);
         free(h);
-        return inf_fail(err, "cannot listen on %s port %d (in use, or not an address of this "
-                        "machine)", host, cfg->port);
+        return inf_fail(err,
+                        "cannot listen on %s port %d (in use, or not an address of this "
+                        "machine)",
+                        host, cfg->port);
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = di ? di->port : cfg->port;
@@ -574,7 +587,9 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err) {
     return 0;
 }
 
-int srv_http_port(const srv_http *h) { return h->port; }
+int srv_http_port(const srv_http *h) {
+    return h->port;
+}
 
 void srv_http_ready(srv_http *h, const srv_engine *eng, srv_sched *sched) {
     h->eng = eng;

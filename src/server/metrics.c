@@ -29,7 +29,8 @@ char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ct
            m->tokens_predicted_seconds_total > 0
                ? (double)m->tokens_predicted_total / m->tokens_predicted_seconds_total
                : 0);
-    metric(&b, "gauge", "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.",
+    metric(&b, "gauge", "llamacpp:kv_cache_usage_ratio",
+           "KV-cache usage. 1 means 100 percent usage.",
            n_ctx_total > 0 ? (double)m->kv_tokens / (double)n_ctx_total : 0);
     metric(&b, "gauge", "llamacpp:kv_cache_tokens", "KV-cache tokens.", (double)m->kv_tokens);
     metric(&b, "gauge", "llamacpp:requests_processing", "Number of requests processing.",
@@ -46,7 +47,8 @@ char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ct
            "Generations abandoned by their client.", (double)m->requests_cancelled_total);
     if (m->has_kv_stats) {
         const srv_kv_stats *k = &m->kv;
-        metric(&b, "gauge", "inferno:kv_block_size", "Positions per KV block.", (double)k->block_size);
+        metric(&b, "gauge", "inferno:kv_block_size", "Positions per KV block.",
+               (double)k->block_size);
         metric(&b, "gauge", "inferno:kv_blocks_used", "KV blocks referenced.",
                (double)(k->blocks_total - k->blocks_free));
         metric(&b, "gauge", "inferno:kv_blocks_free", "KV blocks free.", (double)k->blocks_free);

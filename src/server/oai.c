@@ -127,8 +127,11 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
                 !json_is_string(t)) {
                 srv_buf_free(&text);
                 json_decref(out);
-                return bad(e, where, "content part %zu: only {\"type\": \"text\", \"text\": ...} "
-                           "parts are supported", k), NULL;
+                return bad(e, where,
+                           "content part %zu: only {\"type\": \"text\", \"text\": ...} "
+                           "parts are supported",
+                           k),
+                       NULL;
             }
             srv_buf_add(&text, json_string_value(t), json_string_length(t));
         }
@@ -177,7 +180,8 @@ static int parse_prompt(srv_request *r, srv_error *e) {
         return 0;
     }
     if (!json_is_array(p) || json_array_size(p) == 0)
-        return bad(e, "prompt", "expected a string, an array of token ids, or one string in "
+        return bad(e, "prompt",
+                   "expected a string, an array of token ids, or one string in "
                    "an array");
     json_t *first = json_array_get(p, 0);
     if (json_is_string(first)) {
@@ -193,7 +197,8 @@ static int parse_prompt(srv_request *r, srv_error *e) {
     size_t n = json_array_size(p), i;
     json_t *v;
     r->prompt_tokens = malloc(n * sizeof *r->prompt_tokens);
-    if (!r->prompt_tokens) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (!r->prompt_tokens)
+        return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     json_array_foreach(p, i, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
             return bad(e, "prompt", "element %zu: expected a token id (non-negative integer)", i);
@@ -309,8 +314,8 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
     r->root = json_loadb(body, len, 0, &je);
     if (!r->root)
         return srv_error_set(e, 400, "invalid_request_error", NULL, NULL,
-                             "malformed JSON in the request body: %s (line %d, column %d)",
-                             je.text, je.line, je.column);
+                             "malformed JSON in the request body: %s (line %d, column %d)", je.text,
+                             je.line, je.column);
     if (!json_is_object(r->root)) {
         srv_request_free(r);
         return srv_error_set(e, 400, "invalid_request_error", NULL, NULL,
@@ -360,9 +365,9 @@ json_t *srv_timings_json(const srv_timings *t) {
     json_object_set_new(j, "predicted_ms", json_real(t->predicted_ms));
     json_object_set_new(j, "predicted_per_token_ms",
                         json_real(t->predicted_n ? t->predicted_ms / t->predicted_n : 0));
-    json_object_set_new(j, "predicted_per_second",
-                        json_real(t->predicted_ms > 0 ? 1e3 * t->predicted_n / t->predicted_ms
-                                                      : 0));
+    json_object_set_new(
+        j, "predicted_per_second",
+        json_real(t->predicted_ms > 0 ? 1e3 * t->predicted_n / t->predicted_ms : 0));
     return j;
 }
 
@@ -376,7 +381,8 @@ json_t *srv_usage_json(int prompt_tokens, int completion_tokens) {
 
 static json_t *bytes_json(const char *s, int n) {
     json_t *a = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer((unsigned char)s[i]));
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer((unsigned char)s[i]));
     return a;
 }
 

@@ -81,7 +81,7 @@ typedef struct srv_logprob {
     int32_t id;
     float logprob;
     int n_top;
-    int32_t top_id[SRV_MAX_TOP_LOGPROBS];   /* [n_top] best first */
+    int32_t top_id[SRV_MAX_TOP_LOGPROBS];    /* [n_top] best first */
     float top_logprob[SRV_MAX_TOP_LOGPROBS]; /* [n_top] */
 } srv_logprob;
 
@@ -90,8 +90,8 @@ typedef int (*srv_piece_fn)(void *ctx, int32_t id, char *buf, int cap);
 
 /* llama.cpp's timings object. */
 typedef struct srv_timings {
-    int cache_n;      /* prompt tokens reused from the slot's cache */
-    int prompt_n;     /* prompt tokens evaluated */
+    int cache_n;  /* prompt tokens reused from the slot's cache */
+    int prompt_n; /* prompt tokens evaluated */
     double prompt_ms;
     int predicted_n;
     double predicted_ms;

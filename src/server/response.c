@@ -89,7 +89,9 @@ void srv_stream_init(srv_stream *st, const srv_resp_meta *m, bool include_usage)
     srv_think_init(&st->think, m->start_in_think);
 }
 
-void srv_stream_free(srv_stream *st) { srv_think_free(&st->think); }
+void srv_stream_free(srv_stream *st) {
+    srv_think_free(&st->think);
+}
 
 static int frame(srv_buf *out, json_t *j) {
     char *s = srv_json_dump_free(j);
@@ -105,7 +107,8 @@ static json_t *chunk(const srv_stream *st, json_t *delta, const char *text, size
     json_t *j = envelope(&st->meta, true);
     json_t *choice = json_object();
     json_object_set_new(choice, "index", json_integer(0));
-    if (st->meta.kind == SRV_CHAT) json_object_set_new(choice, "delta", delta);
+    if (st->meta.kind == SRV_CHAT)
+        json_object_set_new(choice, "delta", delta);
     else {
         json_decref(delta);
         json_object_set_new(choice, "text", srv_json_stringn(text ? text : "", n));

@@ -18,9 +18,9 @@
 /* What every chunk or body of one response repeats. */
 typedef struct srv_resp_meta {
     srv_kind kind;
-    char id[48];    /* "chatcmpl-..." or "cmpl-..." */
+    char id[48]; /* "chatcmpl-..." or "cmpl-..." */
     char model[128];
-    long created;   /* unix seconds */
+    long created;        /* unix seconds */
     bool split_think;    /* chat: route <think> text to reasoning_content */
     bool start_in_think; /* the prompt ended inside an open <think> */
 } srv_resp_meta;

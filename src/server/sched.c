@@ -44,7 +44,8 @@ void srv_task_release(srv_task *t) {
 
 int srv_common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
     int n = na < nb ? na : nb, i = 0;
-    while (i < n && a[i] == b[i]) i++;
+    while (i < n && a[i] == b[i])
+        i++;
     return i;
 }
 
@@ -54,7 +55,8 @@ void srv_logprobs_from_logits(srv_logprob *out, const float *logits, int n_vocab
     for (int i = 0; i < n_vocab; i++)
         if (logits[i] > mx) mx = logits[i];
     double sum = 0;
-    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
+    for (int i = 0; i < n_vocab; i++)
+        sum += exp((double)logits[i] - mx);
     double lse = mx + log(sum);
     out->id = id;
     out->logprob = (float)(logits[id] - lse);
@@ -75,7 +77,8 @@ void srv_logprobs_from_logits(srv_logprob *out, const float *logits, int n_vocab
         out->top_id[j] = i;
         top[j] = v;
     }
-    for (int j = 0; j < n; j++) out->top_logprob[j] = (float)(top[j] - lse);
+    for (int j = 0; j < n; j++)
+        out->top_logprob[j] = (float)(top[j] - lse);
     out->n_top = n;
 }
 
@@ -86,13 +89,13 @@ typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_state;
 typedef struct slot {
     int id;
     slot_state state;
-    srv_task *task;   /* NULL when idle */
-    int32_t *cache;   /* [n_ctx] tokens whose K/V the sequence holds */
+    srv_task *task; /* NULL when idle */
+    int32_t *cache; /* [n_ctx] tokens whose K/V the sequence holds */
     int n_cache;
     int n_prompt_done; /* prompt tokens in the cache */
-    int32_t next;     /* DECODE: the sampled token, not yet in the cache */
+    int32_t next;      /* DECODE: the sampled token, not yet in the cache */
     void *smpl;
-    srv_buf pending;  /* bytes of an unfinished UTF-8 character */
+    srv_buf pending; /* bytes of an unfinished UTF-8 character */
     uint64_t t_start, t_first;
     uint64_t start_seq, last_used;
 } slot;
@@ -122,7 +125,8 @@ struct srv_sched {
 
 static int n_active(const srv_sched *s) {
     int n = 0;
-    for (int i = 0; i < s->n_slots; i++) n += s->slots[i].state != SLOT_IDLE;
+    for (int i = 0; i < s->n_slots; i++)
+        n += s->slots[i].state != SLOT_IDLE;
     return n;
 }
 
@@ -172,10 +176,11 @@ static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
     sl->t_first = 0;
     sl->start_seq = ++s->clock;
     srv_buf_clear(&sl->pending);
-    uint64_t seed = t->samp.has_seed ? t->samp.seed
-                                      : splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
+    uint64_t seed =
+        t->samp.has_seed ? t->samp.seed : splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
     sl->smpl = e->sampler_new(e->ctx, &t->samp, seed);
-    for (int i = 0; sl->smpl && i < t->n_prompt; i++) e->sampler_accept(sl->smpl, t->prompt[i]);
+    for (int i = 0; sl->smpl && i < t->n_prompt; i++)
+        e->sampler_accept(sl->smpl, t->prompt[i]);
     s->m.cache_tokens_reused += (uint64_t)lcp;
     pthread_mutex_lock(&t->mu);
     t->started = true;
@@ -212,8 +217,10 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
     s->m.prompt_seconds_total += tm.prompt_ms * 1e-3;
     s->m.tokens_predicted_total += (uint64_t)tm.predicted_n;
     s->m.tokens_predicted_seconds_total += tm.predicted_ms * 1e-3;
-    if (atomic_load(&t->cancelled)) s->m.requests_cancelled_total++;
-    else s->m.requests_finished_total++;
+    if (atomic_load(&t->cancelled))
+        s->m.requests_cancelled_total++;
+    else
+        s->m.requests_finished_total++;
     sl->task = NULL;
     sl->state = SLOT_IDLE;
     s->m.requests_processing = n_active(s);
@@ -267,13 +274,16 @@ static void sample_and_emit(srv_sched *s, slot *sl, float *logits) {
         }
     }
     if (fin == SRV_FINISH_NONE) {
-        if (t->max_tokens >= 0 && t->n_gen >= t->max_tokens) fin = SRV_FINISH_LENGTH;
-        else if (sl->n_cache >= e->n_ctx) fin = SRV_FINISH_LENGTH; /* no room to feed it back */
+        if (t->max_tokens >= 0 && t->n_gen >= t->max_tokens)
+            fin = SRV_FINISH_LENGTH;
+        else if (sl->n_cache >= e->n_ctx)
+            fin = SRV_FINISH_LENGTH; /* no room to feed it back */
     }
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
 
-    if (fin != SRV_FINISH_NONE) finish_slot(s, sl, fin, NULL);
+    if (fin != SRV_FINISH_NONE)
+        finish_slot(s, sl, fin, NULL);
     else {
         sl->next = id;
         sl->state = SLOT_DECODE;
@@ -365,15 +375,18 @@ static void step_rows(srv_sched *s) {
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->state == SLOT_IDLE) continue;
-        if (atomic_load(&sl->task->cancelled)) finish_slot(s, sl, SRV_FINISH_NONE, NULL);
-        else if (!sl->smpl) fail_slot(s, sl, 500, "cannot create the sampler (out of memory?)");
+        if (atomic_load(&sl->task->cancelled))
+            finish_slot(s, sl, SRV_FINISH_NONE, NULL);
+        else if (!sl->smpl)
+            fail_slot(s, sl, 500, "cannot create the sampler (out of memory?)");
     }
     int n = build_batch(s);
     if (n == 0) return;
     srv_batch b = {.n_rows = n, .tokens = s->tok, .pos = s->pos, .seq = s->seq, .logits = s->want};
     inf_err err = {{0}};
     int busy = 0;
-    for (int i = 0; i < s->n_slots; i++) busy += s->slots[i].state != SLOT_IDLE;
+    for (int i = 0; i < s->n_slots; i++)
+        busy += s->slots[i].state != SLOT_IDLE;
     if (e->forward(e->ctx, &b, s->logits, &err)) {
         /* The rows of every slot in the batch may be half written: forget
          * those caches and fail their requests. */
@@ -422,8 +435,8 @@ static srv_task *queue_pop(srv_sched *s) {
 static void end_task(srv_task *t, int status, const char *msg) {
     pthread_mutex_lock(&t->mu);
     t->done = true;
-    srv_error_set(&t->err, status, status == 503 ? "unavailable_error" : "server_error", NULL,
-                  NULL, "%s", msg);
+    srv_error_set(&t->err, status, status == 503 ? "unavailable_error" : "server_error", NULL, NULL,
+                  "%s", msg);
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
     srv_task_release(t);
@@ -433,7 +446,8 @@ static void *sched_main(void *arg) {
     srv_sched *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (!s->quit && s->q_len == 0 && n_active(s) == 0) pthread_cond_wait(&s->cv, &s->mu);
+        while (!s->quit && s->q_len == 0 && n_active(s) == 0)
+            pthread_cond_wait(&s->cv, &s->mu);
         if (s->quit) {
             pthread_mutex_unlock(&s->mu);
             break;
@@ -464,7 +478,8 @@ static void *sched_main(void *arg) {
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].state != SLOT_IDLE) fail_slot(s, &s->slots[i], 503, "server shutting down");
     pthread_mutex_lock(&s->mu);
-    while (s->q_len > 0) end_task(queue_pop(s), 503, "server shutting down");
+    while (s->q_len > 0)
+        end_task(queue_pop(s), 503, "server shutting down");
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
@@ -472,9 +487,10 @@ static void *sched_main(void *arg) {
 int srv_sched_create(srv_sched **out, const srv_engine *eng, int prefill_chunk, inf_err *err) {
     *out = NULL;
     if (eng->n_seq < 1 || eng->n_ctx < 2 || eng->max_rows < eng->n_seq + 1 || eng->n_vocab < 1)
-        return inf_fail(err, "scheduler: engine needs n_seq >= 1, n_ctx >= 2, max_rows > n_seq "
-                        "(got n_seq %d, n_ctx %d, max_rows %d)", eng->n_seq, eng->n_ctx,
-                        eng->max_rows);
+        return inf_fail(err,
+                        "scheduler: engine needs n_seq >= 1, n_ctx >= 2, max_rows > n_seq "
+                        "(got n_seq %d, n_ctx %d, max_rows %d)",
+                        eng->n_seq, eng->n_ctx, eng->max_rows);
     srv_sched *s = calloc(1, sizeof *s);
     if (!s) return inf_fail(err, "scheduler: out of memory");
     s->eng = eng;

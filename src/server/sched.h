@@ -39,14 +39,14 @@ typedef struct srv_task {
     /* Output, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    srv_buf text;     /* released text so far */
-    srv_logprob *lp;  /* [n_lp] one per generated token (when want_logprobs) */
+    srv_buf text;    /* released text so far */
+    srv_logprob *lp; /* [n_lp] one per generated token (when want_logprobs) */
     int n_lp, cap_lp;
-    int n_gen;        /* tokens generated */
-    bool started;     /* holds a slot */
+    int n_gen;    /* tokens generated */
+    bool started; /* holds a slot */
     bool done;
     srv_finish finish;
-    srv_error err;    /* err.status != 0: failed */
+    srv_error err; /* err.status != 0: failed */
     srv_timings timings;
 
     atomic_bool cancelled; /* the client went away */
@@ -61,17 +61,17 @@ void srv_task_release(srv_task *t);
 
 /* Counters for /metrics (llama.cpp's names), read under the scheduler's lock. */
 typedef struct srv_metrics {
-    uint64_t prompt_tokens_total;    /* prompt tokens evaluated */
+    uint64_t prompt_tokens_total; /* prompt tokens evaluated */
     double prompt_seconds_total;
     uint64_t tokens_predicted_total;
     double tokens_predicted_seconds_total;
-    uint64_t n_decode_total;         /* forward calls */
-    uint64_t n_busy_slots_total;     /* sum over forward calls of slots in the batch */
-    uint64_t n_tokens_max;           /* longest sequence seen */
-    uint64_t cache_tokens_reused;    /* prompt tokens served from a slot's cache */
-    int requests_processing;         /* gauge: tasks holding a slot */
-    int requests_deferred;           /* gauge: tasks waiting */
-    int kv_tokens;                   /* gauge: positions held in all slots */
+    uint64_t n_decode_total;      /* forward calls */
+    uint64_t n_busy_slots_total;  /* sum over forward calls of slots in the batch */
+    uint64_t n_tokens_max;        /* longest sequence seen */
+    uint64_t cache_tokens_reused; /* prompt tokens served from a slot's cache */
+    int requests_processing;      /* gauge: tasks holding a slot */
+    int requests_deferred;        /* gauge: tasks waiting */
+    int kv_tokens;                /* gauge: positions held in all slots */
     uint64_t requests_finished_total;
     uint64_t requests_cancelled_total;
     bool has_kv_stats;

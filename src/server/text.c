@@ -10,7 +10,8 @@
 static int buf_reserve(srv_buf *b, size_t need) {
     if (need + 1 <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < need + 1) cap *= 2;
+    while (cap < need + 1)
+        cap *= 2;
     char *p = realloc(b->data, cap);
     if (!p) return -1;
     b->data = p;
@@ -26,7 +27,9 @@ int srv_buf_add(srv_buf *b, const char *s, size_t n) {
     return 0;
 }
 
-int srv_buf_adds(srv_buf *b, const char *s) { return srv_buf_add(b, s, strlen(s)); }
+int srv_buf_adds(srv_buf *b, const char *s) {
+    return srv_buf_add(b, s, strlen(s));
+}
 
 int srv_buf_printf(srv_buf *b, const char *fmt, ...) {
     va_list ap;
@@ -98,7 +101,7 @@ static size_t utf8_valid_at(const unsigned char *u, size_t n) {
         if (u[0] == 0xED && u[1] >= 0xA0) return 0; /* surrogate */
     }
     if (len == 4) {
-        if (u[0] == 0xF0 && u[1] < 0x90) return 0; /* overlong */
+        if (u[0] == 0xF0 && u[1] < 0x90) return 0;  /* overlong */
         if (u[0] == 0xF4 && u[1] >= 0x90) return 0; /* > U+10FFFF */
     }
     return (size_t)len;
@@ -154,7 +157,8 @@ int srv_stop_init(srv_stop *s, const char *const *stops, int n_stops) {
 }
 
 void srv_stop_free(srv_stop *s) {
-    for (int i = 0; i < s->n_stops; i++) free(s->stops[i]);
+    for (int i = 0; i < s->n_stops; i++)
+        free(s->stops[i]);
     free(s->stops);
     srv_buf_free(&s->held);
     memset(s, 0, sizeof *s);
@@ -202,14 +206,18 @@ enum { THINK_START, THINK_LEAD, THINK_IN, CONTENT_LEAD, CONTENT_IN };
 static const char OPEN_TAG[] = "<think>";
 static const char CLOSE_TAG[] = "</think>";
 
-static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+static bool is_ws(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 void srv_think_init(srv_think *t, bool start_in_think) {
     memset(t, 0, sizeof *t);
     t->state = start_in_think ? THINK_LEAD : THINK_START;
 }
 
-void srv_think_free(srv_think *t) { srv_buf_free(&t->held); }
+void srv_think_free(srv_think *t) {
+    srv_buf_free(&t->held);
+}
 
 /* Runs the state machine over the held text as far as it can be decided. */
 static int think_run(srv_think *t, srv_buf *content, srv_buf *reasoning) {
@@ -219,7 +227,8 @@ static int think_run(srv_think *t, srv_buf *content, srv_buf *reasoning) {
         switch (t->state) {
         case THINK_START: {
             size_t ws = 0;
-            while (ws < h->len && is_ws(h->data[ws])) ws++;
+            while (ws < h->len && is_ws(h->data[ws]))
+                ws++;
             size_t rest = h->len - ws, tl = sizeof OPEN_TAG - 1;
             size_t cmp = rest < tl ? rest : tl;
             if (memcmp(h->data + ws, OPEN_TAG, cmp)) {
@@ -234,7 +243,8 @@ static int think_run(srv_think *t, srv_buf *content, srv_buf *reasoning) {
         case THINK_LEAD:
         case CONTENT_LEAD: {
             size_t ws = 0;
-            while (ws < h->len && is_ws(h->data[ws])) ws++;
+            while (ws < h->len && is_ws(h->data[ws]))
+                ws++;
             srv_buf_consume(h, ws);
             if (h->len == 0) return 0;
             t->state = t->state == THINK_LEAD ? THINK_IN : CONTENT_IN;
@@ -245,14 +255,16 @@ static int think_run(srv_think *t, srv_buf *content, srv_buf *reasoning) {
             const char *p = memmem(h->data, h->len, CLOSE_TAG, tl);
             if (p) {
                 size_t end = (size_t)(p - h->data);
-                while (end > 0 && is_ws(h->data[end - 1])) end--;
+                while (end > 0 && is_ws(h->data[end - 1]))
+                    end--;
                 if (srv_buf_add(reasoning, h->data, end)) return -1;
                 srv_buf_consume(h, (size_t)(p - h->data) + tl);
                 t->state = CONTENT_LEAD;
                 continue;
             }
             size_t j = h->len - suffix_prefix(h->data, h->len, CLOSE_TAG, tl);
-            while (j > 0 && is_ws(h->data[j - 1])) j--;
+            while (j > 0 && is_ws(h->data[j - 1]))
+                j--;
             if (srv_buf_add(reasoning, h->data, j)) return -1;
             srv_buf_consume(h, j);
             return 0;
@@ -265,8 +277,7 @@ static int think_run(srv_think *t, srv_buf *content, srv_buf *reasoning) {
     }
 }
 
-int srv_think_push(srv_think *t, srv_buf *content, srv_buf *reasoning, const char *text,
-                   size_t n) {
+int srv_think_push(srv_think *t, srv_buf *content, srv_buf *reasoning, const char *text, size_t n) {
     if (srv_buf_add(&t->held, text, n)) return -1;
     return think_run(t, content, reasoning);
 }
@@ -275,8 +286,10 @@ int srv_think_flush(srv_think *t, srv_buf *content, srv_buf *reasoning) {
     srv_buf *h = &t->held;
     int rc = 0;
     if (h->len) {
-        if (t->state == THINK_IN) rc = srv_buf_add(reasoning, h->data, h->len);
-        else if (t->state == THINK_START) rc = srv_buf_add(content, h->data, h->len);
+        if (t->state == THINK_IN)
+            rc = srv_buf_add(reasoning, h->data, h->len);
+        else if (t->state == THINK_START)
+            rc = srv_buf_add(content, h->data, h->len);
         /* LEAD states hold only layout whitespace: dropped. */
     }
     srv_buf_clear(h);

@@ -14,7 +14,7 @@
 
 #include "server/engine.h"
 
-#define V 64      /* vocab */
+#define V 64 /* vocab */
 #define EOG 63
 #define MAXSEQ 8
 #define MAXCTX 1024
@@ -44,7 +44,8 @@ static uint64_t mix(uint64_t a, uint64_t b) {
 }
 
 static void fake_logits(uint64_t h, float *out) {
-    for (int v = 0; v < V; v++) out[v] = (float)(mix(h, (uint64_t)v) >> 40) / (float)(1 << 24) * 8;
+    for (int v = 0; v < V; v++)
+        out[v] = (float)(mix(h, (uint64_t)v) >> 40) / (float)(1 << 24) * 8;
     out[EOG] -= 2.0f; /* rarer end of generation */
 }
 
@@ -62,9 +63,12 @@ static int fake_forward(void *ctx, const srv_batch *b, float *logits, inf_err *e
         f->len[s] = p + 1;
         /* A row is a decode row when it is its sequence's only row in the batch. */
         int same = 0;
-        for (int q = 0; q < b->n_rows; q++) same += b->seq[q] == s;
-        if (same == 1 && b->logits[r]) decode_rows++;
-        else pre_rows++;
+        for (int q = 0; q < b->n_rows; q++)
+            same += b->seq[q] == s;
+        if (same == 1 && b->logits[r])
+            decode_rows++;
+        else
+            pre_rows++;
         if (b->logits[r]) fake_logits(f->h[s][p], logits + (size_t)sel++ * V);
     }
     if (f->delay_us) {
@@ -95,7 +99,9 @@ static int fake_piece(void *ctx, int32_t id, char *buf, int cap) {
     return snprintf(buf, (size_t)cap, "<%d>", id);
 }
 
-static bool fake_is_eog(void *ctx, int32_t id) { return id == EOG; }
+static bool fake_is_eog(void *ctx, int32_t id) {
+    return id == EOG;
+}
 
 /* Greedy at temperature 0, else a seeded draw from softmax(logits / T). */
 typedef struct fake_smp {
@@ -116,17 +122,19 @@ static int32_t smp_sample(void *s, float *logits, int n) {
         if (logits[i] > logits[best]) best = i;
     if (p->temp > 0) {
         double sum = 0, w[V];
-        for (int i = 0; i < n; i++) sum += w[i] = exp((logits[i] - logits[best]) / p->temp);
+        for (int i = 0; i < n; i++)
+            sum += w[i] = exp((logits[i] - logits[best]) / p->temp);
         p->rng = mix(p->rng, 1);
         double u = (double)(p->rng >> 11) / 9007199254740992.0 * sum;
-        for (best = 0; best < n - 1 && u >= w[best]; best++) u -= w[best];
+        for (best = 0; best < n - 1 && u >= w[best]; best++)
+            u -= w[best];
     }
     logits[0] = -1e30f; /* samplers may scribble on the logits */
     return best;
 }
-static void smp_free(void *s) { free(s); }
-
-
+static void smp_free(void *s) {
+    free(s);
+}
 
 /* Text -> ids: letters (either case) and space map to their ids, every other
  * byte to 27 + byte % 10. Always succeeds. */
@@ -135,8 +143,10 @@ static int fake_tokenize(void *ctx, const char *text, size_t n, bool special, in
     *ids = malloc((n ? n : 1) * sizeof **ids);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)text[i];
-        (*ids)[i] = c >= 'a' && c <= 'z' ? c - 'a' : c >= 'A' && c <= 'Z' ? c - 'A'
-                    : c == ' ' ? 26 : 27 + c % 10;
+        (*ids)[i] = c >= 'a' && c <= 'z'   ? c - 'a'
+                    : c >= 'A' && c <= 'Z' ? c - 'A'
+                    : c == ' '             ? 26
+                                           : 27 + c % 10;
     }
     *n_ids = (int)n;
     return 0;
@@ -189,7 +199,8 @@ static int fake_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
     int best = 0, which = -1;
     for (int i = 0; i < f->n_store; i++) {
         int k = 0;
-        while (k < f->store_len[i] && k < n && f->store_tok[i][k] == prompt[k]) k++;
+        while (k < f->store_len[i] && k < n && f->store_tok[i][k] == prompt[k])
+            k++;
         if (k > best) best = k, which = i;
     }
     if (best >= n) best = n - 1;
@@ -229,7 +240,7 @@ static void fake_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
     f->ends++;
 }
 
-static srv_engine make_paged(fake *f, int n_seq, int n_ctx, int max_rows) {
+static inline srv_engine make_paged(fake *f, int n_seq, int n_ctx, int max_rows) {
     srv_engine e = make_engine(f, n_seq, n_ctx, max_rows);
     f->pool_left = -1;
     e.seq_begin = fake_seq_begin;

@@ -70,7 +70,8 @@ static int request(const char *method, const char *path, const char *headers, co
     srv_buf raw = {0};
     char buf[4096];
     ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) srv_buf_add(&raw, buf, (size_t)n);
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        srv_buf_add(&raw, buf, (size_t)n);
     close(fd);
     int status = -1;
     if (raw.data) sscanf(raw.data, "HTTP/1.%*d %d", &status);
@@ -78,7 +79,8 @@ static int request(const char *method, const char *path, const char *headers, co
     if (sep) {
         srv_buf_add(resp, sep + 4, raw.len - (size_t)(sep + 4 - raw.data));
         char *h = strndup(raw.data, (size_t)(sep - raw.data));
-        for (char *c = h; *c; c++) *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+        for (char *c = h; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
         if (strstr(h, "transfer-encoding: chunked")) dechunk(resp);
         free(h);
     }
@@ -96,8 +98,8 @@ static json_t *request_json(const char *method, const char *path, const char *he
     return j;
 }
 
-static void check_error(const char *method, const char *path, const char *headers,
-                        const char *body, int want_status, const char *want_code) {
+static void check_error(const char *method, const char *path, const char *headers, const char *body,
+                        int want_status, const char *want_code) {
     int st;
     json_t *j = request_json(method, path, headers, body, &st);
     CHECK_MSG(st == want_status, "%s %s: status %d, expected %d", method, path, st, want_status);
@@ -141,9 +143,9 @@ static void test_basics(void) {
     j = request_json("GET", "/v1/models", AUTH, NULL, &st);
     CHECK_INT(st, 200);
     CHECK_STR(json_string_value(json_object_get(j, "object")), "list");
-    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0),
-                                                "id")),
-              "fake-alias");
+    CHECK_STR(
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "id")),
+        "fake-alias");
     json_decref(j);
 
     check_error("POST", "/v1/chat/completions", AUTH, "{\"messages\": [", 400, NULL);
@@ -209,8 +211,10 @@ static int sse_parse(const char *s, json_t **out, int max, bool *done) {
         json_t *j = json_loads(payload, 0, NULL);
         CHECK_MSG(j != NULL, "frame is not JSON: %s", payload);
         free(payload);
-        if (j && n < max) out[n++] = j;
-        else json_decref(j);
+        if (j && n < max)
+            out[n++] = j;
+        else
+            json_decref(j);
         s = end + 2;
     }
     return n;
@@ -225,8 +229,8 @@ static void test_generation(void) {
     json_t *j = request_json("POST", "/v1/chat/completions", AUTH, body, &st);
     CHECK_INT(st, 200);
     json_t *choice = json_array_get(json_object_get(j, "choices"), 0);
-    const char *whole = json_string_value(json_object_get(json_object_get(choice, "message"),
-                                                         "content"));
+    const char *whole =
+        json_string_value(json_object_get(json_object_get(choice, "message"), "content"));
     CHECK(whole != NULL);
     char *whole_copy = strdup(whole ? whole : "");
     json_t *usage = json_object_get(j, "usage");
@@ -265,7 +269,8 @@ static void test_generation(void) {
               finish_at, usage_at, n);
     CHECK_MSG(!strcmp(text.data, whole_copy), "streamed \"%s\" != whole \"%s\"", text.data,
               whole_copy);
-    for (int i = 0; i < n; i++) json_decref(chunks[i]);
+    for (int i = 0; i < n; i++)
+        json_decref(chunks[i]);
     srv_buf_free(&r);
     srv_buf_free(&text);
     free(whole_copy);
@@ -317,7 +322,9 @@ static void test_disconnect(fake *f) {
 }
 
 static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) { g_stop = 1; }
+static void on_signal(int sig) {
+    g_stop = 1;
+}
 
 int main(int argc, char **argv) {
     bool serve = argc == 3 && !strcmp(argv[1], "--serve");
@@ -355,7 +362,8 @@ int main(int argc, char **argv) {
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         fprintf(stderr, "fake server on port %d\n", g_port);
-        while (!g_stop) pause();
+        while (!g_stop)
+            pause();
     } else {
         test_basics();
         test_generation();

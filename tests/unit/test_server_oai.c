@@ -23,8 +23,9 @@ static void bad(srv_kind k, const char *body, const char *param) {
     }
     CHECK_INT(e.status, 400);
     CHECK_STR(e.type, "invalid_request_error");
-    if (param) CHECK_MSG(!strcmp(e.param, param), "%s: param '%s', expected '%s' (%s)", body,
-                         e.param, param, e.msg);
+    if (param)
+        CHECK_MSG(!strcmp(e.param, param), "%s: param '%s', expected '%s' (%s)", body, e.param,
+                  param, e.msg);
     CHECK(e.msg[0] != 0);
 }
 
@@ -84,9 +85,9 @@ static void test_chat_ok(void) {
 }
 
 static void test_chat_bad(void) {
-    bad(SRV_CHAT, "{\"messages\": [", NULL);               /* malformed JSON */
-    bad(SRV_CHAT, "[1,2]", NULL);                          /* not an object */
-    bad(SRV_CHAT, "", NULL);                               /* empty body */
+    bad(SRV_CHAT, "{\"messages\": [", NULL); /* malformed JSON */
+    bad(SRV_CHAT, "[1,2]", NULL);            /* not an object */
+    bad(SRV_CHAT, "", NULL);                 /* empty body */
     bad(SRV_CHAT, "{}", "messages");
     bad(SRV_CHAT, "{\"messages\":\"hi\"}", "messages");
     bad(SRV_CHAT, "{\"messages\":[]}", "messages");
@@ -283,7 +284,8 @@ static void test_stream_completion(void) {
         json_decref(a);
         json_decref(b);
     }
-    for (int i = 0; i < n; i++) free(p[i]);
+    for (int i = 0; i < n; i++)
+        free(p[i]);
     srv_buf_free(&out);
 
     srv_error e;
@@ -296,7 +298,8 @@ static void test_stream_completion(void) {
         CHECK(strstr(p[0], "\"error\"") != NULL);
         CHECK_STR(p[1], "[DONE]");
     }
-    for (int i = 0; i < n; i++) free(p[i]);
+    for (int i = 0; i < n; i++)
+        free(p[i]);
     srv_buf_free(&out);
 }
 
@@ -307,11 +310,11 @@ static int fake_piece(void *ctx, int32_t id, char *buf, int cap) {
 static void test_whole_response(void) {
     srv_resp_meta m;
     srv_resp_meta_init(&m, SRV_CHAT, "tiny", true, false);
-    srv_logprob lp = {.id = 7, .logprob = -0.5f, .n_top = 2, .top_id = {7, 3},
-                      .top_logprob = {-0.5f, -1.5f}};
+    srv_logprob lp = {
+        .id = 7, .logprob = -0.5f, .n_top = 2, .top_id = {7, 3}, .top_logprob = {-0.5f, -1.5f}};
     json_t *lpj = srv_logprobs_json(SRV_CHAT, &lp, 1, 0, fake_piece, NULL);
-    srv_timings tm = {.cache_n = 2, .prompt_n = 4, .prompt_ms = 10, .predicted_n = 1,
-                      .predicted_ms = 5};
+    srv_timings tm = {
+        .cache_n = 2, .prompt_n = 4, .prompt_ms = 10, .predicted_n = 1, .predicted_ms = 5};
     const char *text = "<think>r</think>\n\nbad \xFF byte";
     char *s = srv_response_body(&m, text, strlen(text), SRV_FINISH_STOP, lpj, 6, 1, &tm);
     json_t *j = json_loads(s, 0, NULL);

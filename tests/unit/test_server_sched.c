@@ -16,7 +16,8 @@
 static void reference(const int32_t *prompt, int n_prompt, int max_tokens, int n_ctx,
                       int32_t *tokens, int *n, bool *eog) {
     uint64_t h = 12345;
-    for (int i = 0; i < n_prompt; i++) h = mix(i ? h : 12345, (uint64_t)prompt[i]);
+    for (int i = 0; i < n_prompt; i++)
+        h = mix(i ? h : 12345, (uint64_t)prompt[i]);
     int pos = n_prompt;
     *n = 0;
     *eog = false;
@@ -74,12 +75,13 @@ static bool wait_done(srv_task *t, int seconds) {
 }
 
 static void make_prompt(int32_t *p, int n, int salt) {
-    for (int i = 0; i < n; i++) p[i] = (int32_t)(mix((uint64_t)salt, (uint64_t)i) % 27);
+    for (int i = 0; i < n; i++)
+        p[i] = (int32_t)(mix((uint64_t)salt, (uint64_t)i) % 27);
 }
 
 /* Checks a finished task against the reference run. */
-static void check_task(srv_task *t, const int32_t *prompt, int n_prompt, int max_tokens,
-                       int n_ctx, const char *what) {
+static void check_task(srv_task *t, const int32_t *prompt, int n_prompt, int max_tokens, int n_ctx,
+                       const char *what) {
     int32_t ref[MAXCTX];
     int n;
     bool eog;
@@ -87,8 +89,8 @@ static void check_task(srv_task *t, const int32_t *prompt, int n_prompt, int max
     char *want = text_of(ref, n);
     CHECK_MSG(t->done && t->err.status == 0, "%s: done %d status %d %s", what, t->done,
               t->err.status, t->err.msg);
-    CHECK_MSG(t->text.data && !strcmp(t->text.data, want), "%s: text \"%s\", expected \"%s\"",
-              what, t->text.data ? t->text.data : "(null)", want);
+    CHECK_MSG(t->text.data && !strcmp(t->text.data, want), "%s: text \"%s\", expected \"%s\"", what,
+              t->text.data ? t->text.data : "(null)", want);
     CHECK_MSG(t->n_gen == n, "%s: n_gen %d, expected %d", what, t->n_gen, n);
     CHECK_MSG(t->finish == (eog ? SRV_FINISH_STOP : SRV_FINISH_LENGTH), "%s: finish %d", what,
               t->finish);
@@ -161,8 +163,10 @@ static void test_prefix_reuse(void) {
     bool eog;
     reference(turn1, 200, 8, 512, ref, &n, &eog);
     int len = 200;
-    for (int i = 0; i < n; i++) turn1[len++] = ref[i];
-    for (int i = 0; i < 30; i++) turn1[len++] = (int32_t)(i % 27);
+    for (int i = 0; i < n; i++)
+        turn1[len++] = ref[i];
+    for (int i = 0; i < 30; i++)
+        turn1[len++] = (int32_t)(i % 27);
     int before = f.prefill_rows;
     srv_task *b = make_task(turn1, len, 6, NULL);
     srv_sched_submit(s, b);
@@ -382,7 +386,8 @@ static void test_logprobs(void) {
     reference(p, 5, 5, 128, ref, &n, &eog);
     CHECK_INT(t->n_lp, eog ? n - 1 : n);
     uint64_t h = 12345;
-    for (int i = 0; i < 5; i++) h = mix(i ? h : 12345, (uint64_t)p[i]);
+    for (int i = 0; i < 5; i++)
+        h = mix(i ? h : 12345, (uint64_t)p[i]);
     for (int i = 0; i < t->n_lp; i++) {
         float lg2[V];
         fake_logits(h, lg2);
@@ -419,7 +424,8 @@ static void test_prefix_hooks(void) {
     f.delay_us = 1000;
     srv_task *busy = make_task(q, 10, 60, NULL);
     srv_sched_submit(s, busy);
-    for (int i = 0; i < 20; i++) p[80 + i] = (int32_t)(i % 26);
+    for (int i = 0; i < 20; i++)
+        p[80 + i] = (int32_t)(i % 26);
     srv_task *b = make_task(p, 100, 4, NULL);
     srv_sched_submit(s, b);
     CHECK(wait_done(b, 10));

@@ -52,8 +52,8 @@ static void test_stop_all_splits(const char *const *stops, int n_stops, const ch
             size_t cuts[2] = {a, b};
             char *r = run_stop(stops, n_stops, text, cuts, 2, &stopped, expect);
             if (strcmp(r, expect) || stopped != expect_stop) {
-                CHECK_MSG(0, "split %zu,%zu of \"%s\": got \"%s\" (stop %d), expected \"%s\"", a,
-                          b, text, r, stopped, expect);
+                CHECK_MSG(0, "split %zu,%zu of \"%s\": got \"%s\" (stop %d), expected \"%s\"", a, b,
+                          text, r, stopped, expect);
                 free(r);
                 return;
             }
@@ -62,7 +62,8 @@ static void test_stop_all_splits(const char *const *stops, int n_stops, const ch
     }
     /* One byte at a time. */
     size_t *cuts = malloc(len * sizeof *cuts);
-    for (size_t i = 0; i < len; i++) cuts[i] = i;
+    for (size_t i = 0; i < len; i++)
+        cuts[i] = i;
     char *r = run_stop(stops, n_stops, text, cuts, (int)len, &stopped, expect);
     CHECK_STR(r, expect);
     free(r);
@@ -110,14 +111,14 @@ static void test_stop(void) {
 
 static void test_utf8(void) {
     CHECK_INT(srv_utf8_complete_len("abc", 3), 3);
-    CHECK_INT(srv_utf8_complete_len("a\xC3", 2), 1);         /* é cut after its lead */
+    CHECK_INT(srv_utf8_complete_len("a\xC3", 2), 1); /* é cut after its lead */
     CHECK_INT(srv_utf8_complete_len("a\xC3\xA9", 3), 3);
-    CHECK_INT(srv_utf8_complete_len("\xE2\x82", 2), 0);      /* € missing one byte */
+    CHECK_INT(srv_utf8_complete_len("\xE2\x82", 2), 0); /* € missing one byte */
     CHECK_INT(srv_utf8_complete_len("\xE2\x82\xAC", 3), 3);
     CHECK_INT(srv_utf8_complete_len("x\xF0\x9F\x98", 4), 1); /* emoji missing one byte */
     CHECK_INT(srv_utf8_complete_len("x\xF0\x9F\x98\x80", 5), 5);
-    CHECK_INT(srv_utf8_complete_len("\x80\x80", 2), 2);      /* stray continuations pass */
-    CHECK_INT(srv_utf8_complete_len("a\xFF", 2), 2);         /* invalid byte passes */
+    CHECK_INT(srv_utf8_complete_len("\x80\x80", 2), 2); /* stray continuations pass */
+    CHECK_INT(srv_utf8_complete_len("a\xFF", 2), 2);    /* invalid byte passes */
     CHECK_INT(srv_utf8_complete_len("", 0), 0);
 
     size_t n;
@@ -146,12 +147,14 @@ static void think_case(bool start_in_think, const char *text, const char *conten
             srv_think_push(&t, &c, &r, text, cut);
             srv_think_push(&t, &c, &r, text + cut, len - cut);
         } else {
-            for (size_t i = 0; i < len; i++) srv_think_push(&t, &c, &r, text + i, 1);
+            for (size_t i = 0; i < len; i++)
+                srv_think_push(&t, &c, &r, text + i, 1);
         }
         srv_think_flush(&t, &c, &r);
         const char *gc = c.data ? c.data : "", *gr = r.data ? r.data : "";
         bool ok = !strcmp(gc, content) && !strcmp(gr, reasoning);
-        CHECK_MSG(ok, "\"%s\" cut at %zu: content \"%s\" reasoning \"%s\", expected \"%s\" / \"%s\"",
+        CHECK_MSG(ok,
+                  "\"%s\" cut at %zu: content \"%s\" reasoning \"%s\", expected \"%s\" / \"%s\"",
                   text, cut, gc, gr, content, reasoning);
         srv_buf_free(&c);
         srv_buf_free(&r);
@@ -194,7 +197,8 @@ static void test_think(void) {
 
 static void test_buf(void) {
     srv_buf b = {0};
-    for (int i = 0; i < 1000; i++) srv_buf_printf(&b, "%d,", i);
+    for (int i = 0; i < 1000; i++)
+        srv_buf_printf(&b, "%d,", i);
     CHECK(b.len > 3000);
     CHECK(!strncmp(b.data, "0,1,2,", 6));
     srv_buf_consume(&b, 2);
