@@ -244,12 +244,28 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
     srv_task_release(t);
 }
 
+/* Temperature 0 with every penalty off: the sampler would take the highest
+ * logit (the first on ties), which is all this does, without copying the
+ * vocabulary into its candidate list. */
+static bool plain_greedy(const srv_sampling *p) {
+    return p->temperature <= 0 && p->repeat_penalty == 1.0f && p->presence_penalty == 0 &&
+           p->frequency_penalty == 0;
+}
+
+static int32_t argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
 /* Samples the slot's next token from its logits row and passes its text on. */
 static void sample_and_emit(srv_sched *s, slot *sl, float *logits) {
     const srv_engine *e = s->eng;
     srv_task *t = sl->task;
     if (t->want_logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
-    int32_t id = e->sampler_sample(sl->smpl, logits, e->n_vocab);
+    int32_t id = plain_greedy(&t->samp) ? argmax(logits, e->n_vocab)
+                                         : e->sampler_sample(sl->smpl, logits, e->n_vocab);
     e->sampler_accept(sl->smpl, id);
     if (!sl->t_first) sl->t_first = inf_now_ns();
 
