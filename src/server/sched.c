@@ -265,7 +265,7 @@ static void sample_and_emit(srv_sched *s, slot *sl, float *logits) {
     srv_task *t = sl->task;
     if (t->want_logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
     int32_t id = plain_greedy(&t->samp) ? argmax(logits, e->n_vocab)
-                                         : e->sampler_sample(sl->smpl, logits, e->n_vocab);
+                                        : e->sampler_sample(sl->smpl, logits, e->n_vocab);
     e->sampler_accept(sl->smpl, id);
     if (!sl->t_first) sl->t_first = inf_now_ns();
 
