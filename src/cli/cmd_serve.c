@@ -162,8 +162,9 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     srv_http_ready(http, &eng, sched);
-    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache\n",
-            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx, inf_kv_kind_name(kind));
+    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache, %s\n",
+            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx, inf_kv_kind_name(kind),
+            eng.backend_name ? eng.backend_name : "backend");
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -40,6 +40,7 @@ typedef struct srv_engine {
     int n_vocab;
     int max_rows; /* rows one forward call may carry */
     const char *model_name;
+    const char *backend_name; /* e.g. "pool-avx2 x2"; may be NULL */
 
     /* Runs the rows; sequence s must hold positions 0..p-1 before a row at
      * position p. logits receives [n_selected][n_vocab]. 0 or -1 + err. */

@@ -297,6 +297,7 @@ int srv_engine_open(srv_engine *e, const srv_engine_opts *o, inf_err *err) {
         .n_vocab = hp->n_vocab,
         .max_rows = max_rows,
         .model_name = c->name,
+        .backend_name = c->backend_name,
         .forward = eng_forward,
         .truncate = eng_truncate,
         .tokenize = eng_tokenize,

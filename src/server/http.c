@@ -137,6 +137,8 @@ static enum MHD_Result do_models(srv_http *h, struct MHD_Connection *c) {
     json_object_set_new(meta, "n_ctx", json_integer(h->eng->n_ctx));
     json_object_set_new(meta, "n_vocab", json_integer(h->eng->n_vocab));
     json_object_set_new(meta, "n_slots", json_integer(h->eng->n_seq));
+    if (h->eng->backend_name)
+        json_object_set_new(meta, "backend", json_string(h->eng->backend_name));
     json_object_set_new(m, "meta", meta);
     json_t *data = json_array();
     json_array_append_new(data, m);
