@@ -253,10 +253,24 @@ static bool plain_greedy(const srv_sampling *p) {
 }
 
 static int32_t argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
+    /* The largest value with eight independent running maxima (no loop-carried
+     * index, so the loop vectorizes), then the first index that holds it:
+     * the lowest id on ties, as the sampler picks. */
+    float m[8];
+    for (int k = 0; k < 8; k++)
+        m[k] = -INFINITY;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    float best = -INFINITY;
+    for (int k = 0; k < 8; k++)
+        best = m[k] > best ? m[k] : best;
+    for (; i < n; i++)
+        best = x[i] > best ? x[i] : best;
+    for (i = 0; i < n; i++)
+        if (x[i] == best) return i;
+    return 0;
 }
 
 /* Samples the slot's next token from its logits row and passes its text on. */
