@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config clang libclang-rt-14-dev libjansson-dev libpcre2-dev
-      libutf8proc-dev libmicrohttpd-dev libxxhash-dev python3-numpy python3-regex nodejs npm)
+      libutf8proc-dev libmicrohttpd-dev libxxhash-dev python3-numpy python3-regex nodejs npm
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)  # the last three: NEON check
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -29,6 +29,7 @@ static inline __m512 exp512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+/* lanes < left (none when left <= 0, all when left >= 16) */
 static inline __mmask16 tail_mask(int64_t left) {
     if (left <= 0) return 0;
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
@@ -156,6 +157,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const float *dr[4];
     const int32_t *sr[4];
     __m512 acc[4];
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xqr[t] = xq->q + (size_t)(t0 + t) * (size_t)n;
         dr[t] = xq->d + (size_t)(t0 + t) * (size_t)(n / 32);
@@ -167,15 +169,19 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
         __m512i ai[4];
+        #pragma GCC unroll 4
         for (int t = 0; t < TB; t++) ai[t] = _mm512_setzero_si512();
         switch (pk->kind) {
         case INF_PACK_Q8_0: {
+            #pragma GCC unroll 8
             for (int c = 0; c < 8; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++)
                     ai[t] = _mm512_dpbusd_epi32(ai[t], w, bcast4(xqr[t] + 32 * g + 4 * c));
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 512)));
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
@@ -186,10 +192,12 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         }
         case INF_PACK_Q4_0:
         case INF_PACK_Q4_K: {
+            #pragma GCC unroll 8
             for (int c = 0; c < 4; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);
                 __m512i lo = _mm512_and_si512(w, m0f);
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
                     ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
@@ -197,6 +205,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
             if (pk->kind == INF_PACK_Q4_0) {
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                     __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(8 * s));
@@ -205,6 +214,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 }
             } else {
                 __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 288)));
+                #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                     __m512 dx = _mm512_set1_ps(dr[t][g]);
@@ -225,6 +235,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             __m512i q2 = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
             __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
                                          _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 const int8_t *xg = xqr[t] + 16 * g;
                 ai[t] = _mm512_dpbusd_epi32(ai[t], q0, bcast4(xg));
@@ -233,6 +244,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 ai[t] = _mm512_dpbusd_epi32(ai[t], q3, bcast4(xg + 12));
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][g]));
                 acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
@@ -243,6 +255,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         default: break;
         }
     }
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, acc[t]);
 }
 
@@ -252,6 +265,7 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     const int64_t n = xq->n;
     const uint16_t *xr[4];
     __m512 acc[4], acc2[4];
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xr[t] = xq->bf + (size_t)(t0 + t) * (size_t)n;
         acc[t] = _mm512_setzero_ps();
@@ -259,15 +273,18 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
+        #pragma GCC unroll 8
         for (int c = 0; c < 16; c += 2) {
             __m512bh w0 = (__m512bh)_mm512_loadu_si512(gp + 64 * c);
             __m512bh w1 = (__m512bh)_mm512_loadu_si512(gp + 64 * c + 64);
+            #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 acc[t] = _mm512_dpbf16_ps(acc[t], w0, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c));
                 acc2[t] = _mm512_dpbf16_ps(acc2[t], w1, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c + 2));
             }
         }
     }
+    #pragma GCC unroll 4
     for (int t = 0; t < TB; t++)
         _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, _mm512_add_ps(acc[t], acc2[t]));
 }
@@ -391,100 +408,197 @@ static inline __m512 reduce16(__m512 v[16]) {
     return _mm512_permutexvar_ps(idx, d);
 }
 
-static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
-                         float *scratch) {
-    if (hd % 16 || hd > 256) {
-        inf_kernels g;
-        inf_kernels_fill_generic(&g);
-        g.attn_rows(it, kv, hd, scale, scratch);
-        return;
+/* Scores of RB rows (r0..) against the 64 keys of the tile: K^T columns are
+ * loaded once per d and shared by the rows. */
+static inline __attribute__((always_inline)) void
+scores_rows(float *st, const inf_attn_rows *it, int r0, const int RB, const float *kt, const int hd) {
+    __m512 a[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) a[r][c] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const float *col = kt + (size_t)d * INF_KV_TILE;
+        __m512 k0 = _mm512_load_ps(col), k1 = _mm512_load_ps(col + 16);
+        __m512 k2 = _mm512_load_ps(col + 32), k3 = _mm512_load_ps(col + 48);
+#pragma GCC unroll 4
+        for (int r = 0; r < RB; r++) {
+            __m512 q = _mm512_set1_ps(it->q[r0 + r][d]);
+            a[r][0] = _mm512_fmadd_ps(q, k0, a[r][0]);
+            a[r][1] = _mm512_fmadd_ps(q, k1, a[r][1]);
+            a[r][2] = _mm512_fmadd_ps(q, k2, a[r][2]);
+            a[r][3] = _mm512_fmadd_ps(q, k3, a[r][3]);
+        }
     }
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm512_store_ps(st + (size_t)(r0 + r) * INF_KV_TILE + 16 * c, a[r][c]);
+}
+
+/* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows. */
+static inline __attribute__((always_inline)) void
+pv_rows(float *acc, const float *st, int r0, const int RB, const float *const *vrow, int nj, const int hd) {
+    const int nv = hd / 16;
+    __m512 av[2][16];
+#pragma GCC unroll 2
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++) av[r][i] = _mm512_load_ps(acc + (size_t)(r0 + r) * hd + 16 * i);
+    for (int j = 0; j < nj; j++) {
+        const float *v = vrow[j];
+        __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * INF_KV_TILE + j]);
+        __m512 p1 = RB > 1 ? _mm512_set1_ps(st[(size_t)(r0 + 1) * INF_KV_TILE + j]) : p0;
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++) {
+            __m512 vv = _mm512_loadu_ps(v + 16 * i);
+            av[0][i] = _mm512_fmadd_ps(p0, vv, av[0][i]);
+            if (RB > 1) av[1][i] = _mm512_fmadd_ps(p1, vv, av[1][i]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++) _mm512_store_ps(acc + (size_t)(r0 + r) * hd + 16 * i, av[r][i]);
+}
+
+/* Scores of one row against the tile's keys read in place (few rows: a
+ * transposed copy would cost more than it saves): 16 dot products at a time,
+ * summed across lanes by reduce16. Lanes past nk are left 0. */
+static inline __attribute__((always_inline)) void
+scores_direct(float *s, const float *q, const float *const *krow, int nk, const int hd) {
+    const int nv = hd / 16;
+    __m512 qv[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < nv; i++) qv[i] = _mm512_loadu_ps(q + 16 * i);
+    for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
+        if (kb >= nk) {
+            _mm512_store_ps(s + kb, _mm512_setzero_ps());
+            continue;
+        }
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            a[j] = _mm512_setzero_ps();
+            if (kb + j < nk) {
+                const float *k = krow[kb + j];
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
+            }
+        }
+        _mm512_store_ps(s + kb, reduce16(a));
+    }
+}
+
+/* One attention work item. Per 64-key tile: K is transposed and V copied
+ * into contiguous scratch (cache rows are often exactly 4 KiB apart, which
+ * maps a tile's keys to the same L1 sets), then scores for 4 rows at a time,
+ * the online-softmax update per row, and P.V for 2 rows at a time. A row
+ * inactive in a tile (all its keys before it) gets p = 0 there, so its sums
+ * are unchanged; each row's arithmetic is fixed by its own keys. */
+static inline __attribute__((always_inline)) void
+attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale, float *scratch) {
     const int R = it->R, nv = hd / 16;
-    float *st = scratch;                      /* [R][64] scores */
+    float *st = scratch;                      /* [R][64] scores, then probabilities */
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
+    float *kt = acc + (size_t)R * hd;                  /* [hd][64] K^T of the tile */
+    float *vt = kt + (size_t)INF_KV_TILE * hd;         /* [64][hd] */
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
         memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
     }
-    const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
     const __m512 vscale = _mm512_set1_ps(scale);
+    const int direct = R < 8;
+    const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
     for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
-        for (int j = 0; j < nk; j++) {
-            krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-            vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-        }
-        /* scores, 16 keys at a time */
-        for (int r = 0; r < R; r++) {
-            if (it->lim[r] <= t0) continue;
-            int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
-            __m512 qv[16];
-            for (int i = 0; i < nv; i++) qv[i] = _mm512_loadu_ps(it->q[r] + 16 * i);
-            for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
-                __m512 sv;
-                if (kb >= nkr) {
-                    sv = _mm512_set1_ps(-INFINITY);
-                } else {
-                    __m512 a[16];
-                    for (int j = 0; j < 16; j++) {
-                        a[j] = _mm512_setzero_ps();
-                        if (kb + j >= nkr) continue;
-                        const float *k = krow[kb + j];
-                        for (int i = 0; i < nv; i++)
-                            a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
-                    }
-                    sv = _mm512_mul_ps(reduce16(a), vscale);
-                    sv = _mm512_mask_blend_ps(tail_mask(nkr - kb), _mm512_set1_ps(-INFINITY), sv);
-                }
-                _mm512_storeu_ps(st + (size_t)r * INF_KV_TILE + kb, sv);
+        int r = 0;
+        if (direct) {
+            for (int j = 0; j < nk; j++) {
+                krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+                vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
             }
+            for (; r < R; r++)
+                if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
+        } else {
+            for (int j = 0; j < nk; j++) {
+                const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+                const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+                for (int d = 0; d < hd; d++) kt[(size_t)d * INF_KV_TILE + j] = ks[d];
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) _mm512_store_ps(vt + (size_t)j * hd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
+                vrow[j] = vt + (size_t)j * hd;
+            }
+            if (nk < INF_KV_TILE)
+                for (int d = 0; d < hd; d++)
+                    memset(kt + (size_t)d * INF_KV_TILE + nk, 0, sizeof(float) * (size_t)(INF_KV_TILE - nk));
+            for (; r + 4 <= R; r += 4) scores_rows(st, it, r, 4, kt, hd);
+            for (; r < R; r++) scores_rows(st, it, r, 1, kt, hd);
         }
-        /* online softmax update and P.V */
-        for (int r = 0; r < R; r++) {
-            if (it->lim[r] <= t0) continue;
-            int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
+        /* online softmax update; st becomes p (0 outside the row's keys) */
+        for (r = 0; r < R; r++) {
             float *s = st + (size_t)r * INF_KV_TILE;
-            __m512 s0 = _mm512_loadu_ps(s), s1 = _mm512_loadu_ps(s + 16);
-            __m512 s2 = _mm512_loadu_ps(s + 32), s3 = _mm512_loadu_ps(s + 48);
-            float tmax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(s0, s1), _mm512_max_ps(s2, s3)));
+            int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
+            if (nkr <= 0) {
+                memset(s, 0, sizeof(float) * INF_KV_TILE);
+                continue;
+            }
+            __m512 sv[4];
+            float tmax = -INFINITY;
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                sv[c] = _mm512_mask_blend_ps(tail_mask(nkr - 16 * c), _mm512_set1_ps(-INFINITY),
+                                             _mm512_mul_ps(_mm512_load_ps(s + 16 * c), vscale));
+                float mc = _mm512_reduce_max_ps(sv[c]);
+                tmax = mc > tmax ? mc : tmax;
+            }
             float m = ml[2 * r], l = ml[2 * r + 1];
-            float *a = acc + (size_t)r * hd;
-            __m512 av[16];
-            for (int i = 0; i < nv; i++) av[i] = _mm512_load_ps(a + 16 * i);
             if (tmax > m) {
                 __m512 corr = exp512(_mm512_set1_ps(m - tmax));
-                for (int i = 0; i < nv; i++) av[i] = _mm512_mul_ps(av[i], corr);
+                float *a = acc + (size_t)r * hd;
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) _mm512_store_ps(a + 16 * i, _mm512_mul_ps(_mm512_load_ps(a + 16 * i), corr));
                 l *= _mm512_cvtss_f32(corr);
                 m = tmax;
             }
-            __m512 vm = _mm512_set1_ps(m);
-            __m512 p0 = _mm512_maskz_mov_ps(tail_mask(nkr), exp512(_mm512_sub_ps(s0, vm)));
-            __m512 p1 = _mm512_maskz_mov_ps(tail_mask(nkr - 16), exp512(_mm512_sub_ps(s1, vm)));
-            __m512 p2 = _mm512_maskz_mov_ps(tail_mask(nkr - 32), exp512(_mm512_sub_ps(s2, vm)));
-            __m512 p3 = _mm512_maskz_mov_ps(tail_mask(nkr - 48), exp512(_mm512_sub_ps(s3, vm)));
-            l += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3)));
-            _mm512_storeu_ps(s, p0);
-            _mm512_storeu_ps(s + 16, p1);
-            _mm512_storeu_ps(s + 32, p2);
-            _mm512_storeu_ps(s + 48, p3);
-            for (int j = 0; j < nkr; j++) {
-                __m512 p = _mm512_set1_ps(s[j]);
-                const float *v = vrow[j];
-                for (int i = 0; i < nv; i++) av[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + 16 * i), av[i]);
+            __m512 vm = _mm512_set1_ps(m), lsum = _mm512_setzero_ps();
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512 pc = _mm512_maskz_mov_ps(tail_mask(nkr - 16 * c), exp512(_mm512_sub_ps(sv[c], vm)));
+                lsum = _mm512_add_ps(lsum, pc);
+                _mm512_store_ps(s + 16 * c, pc);
             }
-            for (int i = 0; i < nv; i++) _mm512_store_ps(a + 16 * i, av[i]);
             ml[2 * r] = m;
-            ml[2 * r + 1] = l;
+            ml[2 * r + 1] = l + _mm512_reduce_add_ps(lsum);
         }
+        for (r = 0; r + 2 <= R; r += 2) pv_rows(acc, st, r, 2, vrow, nk, hd);
+        for (; r < R; r++) pv_rows(acc, st, r, 1, vrow, nk, hd);
     }
     for (int r = 0; r < R; r++) {
         __m512 inv = _mm512_set1_ps(1.0f / ml[2 * r + 1]);
+#pragma GCC unroll 16
         for (int i = 0; i < nv; i++)
             _mm512_storeu_ps(it->out[r] + 16 * i, _mm512_mul_ps(_mm512_load_ps(acc + (size_t)r * hd + 16 * i), inv));
     }
+}
+
+/* head_dim is a compile-time constant in each body so q and the accumulators stay in registers */
+static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
+                         float *scratch) {
+    switch (hd) {
+    case 64: attn_body(it, kv, 64, scale, scratch); return;
+    case 128: attn_body(it, kv, 128, scale, scratch); return;
+    case 256: attn_body(it, kv, 256, scale, scratch); return;
+    case 16: attn_body(it, kv, 16, scale, scratch); return;
+    case 32: attn_body(it, kv, 32, scale, scratch); return;
+    case 96: attn_body(it, kv, 96, scale, scratch); return;
+    }
+    inf_kernels g;
+    inf_kernels_fill_generic(&g);
+    g.attn_rows(it, kv, hd, scale, scratch);
 }
 
 static int a5_reduce16_ok = -1;

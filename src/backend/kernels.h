@@ -40,6 +40,7 @@
 #define INF_PANEL 16    /* output rows per packed panel */
 #define INF_CHUNK 256   /* k elements dequantized at a time on the generic path */
 #define INF_KV_TILE 64  /* keys per flash-attention tile */
+#define INF_ATTN_MAX_R 128 /* query vectors per attention work item: each K/V tile is reused this often */
 
 typedef enum inf_pack_kind {
     INF_PACK_BF16 = 1,
@@ -55,7 +56,8 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
-    uint8_t *data;      /* [n_panels][n_groups][group_bytes], 64-byte aligned */
+    uint8_t *data;      /* [n_panels][n_groups][group_bytes], page aligned (huge pages if allowed) */
+    size_t mapped;      /* bytes mapped at data */
 } inf_packed;
 
 /* Builds the packed form of w (NULL when its type has none or n_in does not
@@ -80,16 +82,17 @@ typedef struct inf_xq {
  * Query r sees keys 0..lim[r]-1 (lim[r] >= 1). */
 typedef struct inf_attn_rows {
     int R;
-    const float *q[64];   /* [R] -> head_dim floats */
-    float *out[64];       /* [R] -> head_dim floats */
-    int lim[64];
+    const float *q[INF_ATTN_MAX_R];   /* [R] -> head_dim floats */
+    float *out[INF_ATTN_MAX_R];       /* [R] -> head_dim floats */
+    int lim[INF_ATTN_MAX_R];
     int kv_off;           /* kv_head * head_dim */
     int max_lim;          /* max of lim */
 } inf_attn_rows;
 
 /* Floats of attention scratch one thread needs for an item of R rows. */
 static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
-    return (size_t)head_dim * INF_KV_TILE + (size_t)R * (head_dim + INF_KV_TILE + 2) + 64;
+    return 2 * (size_t)head_dim * INF_KV_TILE + (size_t)R * (head_dim + INF_KV_TILE + 2) + 64;
+    /* = K^T and V tiles + per row: accumulator, 64 scores, max and sum; + alignment */
 }
 
 typedef struct inf_kernels {

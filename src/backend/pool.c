@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -21,23 +23,31 @@
 #define cpu_relax() ((void)0)
 #endif
 
-#define SPIN_ITERS 20000
+#define SPIN_ITERS 20000 /* workers between jobs */
+#define SPIN_WAIT 2000   /* the caller waiting for workers */
 
 typedef struct worker {
     struct inf_pool *pool;
-    int ith;
-    pthread_t tid;
+    int tid;
+    pthread_t thread;
 } worker;
+
+#define CLOSED (1ull << 31)
+#define ACTIVE_MASK (CLOSED - 1)
 
 struct inf_pool {
     int n;
     worker *workers;           /* [n-1] */
-    _Atomic unsigned gen;      /* bumped once per job (futex word) */
-    _Atomic int pending;       /* workers still running the current job */
+    _Atomic unsigned gen;      /* bumped once per job (the futex word) */
+    _Atomic uint64_t state;    /* job generation << 32 | CLOSED | workers active in it */
+    _Atomic int next;          /* next unclaimed chunk */
     _Atomic int sleeping;      /* workers inside futex wait */
+    _Atomic unsigned done;     /* bumped when the last active worker leaves a closed job (futex word) */
+    _Atomic int caller_waiting;
     _Atomic int stop;
-    inf_pool_fn fn;            /* the current job (written before gen is bumped) */
+    inf_pool_fn fn;            /* the current job; stable while any worker is active */
     void *arg;
+    int n_chunks;
 };
 
 static void futex_wait(_Atomic unsigned *addr, unsigned val) {
@@ -45,6 +55,12 @@ static void futex_wait(_Atomic unsigned *addr, unsigned val) {
 }
 static void futex_wake_all(_Atomic unsigned *addr) {
     syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void run_chunks(inf_pool *p, int tid) {
+    int k;
+    while ((k = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < p->n_chunks)
+        p->fn(p->arg, k, p->n_chunks, tid);
 }
 
 static void *worker_main(void *p_) {
@@ -66,8 +82,21 @@ static void *worker_main(void *p_) {
         }
         seen = g;
         if (atomic_load(&p->stop)) break;
-        p->fn(p->arg, w->ith, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        /* join job g unless it is already closed (or already replaced) */
+        uint64_t s = atomic_load(&p->state);
+        bool joined = false;
+        while ((unsigned)(s >> 32) == g && !(s & CLOSED))
+            if (atomic_compare_exchange_weak(&p->state, &s, s + 1)) {
+                joined = true;
+                break;
+            }
+        if (!joined) continue;
+        run_chunks(p, w->tid);
+        uint64_t left = atomic_fetch_sub(&p->state, 1) - 1;
+        if ((left & CLOSED) && (left & ACTIVE_MASK) == 0) {
+            atomic_fetch_add(&p->done, 1);
+            if (atomic_load(&p->caller_waiting)) futex_wake_all(&p->done);
+        }
     }
     return NULL;
 }
@@ -85,8 +114,8 @@ inf_pool *inf_pool_create(int n_threads) {
     for (int i = 1; i < n_threads; i++) {
         worker *w = &p->workers[i - 1];
         w->pool = p;
-        w->ith = i;
-        if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+        w->tid = i;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             p->n = i; /* run with the threads we got */
             break;
         }
@@ -99,28 +128,44 @@ void inf_pool_free(inf_pool *p) {
     atomic_store(&p->stop, 1);
     atomic_fetch_add(&p->gen, 1);
     futex_wake_all(&p->gen);
-    for (int i = 1; i < p->n; i++) pthread_join(p->workers[i - 1].tid, NULL);
+    for (int i = 1; i < p->n; i++) pthread_join(p->workers[i - 1].thread, NULL);
     free(p->workers);
     free(p);
 }
 
 int inf_pool_size(const inf_pool *p) { return p ? p->n : 1; }
 
-void inf_pool_run(inf_pool *p, inf_pool_fn fn, void *arg) {
-    if (!p || p->n == 1) {
-        fn(arg, 0, 1);
+void inf_pool_run(inf_pool *p, inf_pool_fn fn, void *arg, int n_chunks) {
+    if (!p || p->n == 1 || n_chunks <= 1) {
+        for (int k = 0; k < n_chunks; k++) fn(arg, k, n_chunks, 0);
         return;
     }
     p->fn = fn;
     p->arg = arg;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1); /* seq_cst: publishes fn/arg, ordered before the sleeper check */
+    p->n_chunks = n_chunks;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store(&p->state, (uint64_t)g << 32); /* open, nobody active */
+    atomic_store(&p->gen, g); /* seq_cst: publishes the job, ordered before the sleeper check */
     if (atomic_load(&p->sleeping) > 0) futex_wake_all(&p->gen);
-    fn(arg, 0, p->n);
+    run_chunks(p, 0);
+    /* No new joins from here; wait for the workers that joined: spin a
+     * little, then sleep, so a busy machine can give this core to a worker
+     * that was preempted in the middle of its chunk. */
+    unsigned done0 = atomic_load(&p->done);
+    uint64_t s = atomic_fetch_or(&p->state, CLOSED) | CLOSED;
     int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        if (++spins < SPIN_ITERS) cpu_relax();
-        else sched_yield();
+    while (s & ACTIVE_MASK) {
+        if (++spins < SPIN_WAIT) {
+            cpu_relax();
+        } else {
+            atomic_store(&p->caller_waiting, 1);
+            s = atomic_load(&p->state);
+            if (s & ACTIVE_MASK) futex_wait(&p->done, done0);
+            atomic_store(&p->caller_waiting, 0);
+            done0 = atomic_load(&p->done);
+        }
+        s = atomic_load_explicit(&p->state, memory_order_acquire);
     }
 }
 

@@ -25,7 +25,7 @@ int inf_backend_create(inf_backend **out, const inf_backend_opts *o, inf_err *er
     } else if (!strcmp(name, "simd") || !strcmp(name, "pool")) {
         int nth = 1;
         if (!strcmp(name, "pool")) nth = o->n_threads > 0 ? o->n_threads : inf_physical_cores();
-        be = inf_backend_simd_create(isa, nth);
+        be = inf_backend_simd_create(isa, nth, !strcmp(name, "pool"));
         if (!be) return inf_fail(err, "backend %s: out of memory", name);
     } else {
         return inf_fail(err, "--backend: unknown backend '%s' (expected scalar, simd or pool)", name);

@@ -13,7 +13,6 @@
  * kernels. */
 #include <math.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +41,17 @@ typedef struct simd_ctx {
 
 static simd_ctx *ctx_of(const inf_backend *be) { return (simd_ctx *)be->ctx; }
 
-static void run(simd_ctx *c, inf_pool_fn fn, void *arg) {
-    if (c->pool) inf_pool_run(c->pool, fn, arg);
-    else fn(arg, 0, 1);
+/* fn over chunks 0..n_chunks-1, on the pool when there is one */
+static void run(simd_ctx *c, inf_pool_fn fn, void *arg, int n_chunks) {
+    if (c->pool) inf_pool_run(c->pool, fn, arg, n_chunks);
+    else
+        for (int k = 0; k < n_chunks; k++) fn(arg, k, n_chunks, 0);
+}
+
+/* chunks for n units of work: a few per thread, so a late thread's share is small */
+static int n_chunks_for(const simd_ctx *c, int64_t units) {
+    int64_t n = c->nth == 1 ? 1 : 4 * (int64_t)c->nth;
+    return (int)(units < n ? (units > 0 ? units : 1) : n);
 }
 
 /* [lo, hi) of n items for slice ith of nth */
@@ -126,14 +133,14 @@ static void generic_rows(const inf_kernels *k, float *y, const float *x, const i
     }
 }
 
-static void mm_quant_task(void *arg, int ith, int nth) {
+static void mm_quant_task(void *arg, int ith, int nth, int tid) {
     mm_job *j = arg;
     int64_t lo, hi;
     slice(j->T, ith, nth, &lo, &hi);
     if (lo < hi) j->c->k->quantize_x(&j->c->xq, j->x, (int)lo, (int)hi, j->quant_what);
 }
 
-static void mm_task(void *arg, int ith, int nth) {
+static void mm_task(void *arg, int ith, int nth, int tid) {
     mm_job *j = arg;
     simd_ctx *c = j->c;
     const inf_kernels *k = c->k;
@@ -146,7 +153,7 @@ static void mm_task(void *arg, int ith, int nth) {
             slice(pairs, ith, nth, &lo, &hi);
             lo *= 2;
             hi = hi * 2 < np ? hi * 2 : np;
-            if (lo < hi) k->matmul_amx(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi, c->amx_scratch[ith]);
+            if (lo < hi) k->matmul_amx(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi, c->amx_scratch[tid]);
         } else {
             slice(np, ith, nth, &lo, &hi);
             if (lo < hi) k->matmul_packed(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi);
@@ -155,13 +162,13 @@ static void mm_task(void *arg, int ith, int nth) {
     }
     int64_t lo, hi;
     slice(j->w->n_out - done, ith, nth, &lo, &hi);
-    if (lo < hi) generic_rows(k, j->y, j->x, j->w, j->T, done + lo, done + hi, c->thr_scratch[ith]);
+    if (lo < hi) generic_rows(k, j->y, j->x, j->w, j->T, done + lo, done + hi, c->thr_scratch[tid]);
 }
 
 static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T) {
     simd_ctx *c = ctx_of(be);
     mm_job j = {.c = c, .y = y, .x = x, .w = w, .T = T};
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(64, 256) + INF_CHUNK) == 0);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) == 0);
     const inf_packed *pk = c->k->has_packed ? w->packed : NULL;
     if (pk) {
         int64_t n = w->n_in;
@@ -186,10 +193,11 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
             memset(c->xq.bf + (size_t)T * (size_t)n, 0, 2 * (size_t)(T32 - T) * (size_t)n);
         }
         j.pk = pk;
-        if (T >= 8) run(c, mm_quant_task, &j);
-        else mm_quant_task(&j, 0, 1);
+        if (T >= 8) run(c, mm_quant_task, &j, c->nth);
+        else mm_quant_task(&j, 0, 1, 0);
     }
-    run(c, mm_task, &j);
+    int64_t units = pk ? (j.use_amx ? (pk->n_panels + 1) / 2 : pk->n_panels) : w->n_out / INF_PANEL;
+    run(c, mm_task, &j, n_chunks_for(c, units));
 }
 
 /* ---- row ops ------------------------------------------------------------------------------ */
@@ -205,7 +213,8 @@ typedef struct row_job {
     const float *y2;
 } row_job;
 
-static void rms_task(void *arg, int ith, int nth) {
+static void rms_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
     row_job *j = arg;
     int64_t lo, hi;
     slice(j->rows, ith, nth, &lo, &hi);
@@ -217,11 +226,12 @@ static void simd_rmsnorm(const inf_backend *be, float *out, const float *x, cons
                          int n, float eps) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = out, .x = x, .w = w, .rows = rows, .n = n, .eps = eps};
-    if ((int64_t)rows * n >= ELEM_PAR_MIN && rows > 1) run(c, rms_task, &j);
-    else rms_task(&j, 0, 1);
+    if ((int64_t)rows * n >= ELEM_PAR_MIN && rows > 1) run(c, rms_task, &j, n_chunks_for(c, rows));
+    else rms_task(&j, 0, 1, 0);
 }
 
-static void rope_task(void *arg, int ith, int nth) {
+static void rope_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
     row_job *j = arg;
     int64_t lo, hi, half = j->head_dim / 2;
     slice(j->rows, ith, nth, &lo, &hi);
@@ -235,8 +245,8 @@ static void simd_rope(const inf_backend *be, float *x, const int32_t *pos, int T
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = x, .pos = pos, .rows = T, .n_heads = n_heads, .head_dim = head_dim,
                  .cos_tab = cos_tab, .sin_tab = sin_tab};
-    if ((int64_t)T * n_heads * head_dim >= ELEM_PAR_MIN && T > 1) run(c, rope_task, &j);
-    else rope_task(&j, 0, 1);
+    if ((int64_t)T * n_heads * head_dim >= ELEM_PAR_MIN && T > 1) run(c, rope_task, &j, n_chunks_for(c, T));
+    else rope_task(&j, 0, 1, 0);
 }
 
 /* elementwise slices start at multiples of 64 so every element meets the same vector code */
@@ -247,7 +257,8 @@ static void elem_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
     *hi = *hi * 64 < n ? *hi * 64 : n;
 }
 
-static void swiglu_task(void *arg, int ith, int nth) {
+static void swiglu_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
     row_job *j = arg;
     int64_t lo, hi;
     elem_slice(j->len, ith, nth, &lo, &hi);
@@ -257,11 +268,12 @@ static void swiglu_task(void *arg, int ith, int nth) {
 static void simd_swiglu(const inf_backend *be, float *out, const float *gate, const float *up, int64_t n) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = out, .x = gate, .y2 = up, .len = n};
-    if (n >= ELEM_PAR_MIN) run(c, swiglu_task, &j);
-    else swiglu_task(&j, 0, 1);
+    if (n >= ELEM_PAR_MIN) run(c, swiglu_task, &j, n_chunks_for(c, n / 4096));
+    else swiglu_task(&j, 0, 1, 0);
 }
 
-static void add_task(void *arg, int ith, int nth) {
+static void add_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
     row_job *j = arg;
     int64_t lo, hi;
     elem_slice(j->len, ith, nth, &lo, &hi);
@@ -271,8 +283,8 @@ static void add_task(void *arg, int ith, int nth) {
 static void simd_add(const inf_backend *be, float *y, const float *x, int64_t n) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = y, .x = x, .len = n};
-    if (n >= ELEM_PAR_MIN) run(c, add_task, &j);
-    else add_task(&j, 0, 1);
+    if (n >= ELEM_PAR_MIN) run(c, add_task, &j, n_chunks_for(c, n / 4096));
+    else add_task(&j, 0, 1, 0);
 }
 
 static void simd_softmax(const inf_backend *be, float *x, int n) { ctx_of(be)->k->softmax(x, n); }
@@ -289,18 +301,16 @@ typedef struct attn_job {
     int hpi, n_hchunk; /* heads per item, head chunks per KV head */
     int qb, n_qblock;  /* query rows per item, query blocks */
     int n_items;
-    _Atomic int next;
 } attn_job;
 
-static void attn_task(void *arg, int ith, int nth) {
-    (void)nth;
+/* one work item: (query block, KV head, head chunk) */
+static void attn_task(void *arg, int i, int n_items, int tid) {
+    (void)n_items;
     attn_job *j = arg;
     const inf_attn_shape *s = j->s;
     const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
-    float *scratch = j->c->thr_scratch[ith];
-    for (;;) {
-        int i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (i >= j->n_items) break;
+    float *scratch = j->c->thr_scratch[tid];
+    {
         /* items run from the latest query block down: the longest ones start first */
         int qbk = j->n_qblock - 1 - i / (s->n_head_kv * j->n_hchunk);
         int rest = i % (s->n_head_kv * j->n_hchunk);
@@ -327,15 +337,13 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
                      const inf_attn_shape *s) {
     attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T};
     int group = s->n_head / s->n_head_kv;
-    j.hpi = group < 64 ? group : 64;
+    j.hpi = group < INF_ATTN_MAX_R ? group : INF_ATTN_MAX_R;
     j.n_hchunk = (group + j.hpi - 1) / j.hpi;
-    j.qb = 16 / j.hpi > 1 ? 16 / j.hpi : 1;
+    j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
     j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk;
-    atomic_store(&j.next, 0);
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(64, s->head_dim) + INF_CHUNK) == 0);
-    if (j.n_items > 1) run(c, attn_task, &j);
-    else attn_task(&j, 0, 1);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK) == 0);
+    run(c, attn_task, &j, j.n_items);
 }
 
 static void simd_attn_prefill(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
@@ -350,7 +358,7 @@ static void simd_attn_decode(const inf_backend *be, float *out, const float *q, 
 
 /* ---- construction --------------------------------------------------------------------------- */
 
-inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads) {
+inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     inf_backend *be = calloc(1, sizeof *be);
     simd_ctx *c = calloc(1, sizeof *c);
     if (!be || !c) goto fail;
@@ -364,7 +372,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads) {
     c->amx_scratch = calloc((size_t)c->nth, sizeof *c->amx_scratch);
     c->thr_scratch = calloc((size_t)c->nth, sizeof *c->thr_scratch);
     if (!c->amx_scratch || !c->thr_scratch) goto fail;
-    snprintf(c->name, sizeof c->name, "%s-%s", c->pool ? "pool" : "simd", inf_isa_name(c->k->isa));
+    snprintf(c->name, sizeof c->name, "%s-%s", pool || c->pool ? "pool" : "simd", inf_isa_name(c->k->isa));
     be->name = c->name;
     be->ctx = c;
     be->prepare_weight = simd_prepare_weight;

@@ -10,8 +10,9 @@
 #include "backend/cpu_features.h"
 
 /* A backend running `isa` kernels (clamped to what the CPU has) on n_threads
- * (1: no pool). NULL on allocation failure. Free with inf_backend_simd_free. */
-inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads);
+ * (1: no pool); `pool` only names it ("pool-..." rather than "simd-..."). NULL
+ * on allocation failure. Free with inf_backend_simd_free. */
+inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool);
 void inf_backend_simd_free(inf_backend *be);
 
 /* Whether be was made by inf_backend_simd_create. */

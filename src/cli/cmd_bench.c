@@ -1,10 +1,516 @@
+/* inferno bench: llama-bench's tests and table, plus time to first token.
+ *
+ *   inferno bench -m MODEL [-p 512[,..]] [-n 128[,..]] [-t 2[,..]] [--backend pool[,..]]
+ *                 [--isa LEVEL] [-r 5] [-b 512] [-o md|json] [--no-ttft] [--trace]
+ *
+ * ppN: prefill N random tokens into an empty cache (logits for the last one
+ * only). tgN: N decode steps, one token each, from an empty cache. Each test
+ * runs once as warm-up, then -r times; t/s is the mean ± sample standard
+ * deviation over the repetitions (llama-bench's avg_ts / stddev_ts). Then, for
+ * generated deterministic prompts of 17, 511 and 2044 tokens: time to first
+ * token (prefill + picking the first token), decode tok/s at that depth, and
+ * the effective bandwidth of decode: bytes of weights and KV cache read per
+ * token over the time per token. Peak memory is getrusage's max RSS. */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
+#include "backend/cpu_features.h"
+#include "backend/pool.h"
+#include "backend/select.h"
+#include "backend/trace.h"
 #include "cli/cli.h"
+#include "model/qwen3.h"
+#include "modelfile/model.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+#include "util/timer.h"
+
+#define MAX_LIST 16
+
+typedef struct int_list {
+    int n;
+    int v[MAX_LIST];
+} int_list;
+
+typedef struct str_list {
+    int n;
+    const char *v[MAX_LIST];
+} str_list;
+
+typedef struct bench_args {
+    str_list models, backends;
+    int_list prompts, gens, threads;
+    const char *isa;
+    const char *output; /* md | json */
+    int reps, n_batch;
+    bool ttft, trace;
+} bench_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: inferno bench -m MODEL[,MODEL...] [options]\n"
+            "\n"
+            "  -m, --model LIST        GGUF files or Hugging Face folders (default %s)\n"
+            "  -p, --n-prompt LIST     prompt lengths for ppN tests (default 512; 0 = none)\n"
+            "  -n, --n-gen LIST        generated tokens for tgN tests (default 128; 0 = none)\n"
+            "  -t, --threads LIST      pool threads (default: the physical cores we may use)\n"
+            "  --backend LIST          pool (default), simd, scalar\n"
+            "  --isa LEVEL             force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
+            "  -r, --repetitions N     timed repetitions per test (default 5)\n"
+            "  -b, --batch-size N      rows per forward call in a prefill (default 512)\n"
+            "  -o, --output md|json    output format (default md)\n"
+            "  --no-ttft               skip the time-to-first-token prompts (17, 511, 2044 tokens)\n"
+            "  --trace                 print the per-op histogram of each model/backend on stderr\n",
+            INF_DEFAULT_MODEL);
+}
+
+static int parse_ints(const char *s, int_list *l) {
+    l->n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v > INT_MAX || l->n == MAX_LIST) return -1;
+        l->v[l->n++] = (int)v;
+        if (*end == ',') end++;
+        else if (*end) return -1;
+        p = end;
+    }
+    return l->n ? 0 : -1;
+}
+
+static int parse_strs(char *s, str_list *l) {
+    l->n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        if (l->n == MAX_LIST) return -1;
+        l->v[l->n++] = tok;
+    }
+    return l->n ? 0 : -1;
+}
+
+static int parse_args(bench_args *a, int argc, char **argv) {
+    static char model_default[] = INF_DEFAULT_MODEL, backend_default[] = "pool";
+    *a = (bench_args){.output = "md", .reps = 5, .n_batch = 512, .ttft = true};
+    parse_strs(model_default, &a->models);
+    parse_strs(backend_default, &a->backends);
+    a->prompts = (int_list){1, {512}};
+    a->gens = (int_list){1, {128}};
+    a->threads = (int_list){1, {inf_physical_cores()}};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+#define IS(x) (!strcmp(f, x))
+        if (IS("-h") || IS("--help")) {
+            usage(stdout);
+            return 1;
+        }
+        if (IS("--no-ttft")) { a->ttft = false; continue; }
+        if (IS("--trace")) { a->trace = true; continue; }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "inferno bench: %s needs a value (see --help)\n", f);
+            return -1;
+        }
+        char *v = argv[++i];
+        int bad = 0;
+        if (IS("-m") || IS("--model")) bad = parse_strs(v, &a->models);
+        else if (IS("-p") || IS("--n-prompt")) bad = parse_ints(v, &a->prompts);
+        else if (IS("-n") || IS("--n-gen")) bad = parse_ints(v, &a->gens);
+        else if (IS("-t") || IS("--threads")) bad = parse_ints(v, &a->threads);
+        else if (IS("--backend")) bad = parse_strs(v, &a->backends);
+        else if (IS("--isa")) a->isa = v;
+        else if (IS("-r") || IS("--repetitions")) bad = (a->reps = atoi(v)) < 1;
+        else if (IS("-b") || IS("--batch-size")) bad = (a->n_batch = atoi(v)) < 1;
+        else if (IS("-o") || IS("--output")) {
+            a->output = v;
+            bad = strcmp(v, "md") && strcmp(v, "json");
+        } else {
+            fprintf(stderr, "inferno bench: unknown option '%s' (see --help)\n", f);
+            return -1;
+        }
+#undef IS
+        if (bad) {
+            fprintf(stderr, "inferno bench: bad value '%s' for %s\n", v, f);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- model facts ---- */
+
+typedef struct model_facts {
+    char type[64];     /* "qwen3 0.6B BF16" */
+    uint64_t size;     /* bytes of all tensors */
+    uint64_t n_params;
+    uint64_t decode_bytes; /* weight bytes one decode step reads */
+} model_facts;
+
+static void model_facts_get(const inf_model_file *mf, model_facts *mfx) {
+    memset(mfx, 0, sizeof *mfx);
+    for (int i = 0; i < mf->n_tensors; i++) {
+        const inf_tensor *t = &mf->tensors[i];
+        uint64_t ne = 1;
+        for (int d = 0; d < t->n_dims; d++) ne *= (uint64_t)t->ne[d];
+        mfx->n_params += ne;
+        mfx->size += t->nbytes;
+        if (t != mf->token_embd && t != mf->output) mfx->decode_bytes += t->nbytes;
+    }
+    /* the output head reads its whole table; the embedding lookup only one row */
+    mfx->decode_bytes += mf->output->nbytes;
+    const inf_tensor *rep = mf->layers[0].w_gate;
+    const inf_dtype_info *ti = inf_dtype_get(rep->type);
+    double b = (double)mfx->n_params / 1e9;
+    char label[16];
+    if (b < 1) snprintf(label, sizeof label, "%.1fB", b);
+    else snprintf(label, sizeof label, "%.0fB", b);
+    snprintf(mfx->type, sizeof mfx->type, "%s %s %s", mf->arch ? mf->arch : "qwen3",
+             mf->hp.n_layer <= 4 ? "tiny" : label, ti ? ti->name : "?");
+}
+
+/* ---- timing ---- */
+
+typedef struct sample_set {
+    int n;
+    double ns[64];
+} sample_set;
+
+static void stats(const sample_set *s, int tokens, double *avg_ts, double *sd_ts, double *avg_ns,
+                  double *sd_ns) {
+    double m = 0, mn = 0;
+    for (int i = 0; i < s->n; i++) m += tokens / (s->ns[i] * 1e-9), mn += s->ns[i];
+    m /= s->n;
+    mn /= s->n;
+    double v = 0, vn = 0;
+    for (int i = 0; i < s->n; i++) {
+        double d = tokens / (s->ns[i] * 1e-9) - m;
+        v += d * d;
+        vn += (s->ns[i] - mn) * (s->ns[i] - mn);
+    }
+    *avg_ts = m;
+    *sd_ts = s->n > 1 ? sqrt(v / (s->n - 1)) : 0;
+    *avg_ns = mn;
+    *sd_ns = s->n > 1 ? sqrt(vn / (s->n - 1)) : 0;
+}
+
+static uint32_t g_rng = 12345;
+static int32_t rand_token(int n_vocab) {
+    g_rng = g_rng * 1103515245u + 12345u;
+    return (int32_t)((g_rng >> 8) % (uint32_t)(n_vocab < 32000 ? n_vocab : 32000));
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* ppN: prefill N tokens into an empty cache */
+static int run_pp(inf_session *s, int n_prompt, int n_vocab, uint64_t *ns, inf_err *err) {
+    static int32_t toks[65536];
+    if (n_prompt > 65536) return inf_fail(err, "-p %d: at most 65536", n_prompt);
+    for (int i = 0; i < n_prompt; i++) toks[i] = rand_token(n_vocab);
+    inf_kv_cache_truncate(s->kv, 0);
+    uint64_t t0 = inf_now_ns();
+    if (inf_session_prefill(s, toks, n_prompt, err)) return -1;
+    *ns = inf_now_ns() - t0;
+    return 0;
+}
+
+/* tgN: N single-token decode steps from an empty cache */
+static int run_tg(inf_session *s, int n_gen, int n_vocab, uint64_t *ns, inf_err *err) {
+    inf_kv_cache_truncate(s->kv, 0);
+    int32_t tok = rand_token(n_vocab);
+    uint64_t t0 = inf_now_ns();
+    for (int i = 0; i < n_gen; i++) {
+        if (inf_session_decode(s, tok, err)) return -1;
+        tok = rand_token(n_vocab);
+    }
+    *ns = inf_now_ns() - t0;
+    return 0;
+}
+
+/* deterministic English-like text of about n_tokens tokens, tokenized and cut to n_tokens */
+static int make_prompt(const inf_tokenizer *tok, int n_tokens, int32_t **ids, int *n_ids, inf_err *err) {
+    static const char *const words[] = {
+        "the", "engine", "reads", "every", "weight", "once", "per", "step", "and", "a",
+        "cache", "holds", "keys", "values", "for", "each", "layer", "while", "tokens", "flow",
+        "through", "attention", "which", "mixes", "information", "across", "positions", "in",
+        "order", "to", "predict", "next", "word", "of", "story", "about", "river", "mountain",
+        "small", "village", "where", "people", "build", "machines", "that", "think", "quietly"};
+    size_t nw = sizeof words / sizeof *words, cap = (size_t)n_tokens * 12 + 64, len = 0;
+    char *text = malloc(cap);
+    if (!text) return inf_fail(err, "out of memory");
+    uint32_t r = 7;
+    for (int w = 0; len + 16 < cap && w < n_tokens * 2; w++) {
+        r = r * 1664525u + 1013904223u;
+        const char *word = words[(r >> 10) % nw];
+        len += (size_t)snprintf(text + len, cap - len, "%s%s", w ? ((r >> 20) % 9 == 0 ? ". " : " ") : "", word);
+    }
+    int rc = inf_tok_encode(tok, text, len, false, ids, n_ids, err);
+    free(text);
+    if (rc) return -1;
+    if (*n_ids < n_tokens) return inf_fail(err, "prompt generator made only %d tokens", *n_ids);
+    *n_ids = n_tokens;
+    return 0;
+}
+
+/* ---- output ---- */
+
+typedef struct row {
+    const char *model_filename;
+    const model_facts *mfx;
+    char backend[48];
+    int threads, n_prompt, n_gen;
+    double avg_ts, sd_ts, avg_ns, sd_ns;
+    sample_set samples;
+} row;
+
+static void print_md_header(void) {
+    printf("| %-30s | %10s | %10s | %-16s | %7s | %15s | %20s |\n", "model", "size", "params", "backend",
+           "threads", "test", "t/s");
+    printf("| ------------------------------ | ---------: | ---------: | ---------------- | ------: | "
+           "--------------: | -------------------: |\n");
+}
+
+static void print_md_row(const row *r) {
+    char size[32], params[32], test[32], ts[48];
+    snprintf(size, sizeof size, "%.2f GiB", (double)r->mfx->size / (1024.0 * 1024 * 1024));
+    if (r->mfx->size < (1ull << 30)) snprintf(size, sizeof size, "%.2f MiB", (double)r->mfx->size / (1024.0 * 1024));
+    snprintf(params, sizeof params, "%.2f M", (double)r->mfx->n_params / 1e6);
+    if (r->n_gen == 0) snprintf(test, sizeof test, "pp%d", r->n_prompt);
+    else snprintf(test, sizeof test, "tg%d", r->n_gen);
+    snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg_ts, r->sd_ts);
+    printf("| %-30s | %10s | %10s | %-16s | %7d | %15s | %20s |\n", r->mfx->type, size, params, r->backend,
+           r->threads, test, ts);
+    fflush(stdout);
+}
+
+static json_t *row_json(const row *r, const bench_args *a) {
+    char cpu[64];
+    snprintf(cpu, sizeof cpu, "x86-64/aarch64 CPU, isa %s", inf_isa_name(inf_isa_default()));
+    time_t now = time(NULL);
+    char ts[64];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    json_t *o = json_object();
+    json_object_set_new(o, "build_commit", json_string("inferno"));
+    json_object_set_new(o, "build_number", json_integer(0));
+    json_object_set_new(o, "cpu_info", json_string(cpu));
+    json_object_set_new(o, "gpu_info", json_string(""));
+    json_object_set_new(o, "backends", json_string(r->backend));
+    json_object_set_new(o, "model_filename", json_string(r->model_filename));
+    json_object_set_new(o, "model_type", json_string(r->mfx->type));
+    json_object_set_new(o, "model_size", json_integer((json_int_t)r->mfx->size));
+    json_object_set_new(o, "model_n_params", json_integer((json_int_t)r->mfx->n_params));
+    json_object_set_new(o, "n_batch", json_integer(a->n_batch));
+    json_object_set_new(o, "n_ubatch", json_integer(a->n_batch));
+    json_object_set_new(o, "n_threads", json_integer(r->threads));
+    json_object_set_new(o, "type_k", json_string("f32"));
+    json_object_set_new(o, "type_v", json_string("f32"));
+    json_object_set_new(o, "n_gpu_layers", json_integer(0));
+    json_object_set_new(o, "flash_attn", json_true());
+    json_object_set_new(o, "use_mmap", json_true());
+    json_object_set_new(o, "n_prompt", json_integer(r->n_prompt));
+    json_object_set_new(o, "n_gen", json_integer(r->n_gen));
+    json_object_set_new(o, "test_time", json_string(ts));
+    json_object_set_new(o, "avg_ns", json_integer((json_int_t)r->avg_ns));
+    json_object_set_new(o, "stddev_ns", json_integer((json_int_t)r->sd_ns));
+    json_object_set_new(o, "avg_ts", json_real(r->avg_ts));
+    json_object_set_new(o, "stddev_ts", json_real(r->sd_ts));
+    json_t *sn = json_array(), *st = json_array();
+    int tokens = r->n_gen ? r->n_gen : r->n_prompt;
+    for (int i = 0; i < r->samples.n; i++) {
+        json_array_append_new(sn, json_integer((json_int_t)r->samples.ns[i]));
+        json_array_append_new(st, json_real(tokens / (r->samples.ns[i] * 1e-9)));
+    }
+    json_object_set_new(o, "samples_ns", sn);
+    json_object_set_new(o, "samples_ts", st);
+    return o;
+}
+
+/* ---- one model x backend x threads ---- */
+
+static int bench_one(const bench_args *a, const char *path, inf_model_file *mf, const model_facts *mfx,
+                     const inf_tokenizer *tok, const char *backend, int threads, json_t *jrows,
+                     json_t *jttft, inf_err *err) {
+    inf_backend_opts o = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace};
+    inf_backend *be;
+    if (inf_backend_create(&be, &o, err)) return -1;
+    int max_p = 0, max_n = 0;
+    for (int i = 0; i < a->prompts.n; i++) max_p = a->prompts.v[i] > max_p ? a->prompts.v[i] : max_p;
+    for (int i = 0; i < a->gens.n; i++) max_n = a->gens.v[i] > max_n ? a->gens.v[i] : max_n;
+    int n_ctx = max_p > max_n ? max_p : max_n;
+    if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
+    n_ctx = (n_ctx + 255) & ~255;
+    inf_qwen3 *model = NULL;
+    inf_session *s = NULL;
+    int rc = -1;
+    inf_sampler_params sp = inf_sampler_defaults();
+    sp.temp = 0;
+    double t0 = inf_now_s();
+    if (inf_qwen3_create(&model, mf, be, n_ctx, a->n_batch, err)) goto done;
+    if (inf_session_create(&s, model, n_ctx, &sp, err)) goto done;
+    double t_load = inf_now_s() - t0;
+    char desc[64];
+    inf_backend_describe(be, desc, sizeof desc);
+    fprintf(stderr, "bench: %s on %s, weights prepared in %.2f s\n", path, desc, t_load);
+    int n_vocab = mf->hp.n_vocab;
+    for (int pass = 0; pass < 2; pass++) {
+        const int_list *l = pass == 0 ? &a->prompts : &a->gens;
+        for (int i = 0; i < l->n; i++) {
+            int n = l->v[i];
+            if (n == 0) continue;
+            row r = {.model_filename = path, .mfx = mfx, .threads = threads,
+                     .n_prompt = pass == 0 ? n : 0, .n_gen = pass == 1 ? n : 0};
+            snprintf(r.backend, sizeof r.backend, "%s", desc);
+            char *sp_ = strstr(r.backend, " (traced)");
+            if (sp_) *sp_ = 0;
+            for (int rep = -1; rep < a->reps && rep < 63; rep++) {
+                uint64_t ns = 0;
+                if ((pass == 0 ? run_pp(s, n, n_vocab, &ns, err) : run_tg(s, n, n_vocab, &ns, err)))
+                    goto done;
+                if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
+            }
+            stats(&r.samples, n, &r.avg_ts, &r.sd_ts, &r.avg_ns, &r.sd_ns);
+            if (!strcmp(a->output, "md")) print_md_row(&r);
+            else json_array_append_new(jrows, row_json(&r, a));
+        }
+    }
+    if (a->ttft) {
+        static const int lens[] = {17, 511, 2044};
+        const int n_dec = 32;
+        const int kv_dim = mf->hp.n_head_kv * mf->hp.head_dim;
+        for (int i = 0; i < 3; i++) {
+            int32_t *ids;
+            int n_ids;
+            if (make_prompt(tok, lens[i], &ids, &n_ids, err)) goto done;
+            double ttft = 0, dec_s = 0;
+            int reps = a->reps < 3 ? a->reps : 3;
+            for (int rep = -1; rep < reps; rep++) {
+                inf_kv_cache_truncate(s->kv, 0);
+                uint64_t t1 = inf_now_ns();
+                if (inf_session_prefill(s, ids, n_ids, err)) {
+                    free(ids);
+                    goto done;
+                }
+                int next = argmax(s->logits, n_vocab);
+                uint64_t t2 = inf_now_ns();
+                for (int k = 0; k < n_dec; k++) {
+                    if (inf_session_decode(s, next, err)) {
+                        free(ids);
+                        goto done;
+                    }
+                    next = argmax(s->logits, n_vocab);
+                }
+                uint64_t t3 = inf_now_ns();
+                if (rep >= 0) {
+                    ttft += (double)(t2 - t1) * 1e-9 / reps;
+                    dec_s += (double)(t3 - t2) * 1e-9 / reps;
+                }
+            }
+            free(ids);
+            double depth = n_ids + n_dec / 2.0;
+            double kv_bytes = 2.0 * mf->hp.n_layer * depth * kv_dim * sizeof(float);
+            double per_tok = dec_s / n_dec;
+            double gbs = ((double)mfx->decode_bytes + kv_bytes) / per_tok / 1e9;
+            if (!strcmp(a->output, "md")) {
+                if (i == 0)
+                    printf("\n| %-30s | %-16s | %7s | %13s | %12s | %15s | %19s | %12s |\n"
+                           "| ------------------------------ | ---------------- | ------: | ------------: | "
+                           "-----------: | --------------: | ------------------: | -----------: |\n",
+                           "model", "backend", "threads", "prompt tokens", "TTFT ms", "prefill tok/s",
+                           "decode tok/s @depth", "decode GB/s");
+                printf("| %-30s | %-16s | %7d | %13d | %12.1f | %15.1f | %19.2f | %12.1f |\n", mfx->type, desc,
+                       threads, n_ids, ttft * 1e3, n_ids / ttft, 1.0 / per_tok, gbs);
+                fflush(stdout);
+            } else {
+                json_t *jo = json_object();
+                json_object_set_new(jo, "model_filename", json_string(path));
+                json_object_set_new(jo, "model_type", json_string(mfx->type));
+                json_object_set_new(jo, "backends", json_string(desc));
+                json_object_set_new(jo, "n_threads", json_integer(threads));
+                json_object_set_new(jo, "n_prompt", json_integer(n_ids));
+                json_object_set_new(jo, "ttft_ms", json_real(ttft * 1e3));
+                json_object_set_new(jo, "decode_ts_at_depth", json_real(1.0 / per_tok));
+                json_object_set_new(jo, "decode_gbs", json_real(gbs));
+                json_array_append_new(jttft, jo);
+            }
+        }
+    }
+    if (a->trace && inf_trace_is(be)) {
+        static char hist[8192];
+        inf_trace_format(be, hist, sizeof hist);
+        fprintf(stderr, "\n%s: %s\n%s\n", path, desc, hist);
+    }
+    rc = 0;
+done:
+    inf_session_free(s);
+    inf_qwen3_free(model);
+    inf_backend_free(be);
+    return rc;
+}
 
 int cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "inferno bench: not implemented yet\n");
-    return 1;
+    bench_args a;
+    int pr = parse_args(&a, argc, argv);
+    if (pr) return pr > 0 ? 0 : 2;
+    inf_err err;
+    json_t *jrows = json_array(), *jttft = json_array();
+    bool md = !strcmp(a.output, "md");
+    if (md) print_md_header();
+    int status = 0;
+    for (int mi = 0; mi < a.models.n && !status; mi++) {
+        inf_model_file *mf;
+        if (inf_model_open(&mf, a.models.v[mi], &err)) {
+            fprintf(stderr, "inferno bench: %s\n", err.msg);
+            status = 1;
+            break;
+        }
+        inf_tokenizer *tok = NULL;
+        if (inf_tok_create(&tok, &mf->vocab, &err)) {
+            fprintf(stderr, "inferno bench: %s: %s\n", a.models.v[mi], err.msg);
+            inf_model_close(mf);
+            status = 1;
+            break;
+        }
+        model_facts mfx;
+        model_facts_get(mf, &mfx);
+        for (int bi = 0; bi < a.backends.n && !status; bi++)
+            for (int ti = 0; ti < a.threads.n && !status; ti++) {
+                bool pool = !strcmp(a.backends.v[bi], "pool");
+                if (!pool && ti > 0) continue; /* -t only matters to the pool */
+                if (bench_one(&a, a.models.v[mi], mf, &mfx, tok, a.backends.v[bi], pool ? a.threads.v[ti] : 1,
+                              jrows, jttft, &err)) {
+                    fprintf(stderr, "inferno bench: %s\n", err.msg);
+                    status = 1;
+                }
+            }
+        inf_tok_free(tok);
+        inf_model_close(mf);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    if (md) {
+        printf("\npeak memory (max RSS): %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
+    } else {
+        json_t *o = json_object();
+        json_object_set_new(o, "tests", jrows);
+        json_object_set_new(o, "ttft", jttft);
+        json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
+        char *s = json_dumps(o, JSON_INDENT(2));
+        if (s) printf("%s\n", s);
+        free(s);
+        json_decref(o);
+        jrows = jttft = NULL;
+    }
+    json_decref(jrows);
+    json_decref(jttft);
+    return status;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/select.h"
+#include "backend/trace.h"
 #include "cli/cli.h"
 #include "template/template.h"
 #include "util/timer.h"
@@ -23,8 +25,10 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "  -n, --n-predict N         tokens to generate (-1 = until end or full context)\n"
             "  -c, --ctx-size N          context size (default min(4096, model's))\n"
             "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
-            "  -t, --threads N           threads (accepted; the scalar backend uses one)\n"
-            "  --backend NAME            compute backend: scalar\n"
+            "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
+            "  --backend NAME            compute backend: pool (default), simd, scalar (the reference)\n"
+            "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
+            "  --trace                   print the per-op time histogram after the run\n"
             "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
             "  --kv-block N              paged: tokens per block, a power of two (16)\n"
             "  --cache-mem SIZE          paged: pool size, e.g. 512M or 2G (default: the context)\n"
@@ -69,7 +73,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
     *a = (gen_args){.model = INF_DEFAULT_MODEL,
                     .n_predict = -1,
                     .n_batch = 512,
-                    .backend = "scalar",
+                    .backend = "pool",
                     .sp = inf_sampler_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -82,12 +86,13 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         if (IS("--no-think")) { a->no_think = true; continue; }
         if (IS("--ignore-eos")) { a->ignore_eos = true; continue; }
         if (IS("--verbose-prompt")) { a->verbose_prompt = true; continue; }
+        if (IS("--trace")) { a->trace = true; continue; }
         static const char *const takes_value[] = {
             "-m", "--model", "-p", "--prompt", "-sys", "--system-prompt", "--dump-logits",
             "--token-ids", "--backend", "-n", "--n-predict", "-c", "--ctx-size", "-b",
             "--batch-size", "-t", "--threads", "--temp", "--top-k", "--top-p", "--min-p",
             "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
-            "-s", "--seed", "--kv", "--kv-block", "--cache-mem"};
+            "-s", "--seed", "--kv", "--kv-block", "--cache-mem", "--isa"};
         bool known = false;
         for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
             known |= !strcmp(f, takes_value[k]);
@@ -118,6 +123,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         } else if (IS("--kv-block"))
             bad = parse_int(v, &a->kv.block_size) || a->kv.block_size < 1 ||
                   a->kv.block_size > 1024 || (a->kv.block_size & (a->kv.block_size - 1));
+        else if (IS("--isa")) a->isa = v;
         else if (IS("-n") || IS("--n-predict")) bad = parse_int(v, &a->n_predict) || a->n_predict < -1;
         else if (IS("-c") || IS("--ctx-size")) bad = parse_int(v, &a->n_ctx) || a->n_ctx < 0;
         else if (IS("-b") || IS("--batch-size")) bad = parse_int(v, &a->n_batch) || a->n_batch < 1;
@@ -158,18 +164,17 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
 
 /* ---- loading ---- */
 
-static int pick_backend(inf_backend *be, const char *name, inf_err *err) {
-    if (!strcmp(name, "scalar")) {
-        *be = *inf_backend_scalar();
-        return 0;
-    }
-    return inf_fail(err, "unknown backend '%s' (available: scalar)", name);
+static int pick_backend(gen_ctx *g, const gen_args *a, inf_err *err) {
+    inf_backend_opts o = {.name = a->backend, .n_threads = a->n_threads, .isa = a->isa, .trace = a->trace};
+    if (inf_backend_create(&g->be_owned, &o, err)) return -1;
+    g->be = *g->be_owned;
+    return 0;
 }
 
 int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
     memset(g, 0, sizeof *g);
     double t0 = inf_now_s();
-    if (pick_backend(&g->be, a->backend, err)) return -1;
+    if (pick_backend(g, a, err)) return -1;
     inf_backend_complete(&g->be);
     if (inf_model_open(&g->mf, a->model, err)) return -1;
     if (g->mf->arch && strcmp(g->mf->arch, "qwen3") != 0)
@@ -204,6 +209,7 @@ void gen_ctx_close(gen_ctx *g) {
     inf_qwen3_free(g->model);
     inf_tok_free(g->tok);
     inf_model_close(g->mf);
+    inf_backend_free(g->be_owned);
     memset(g, 0, sizeof *g);
 }
 
@@ -325,8 +331,14 @@ void gen_print_timings(const gen_ctx *g, inf_stop_reason why) {
             gms > 0 ? s->n_gen / s->t_gen_s : 0.0);
     fprintf(stderr, "total time       = %10.2f ms / %5d tokens\n", g->t_load_s * 1e3 + pms + gms,
             s->n_prompt_eval + s->n_gen);
+    char desc[96];
     fprintf(stderr, "stop reason      = %s, backend %s, seed %llu\n", inf_stop_reason_name(why),
-            g->be.name, (unsigned long long)inf_sampler_seed(s->sampler));
+            inf_backend_describe(&g->be, desc, sizeof desc), (unsigned long long)inf_sampler_seed(s->sampler));
+    if (inf_trace_is(&g->be)) {
+        static char hist[8192];
+        inf_trace_format(&g->be, hist, sizeof hist);
+        fprintf(stderr, "\n%s", hist);
+    }
 }
 
 int gen_dump_close(gen_ctx *g, inf_err *err) {

@@ -21,10 +21,12 @@ typedef struct gen_args {
     const char *system;      /* -sys */
     const char *dump_logits; /* --dump-logits FILE.npy */
     const char *token_ids;   /* --token-ids 1,2,3: the prompt as ids (oracle checks) */
-    const char *backend;     /* --backend (scalar) */
+    const char *backend;     /* --backend (scalar: the oracle checks compare its logits at 1e-4) */
+    const char *isa;         /* --isa: force a lower SIMD level (NULL: INFERNO_ISA or the best) */
+    bool trace;              /* --trace: per-op histogram after the run */
     int n_predict;           /* -n; -1: until end of generation or a full context */
     int n_ctx;               /* -c; 0: min(4096, the model's training context) */
-    int n_threads;           /* -t (accepted; the scalar backend runs on one thread) */
+    int n_threads;           /* -t: pool threads (0: the physical cores we may use) */
     int n_batch;             /* -b: rows per forward call in a prefill */
     bool raw;                /* --raw: no chat template */
     bool no_think;           /* --no-think: enable_thinking=false */
@@ -42,7 +44,8 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
 typedef struct gen_ctx {
     inf_model_file *mf;
     inf_tokenizer *tok;
-    inf_backend be;
+    inf_backend be;          /* a copy of *be_owned */
+    inf_backend *be_owned;   /* from inf_backend_create */
     inf_qwen3 *model;
     inf_session *session;
     inf_detok *detok;

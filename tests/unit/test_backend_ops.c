@@ -338,11 +338,11 @@ int main(void) {
         if (inf_isa_clamp(isa) != isa) continue;
         static char labels[16][32];
         snprintf(labels[nb], 32, "simd-%s", inf_isa_name(isa));
-        bks[nb].be = inf_backend_simd_create(isa, 1);
+        bks[nb].be = inf_backend_simd_create(isa, 1, false);
         bks[nb].label = labels[nb];
         nb++;
         snprintf(labels[nb], 32, "pool3-%s", inf_isa_name(isa));
-        bks[nb].be = inf_backend_simd_create(isa, 3);
+        bks[nb].be = inf_backend_simd_create(isa, 3, true);
         bks[nb].label = labels[nb];
         nb++;
     }

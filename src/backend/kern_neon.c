@@ -1,0 +1,211 @@
+/* NEON (aarch64 Advanced SIMD) kernels: f32 dot, dequantization of the
+ * float and 32-block types (the generic matmul path), row ops and attention.
+ * Built only on aarch64; tested under qemu-user (tests/oracle/check_neon.sh).
+ * Elementwise tails go through the same vector code on a padded copy, so an
+ * element's result never depends on where the pool cut the array. */
+#include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/kernels.h"
+#include "util/half.h"
+
+/* e^x, x clamped to [-87, 88.7] */
+static inline float32x4_t exp4(float32x4_t x) {
+    x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
+    x = vminq_f32(x, vdupq_n_f32(88.7f));
+    float32x4_t n = vrndnq_f32(vmulq_n_f32(x, 1.44269504088896341f));
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+    float32x4_t p = vdupq_n_f32(1.0f / 5040);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 720), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 120), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 24), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 6), p, r);
+    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+static float ne_dot_f32(const float *a, const float *b, int n) {
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    float s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void ne_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
+    int i = 0;
+    switch (t) {
+    case INF_F16: {
+        const uint16_t *h = (const uint16_t *)row + k0;
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
+        for (; i < n; i++) dst[i] = inf_f16_to_f32(h[i]);
+        return;
+    }
+    case INF_BF16: {
+        const uint16_t *h = (const uint16_t *)row + k0;
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h + i), 16)));
+        for (; i < n; i++) dst[i] = inf_bf16_to_f32(h[i]);
+        return;
+    }
+    case INF_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + k0 / 32;
+        for (; i < n; i += 32, b++) {
+            float d = inf_f16_to_f32(b->d);
+            for (int j = 0; j < 32; j += 8) {
+                int16x8_t q = vmovl_s8(vld1_s8(b->qs + j));
+                vst1q_f32(dst + i + j, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d));
+                vst1q_f32(dst + i + j + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d));
+            }
+        }
+        return;
+    }
+    case INF_Q4_0: {
+        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + k0 / 32;
+        for (; i < n; i += 32, b++) {
+            float d = inf_f16_to_f32(b->d);
+            uint8x16_t q = vld1q_u8(b->qs);
+            int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8));
+            int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
+            int8x16_t parts[2] = {lo, hi};
+            for (int h = 0; h < 2; h++) {
+                int16x8_t a = vmovl_s8(vget_low_s8(parts[h])), c = vmovl_s8(vget_high_s8(parts[h]));
+                float *o = dst + i + 16 * h;
+                vst1q_f32(o, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(a))), d));
+                vst1q_f32(o + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(a))), d));
+                vst1q_f32(o + 8, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(c))), d));
+                vst1q_f32(o + 12, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(c))), d));
+            }
+        }
+        return;
+    }
+    default: {
+        inf_kernels g;
+        inf_kernels_fill_generic(&g);
+        g.dequant(t, dst, row, k0, n);
+        return;
+    }
+    }
+}
+
+static void ne_rmsnorm_row(float *out, const float *x, const float *w, int n, float eps) {
+    float inv = 1.0f / sqrtf(ne_dot_f32(x, x, n) / (float)n + eps);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_n_f32(vld1q_f32(x + i), inv), vld1q_f32(w + i)));
+    for (; i < n; i++) out[i] = x[i] * inv * w[i];
+}
+
+static void ne_rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s) {
+    int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        int i = 0;
+        for (; i + 4 <= half; i += 4) {
+            float32x4_t a = vld1q_f32(v + i), b = vld1q_f32(v + half + i);
+            float32x4_t cc = vld1q_f32(c + i), sn = vld1q_f32(s + i);
+            vst1q_f32(v + i, vfmaq_f32(vnegq_f32(vmulq_f32(b, sn)), a, cc));
+            vst1q_f32(v + half + i, vfmaq_f32(vmulq_f32(a, sn), b, cc));
+        }
+        for (; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = fmaf(a, c[i], -(b * s[i]));
+            v[i + half] = fmaf(b, c[i], a * s[i]);
+        }
+    }
+}
+
+static inline float32x4_t swiglu4(float32x4_t g, float32x4_t u) {
+    float32x4_t e = exp4(vnegq_f32(g));
+    return vdivq_f32(vmulq_f32(g, u), vaddq_f32(vdupq_n_f32(1.0f), e));
+}
+
+static void ne_swiglu(float *out, const float *gate, const float *up, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, swiglu4(vld1q_f32(gate + i), vld1q_f32(up + i)));
+    if (i < n) {
+        float g[4] = {0}, u[4] = {0}, o[4];
+        memcpy(g, gate + i, sizeof(float) * (size_t)(n - i));
+        memcpy(u, up + i, sizeof(float) * (size_t)(n - i));
+        vst1q_f32(o, swiglu4(vld1q_f32(g), vld1q_f32(u)));
+        memcpy(out + i, o, sizeof(float) * (size_t)(n - i));
+    }
+}
+
+static void ne_add(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vld1q_f32(x + i)));
+    for (; i < n; i++) y[i] += x[i];
+}
+
+static void ne_softmax(float *x, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    float32x4_t vm = vdupq_n_f32(m), sum = vdupq_n_f32(0);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t e = exp4(vsubq_f32(vld1q_f32(x + i), vm));
+        sum = vaddq_f32(sum, e);
+        vst1q_f32(x + i, e);
+    }
+    float s = vaddvq_f32(sum);
+    for (; i < n; i++) s += x[i] = expf(x[i] - m);
+    float inv = 1.0f / s;
+    for (i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* Online softmax over 64-key tiles, one query row at a time. */
+static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale, float *scratch) {
+    float *s = scratch;
+    float *acc = s + INF_KV_TILE;
+    for (int r = 0; r < it->R; r++) {
+        const float *q = it->q[r];
+        float m = -INFINITY, l = 0;
+        memset(acc, 0, sizeof(float) * (size_t)hd);
+        for (int t0 = 0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
+            int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
+            float tmax = -INFINITY;
+            for (int j = t0; j < t1; j++) {
+                s[j - t0] = ne_dot_f32(q, inf_kv_k_row(kv, j) + it->kv_off, hd) * scale;
+                if (s[j - t0] > tmax) tmax = s[j - t0];
+            }
+            if (tmax > m) {
+                float corr = expf(m - tmax);
+                for (int i = 0; i < hd; i++) acc[i] *= corr;
+                l *= corr;
+                m = tmax;
+            }
+            for (int j = t0; j < t1; j++) {
+                float p = expf(s[j - t0] - m);
+                l += p;
+                const float *v = inf_kv_v_row(kv, j) + it->kv_off;
+                int i = 0;
+                for (; i + 4 <= hd; i += 4) vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), vld1q_f32(v + i), p));
+                for (; i < hd; i++) acc[i] += p * v[i];
+            }
+        }
+        float inv = 1.0f / l;
+        for (int i = 0; i < hd; i++) it->out[r][i] = acc[i] * inv;
+    }
+}
+
+void inf_kernels_fill_neon(inf_kernels *k) {
+    k->dot_f32 = ne_dot_f32;
+    k->dequant = ne_dequant;
+    k->rmsnorm_row = ne_rmsnorm_row;
+    k->rope_row = ne_rope_row;
+    k->swiglu = ne_swiglu;
+    k->add = ne_add;
+    k->softmax = ne_softmax;
+    k->attn_rows = ne_attn_rows;
+}
