@@ -6,6 +6,7 @@
  * in double, and both attention ops share one online-softmax row walk (so a
  * query row gives the same bits whether it came through prefill or decode). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,18 +21,37 @@
 
 /* A row of dequantized weights, one per thread, grown to the widest row seen
  * and then reused: the first matmul of a model sizes it, later calls never
- * allocate. */
-static _Thread_local float *scratch_row; /* [scratch_n] */
-static _Thread_local int64_t scratch_n;
+ * allocate. A thread's row is freed when the thread ends. */
+typedef struct {
+    float *row; /* [n] */
+    int64_t n;
+} scratch_buf;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_release(void *p) {
+    scratch_buf *b = p;
+    free(b->row);
+    free(b);
+}
+static void scratch_init(void) { INF_ASSERT(pthread_key_create(&scratch_key, scratch_release) == 0); }
 
 static float *scratch(int64_t n) {
-    if (n > scratch_n) {
-        float *p = realloc(scratch_row, (size_t)n * sizeof(float));
-        INF_ASSERT(p != NULL);
-        scratch_row = p;
-        scratch_n = n;
+    pthread_once(&scratch_once, scratch_init);
+    scratch_buf *b = pthread_getspecific(scratch_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        INF_ASSERT(b != NULL);
+        INF_ASSERT(pthread_setspecific(scratch_key, b) == 0);
     }
-    return scratch_row;
+    if (n > b->n) {
+        float *p = realloc(b->row, (size_t)n * sizeof(float));
+        INF_ASSERT(p != NULL);
+        b->row = p;
+        b->n = n;
+    }
+    return b->row;
 }
 
 static void scalar_embed(const inf_backend *be, float *out, const inf_tensor *table,

@@ -217,7 +217,7 @@ static int run_pp(inf_session *s, int n_prompt, int n_vocab, uint64_t *ns, inf_e
     static int32_t toks[65536];
     if (n_prompt > 65536) return inf_fail(err, "-p %d: at most 65536", n_prompt);
     for (int i = 0; i < n_prompt; i++) toks[i] = rand_token(n_vocab);
-    inf_kv_basic_truncate(s->kv, 0);
+    inf_kv_cache_truncate(s->kv, 0);
     uint64_t t0 = inf_now_ns();
     if (inf_session_prefill(s, toks, n_prompt, err)) return -1;
     *ns = inf_now_ns() - t0;
@@ -226,7 +226,7 @@ static int run_pp(inf_session *s, int n_prompt, int n_vocab, uint64_t *ns, inf_e
 
 /* tgN: N single-token decode steps from an empty cache */
 static int run_tg(inf_session *s, int n_gen, int n_vocab, uint64_t *ns, inf_err *err) {
-    inf_kv_basic_truncate(s->kv, 0);
+    inf_kv_cache_truncate(s->kv, 0);
     int32_t tok = rand_token(n_vocab);
     uint64_t t0 = inf_now_ns();
     for (int i = 0; i < n_gen; i++) {
@@ -394,7 +394,7 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf, 
             double ttft = 0, dec_s = 0;
             int reps = a->reps < 3 ? a->reps : 3;
             for (int rep = -1; rep < reps; rep++) {
-                inf_kv_basic_truncate(s->kv, 0);
+                inf_kv_cache_truncate(s->kv, 0);
                 uint64_t t1 = inf_now_ns();
                 if (inf_session_prefill(s, ids, n_ids, err)) {
                     free(ids);

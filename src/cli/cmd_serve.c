@@ -1,10 +1,176 @@
+/* inferno serve: the OpenAI-compatible HTTP server. Parses flags, starts the
+ * HTTP side first (so /health answers 503 while the model loads), loads the
+ * engine, starts the scheduler, then waits for SIGINT/SIGTERM and shuts down
+ * in order: HTTP (ends waiting requests), scheduler, engine. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "kv/kv_cache.h"
+#include "server/engine_inferno.h"
+#include "server/http.h"
+#include "server/sched.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: inferno serve -m MODEL [options]\n\n"
+            "  -m, --model PATH        GGUF file or Hugging Face folder (default %s)\n"
+            "  --host ADDR             listen address (default 127.0.0.1)\n"
+            "  --port N                listen port (default 8080; 0: any free port)\n"
+            "  -np, --parallel N       slots: requests generated at once (default 4)\n"
+            "  -c, --ctx-size N        context positions per slot (default: min(4096, the\n"
+            "                          model's training context))\n"
+            "  -t, --threads N         pool threads (default: the physical cores)\n"
+            "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
+            "  --backend NAME          compute backend: scalar, simd or pool (default pool)\n"
+            "  --kv basic|paged        KV cache: one contiguous cache per slot, or one block pool\n"
+            "                          with a radix prefix cache shared by all requests (default)\n"
+            "  --block-size N          paged: positions per block, a power of two (default 16)\n"
+            "  --cache-mem SIZE        paged: pool size, e.g. 512M or 2G; a bare number is MiB\n"
+            "                          (default: -np x -c positions)\n"
+            "  --api-key KEY           require 'Authorization: Bearer KEY' (all but /health)\n"
+            "  --alias NAME            the model id shown by /v1/models and in responses\n"
+            "  --max-body BYTES        request body limit (default 8388608)\n"
+            "  --timeout SECONDS       idle connection timeout (default 600)\n"
+            "  --max-conns N           concurrent connections (default 256)\n",
+            INF_DEFAULT_MODEL);
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
 
 int cmd_serve(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "inferno serve: not implemented yet\n");
-    return 1;
+    const char *model = INF_DEFAULT_MODEL, *backend = NULL;
+    srv_config cfg = {.host = "127.0.0.1",
+                      .port = 8080,
+                      .max_body = 8u << 20,
+                      .timeout_s = 600,
+                      .max_conns = 256};
+    long np = 4, ctx = 0, threads = 0, batch = 256, block = INF_KV_BLOCK_SIZE_DEFAULT;
+    size_t cache_bytes = 0;
+    inf_kv_kind kind = INF_KV_PAGED;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "inferno serve: unknown flag or missing value: %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        long x;
+        int bad = 0;
+#define IS(s) (!strcmp(a, s))
+        if (IS("-m") || IS("--model"))
+            model = v;
+        else if (IS("--host"))
+            cfg.host = v;
+        else if (IS("--port"))
+            bad = parse_long(v, 0, 65535, &x), cfg.port = (int)x;
+        else if (IS("-np") || IS("--parallel"))
+            bad = parse_long(v, 1, 256, &np);
+        else if (IS("-c") || IS("--ctx-size"))
+            bad = parse_long(v, 0, 1 << 20, &ctx);
+        else if (IS("-t") || IS("--threads"))
+            bad = parse_long(v, 0, 1024, &threads);
+        else if (IS("-b") || IS("--batch-size"))
+            bad = parse_long(v, 1, 65536, &batch);
+        else if (IS("--backend"))
+            backend = v;
+        else if (IS("--kv"))
+            bad = inf_kv_parse_kind(&kind, v, NULL);
+        else if (IS("--block-size"))
+            bad = parse_long(v, 1, 1024, &block) || (block & (block - 1));
+        else if (IS("--cache-mem"))
+            bad = inf_kv_parse_mem(&cache_bytes, v, NULL) || !cache_bytes;
+        else if (IS("--api-key"))
+            cfg.api_key = v;
+        else if (IS("--alias"))
+            cfg.alias = v;
+        else if (IS("--max-body"))
+            bad = parse_long(v, 1024, LONG_MAX, &x), cfg.max_body = (size_t)x;
+        else if (IS("--timeout"))
+            bad = parse_long(v, 1, 86400, &x), cfg.timeout_s = (unsigned)x;
+        else if (IS("--max-conns"))
+            bad = parse_long(v, 1, 65536, &x), cfg.max_conns = (unsigned)x;
+        else {
+            fprintf(stderr, "inferno serve: unknown flag %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef IS
+        if (bad) {
+            fprintf(stderr, "inferno serve: %s: bad value '%s'\n", a, v);
+            return 2;
+        }
+    }
+    if (cfg.api_key && !cfg.api_key[0]) cfg.api_key = NULL;
+
+    /* Signals go to this thread only (sigwait below); every thread started
+     * from here on inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    inf_err err = {{0}};
+    srv_http *http = NULL;
+    if (srv_http_start(&http, &cfg, &err)) {
+        fprintf(stderr, "inferno serve: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "inferno serve: listening on http://%s:%d (loading %s)\n", cfg.host,
+            srv_http_port(http), model);
+
+    srv_engine eng;
+    srv_engine_opts eo = {.model_path = model,
+                          .backend = backend,
+                          .n_seq = (int)np,
+                          .n_ctx = (int)ctx,
+                          .n_threads = (int)threads,
+                          .max_rows = (int)(np + batch),
+                          .paged = kind == INF_KV_PAGED,
+                          .block_size = (int)block,
+                          .cache_bytes = cache_bytes};
+    srv_sched *sched = NULL;
+    if (srv_engine_open(&eng, &eo, &err)) {
+        fprintf(stderr, "inferno serve: %s\n", err.msg);
+        srv_http_stop(http);
+        return 1;
+    }
+    if (srv_sched_create(&sched, &eng, (int)batch, &err)) {
+        fprintf(stderr, "inferno serve: %s\n", err.msg);
+        srv_http_stop(http);
+        srv_engine_close(&eng);
+        return 1;
+    }
+    srv_http_ready(http, &eng, sched);
+    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache, %s\n",
+            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx, inf_kv_kind_name(kind),
+            eng.backend_name ? eng.backend_name : "backend");
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "inferno serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv_http_stop(http);
+    srv_sched_free(sched);
+    srv_engine_close(&eng);
+    return 0;
 }

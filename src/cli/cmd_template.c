@@ -8,24 +8,27 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "modelfile/model.h"
 #include "template/template.h"
 #include "util/mem.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: inferno template [-m MODEL | --template FILE] MESSAGES.json [options]\n"
-            "\n"
-            "Renders the chat template for the conversation in MESSAGES.json (a JSON array of\n"
-            "messages, or an object {\"messages\": [...], \"tools\": [...], other keywords}) and\n"
-            "prints the prompt exactly as the model will see it.\n"
-            "\n"
-            "  -m MODEL              a Hugging Face folder or its tokenizer_config.json\n"
-            "  --template FILE       render this Jinja file instead of the model's template\n"
-            "  --tools FILE          a JSON array of tools\n"
-            "  --no-think            enable_thinking=false\n"
-            "  --think               enable_thinking=true\n"
-            "  --no-generation-prompt  do not open the assistant turn\n"
-            "  --set KEY=JSON        any other template keyword (repeatable)\n");
+    fprintf(
+        f,
+        "usage: inferno template [-m MODEL | --template FILE] MESSAGES.json [options]\n"
+        "\n"
+        "Renders the chat template for the conversation in MESSAGES.json (a JSON array of\n"
+        "messages, or an object {\"messages\": [...], \"tools\": [...], other keywords}) and\n"
+        "prints the prompt exactly as the model will see it.\n"
+        "\n"
+        "  -m MODEL              a GGUF file, a Hugging Face folder, or a tokenizer_config.json\n"
+        "                        (default " INF_DEFAULT_MODEL ")\n"
+        "  --template FILE       render this Jinja file instead of the model's template\n"
+        "  --tools FILE          a JSON array of tools\n"
+        "  --no-think            enable_thinking=false\n"
+        "  --think               enable_thinking=true\n"
+        "  --no-generation-prompt  do not open the assistant turn\n"
+        "  --set KEY=JSON        any other template keyword (repeatable)\n");
 }
 
 /* bos_token / eos_token in tokenizer_config.json: a string or {"content": ...}. */
@@ -41,8 +44,10 @@ static const char *token_text(json_t *v) {
 static int load_hf_template(char **tmpl, json_t *kwargs, const char *path) {
     char cfg[4096];
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", path);
-    else snprintf(cfg, sizeof cfg, "%s", path);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", path);
+    else
+        snprintf(cfg, sizeof cfg, "%s", path);
     json_error_t je;
     json_t *root = json_load_file(cfg, 0, &je);
     if (!root) {
@@ -55,7 +60,8 @@ static int load_hf_template(char **tmpl, json_t *kwargs, const char *path) {
         size_t i;
         json_array_foreach(ct, i, item) {
             if (!first) first = item;
-            if (json_is_string(json_object_get(item, "name")) && !strcmp(json_string_value(json_object_get(item, "name")), "default"))
+            if (json_is_string(json_object_get(item, "name")) &&
+                !strcmp(json_string_value(json_object_get(item, "name")), "default"))
                 first = item;
         }
         ct = first ? json_object_get(first, "template") : NULL;
@@ -72,6 +78,47 @@ static int load_hf_template(char **tmpl, json_t *kwargs, const char *path) {
     if (eos) json_object_set_new(kwargs, "eos_token", json_string(eos));
     json_decref(root);
     return 0;
+}
+
+/* A tokenizer_config.json path, or a folder holding one but no config.json
+ * (tokenizer files without weights): read directly, no model needed. */
+static bool tokenizer_only(const char *path) {
+    size_t n = strlen(path);
+    if (n >= 5 && !strcmp(path + n - 5, ".json")) return true;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/config.json", path);
+    if (stat(p, &st) == 0) return false;
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", path);
+    return stat(p, &st) == 0;
+}
+
+/* The template and special tokens of a model (GGUF file or HF folder). */
+static int load_model_template(char **tmpl, json_t *kwargs, const char *path) {
+    inf_model_file *m;
+    inf_err err = {{0}};
+    if (inf_model_open(&m, path, &err)) {
+        fprintf(stderr, "inferno template: %s\n", err.msg);
+        return -1;
+    }
+    const inf_vocab_desc *v = &m->vocab;
+    int rc = -1;
+    if (!v->chat_template) {
+        fprintf(stderr,
+                "inferno template: %s: the model has no chat template (use --template FILE)\n",
+                path);
+        goto out;
+    }
+    *tmpl = strdup(v->chat_template);
+    if (v->bos_id >= 0 && v->bos_id < v->n_tokens)
+        json_object_set_new(kwargs, "bos_token", json_string(v->tokens[v->bos_id]));
+    if (v->eos_id >= 0 && v->eos_id < v->n_tokens)
+        json_object_set_new(kwargs, "eos_token", json_string(v->tokens[v->eos_id]));
+    rc = *tmpl ? 0 : -1;
+out:
+    inf_model_close(m);
+    return rc;
 }
 
 int cmd_template(int argc, char **argv) {
@@ -138,13 +185,11 @@ int cmd_template(int argc, char **argv) {
         }
     } else {
         if (!model) model = INF_DEFAULT_MODEL;
-        struct stat st;
-        if (stat(model, &st) == 0 && S_ISREG(st.st_mode) && !strstr(model, ".json")) {
-            fprintf(stderr, "inferno template: %s: reading the template of a GGUF file needs the model "
-                            "loader; use a Hugging Face folder or --template FILE\n", model);
+        if (tokenizer_only(model)) {
+            if (load_hf_template(&source, kwargs, model)) goto done;
+        } else if (load_model_template(&source, kwargs, model)) {
             goto done;
         }
-        if (load_hf_template(&source, kwargs, model)) goto done;
     }
     json_error_t je;
     msgs_root = json_load_file(msgs_path, 0, &je);
@@ -159,20 +204,27 @@ int cmd_template(int argc, char **argv) {
         json_t *v;
         json_object_foreach(msgs_root, k, v) {
             if (!strcmp(k, "messages")) continue;
-            if (!strcmp(k, "tools")) tools = json_incref(v);
-            else if (!strcmp(k, "add_generation_prompt")) gen_prompt = json_is_true(v);
-            else if (!json_object_get(kwargs, k)) json_object_set(kwargs, k, v);
+            if (!strcmp(k, "tools"))
+                tools = json_incref(v);
+            else if (!strcmp(k, "add_generation_prompt"))
+                gen_prompt = json_is_true(v);
+            else if (!json_object_get(kwargs, k))
+                json_object_set(kwargs, k, v);
         }
     }
     if (!json_is_array(messages)) {
-        fprintf(stderr, "inferno template: %s: expected a JSON array of messages or an object with \"messages\"\n", msgs_path);
+        fprintf(stderr,
+                "inferno template: %s: expected a JSON array of messages or an object with "
+                "\"messages\"\n",
+                msgs_path);
         goto done;
     }
     if (tools_path) {
         json_decref(tools);
         tools = json_load_file(tools_path, 0, &je);
         if (!json_is_array(tools)) {
-            fprintf(stderr, "inferno template: %s: expected a JSON array of tools (%s)\n", tools_path, je.text);
+            fprintf(stderr, "inferno template: %s: expected a JSON array of tools (%s)\n",
+                    tools_path, je.text);
             goto done;
         }
     }

@@ -26,9 +26,12 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "  -c, --ctx-size N          context size (default min(4096, model's))\n"
             "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
             "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
-            "  --backend NAME            compute backend: scalar (default, the reference), simd, pool\n"
+            "  --backend NAME            compute backend: pool (default), simd, scalar (the reference)\n"
             "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
             "  --trace                   print the per-op time histogram after the run\n"
+            "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
+            "  --kv-block N              paged: tokens per block, a power of two (16)\n"
+            "  --cache-mem SIZE          paged: pool size, e.g. 512M or 2G (default: the context)\n"
             "  --temp T                  temperature (0.8; <= 0 = greedy)\n"
             "  --top-k N                 top-k (40; 0 = off)\n"
             "  --top-p P                 top-p (0.95; 1 = off)\n"
@@ -70,7 +73,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
     *a = (gen_args){.model = INF_DEFAULT_MODEL,
                     .n_predict = -1,
                     .n_batch = 512,
-                    .backend = "scalar",
+                    .backend = "pool",
                     .sp = inf_sampler_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -89,7 +92,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
             "--token-ids", "--backend", "-n", "--n-predict", "-c", "--ctx-size", "-b",
             "--batch-size", "-t", "--threads", "--temp", "--top-k", "--top-p", "--min-p",
             "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
-            "-s", "--seed", "--isa"};
+            "-s", "--seed", "--kv", "--kv-block", "--cache-mem", "--isa"};
         bool known = false;
         for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
             known |= !strcmp(f, takes_value[k]);
@@ -110,6 +113,16 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         else if (IS("--dump-logits")) a->dump_logits = v;
         else if (IS("--token-ids")) a->token_ids = v, a->raw = true;
         else if (IS("--backend")) a->backend = v;
+        else if (IS("--kv") || IS("--cache-mem")) {
+            inf_err e;
+            if (IS("--kv") ? inf_kv_parse_kind(&a->kv.kind, v, &e)
+                           : inf_kv_parse_mem(&a->kv.mem_bytes, v, &e)) {
+                fprintf(stderr, "inferno %s: %s\n", cmd, e.msg);
+                return -1;
+            }
+        } else if (IS("--kv-block"))
+            bad = parse_int(v, &a->kv.block_size) || a->kv.block_size < 1 ||
+                  a->kv.block_size > 1024 || (a->kv.block_size & (a->kv.block_size - 1));
         else if (IS("--isa")) a->isa = v;
         else if (IS("-n") || IS("--n-predict")) bad = parse_int(v, &a->n_predict) || a->n_predict < -1;
         else if (IS("-c") || IS("--ctx-size")) bad = parse_int(v, &a->n_ctx) || a->n_ctx < 0;
@@ -176,7 +189,7 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
     }
     int rows = a->n_batch < n_ctx ? a->n_batch : n_ctx;
     if (inf_qwen3_create(&g->model, g->mf, &g->be, n_ctx, rows, err)) return -1;
-    if (inf_session_create(&g->session, g->model, n_ctx, &a->sp, err)) return -1;
+    if (inf_session_create_kv(&g->session, g->model, n_ctx, &a->sp, &a->kv, err)) return -1;
     if (!(g->detok = inf_detok_create(g->tok))) return inf_fail(err, "out of memory");
     if (a->dump_logits) {
         g->dump = fopen(a->dump_logits, "wb");

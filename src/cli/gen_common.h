@@ -33,6 +33,7 @@ typedef struct gen_args {
     bool ignore_eos;         /* --ignore-eos */
     bool verbose_prompt;     /* --verbose-prompt: print the prompt's token ids to stderr */
     inf_sampler_params sp;
+    inf_kv_opts kv;          /* --kv basic|paged, --kv-block N, --cache-mem SIZE */
 } gen_args;
 
 /* Parses argv (argv[0] is the command name). Prints one line and returns -1

@@ -15,7 +15,7 @@ typedef struct {
 } bytes;
 
 static void bytes_put(bytes *b, const void *p, size_t n) {
-    if (b->failed) return;
+    if (b->failed || n == 0) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)

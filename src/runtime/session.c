@@ -8,6 +8,11 @@
 
 int inf_session_create(inf_session **out, inf_qwen3 *m, int n_ctx, const inf_sampler_params *sp,
                        inf_err *err) {
+    return inf_session_create_kv(out, m, n_ctx, sp, NULL, err);
+}
+
+int inf_session_create_kv(inf_session **out, inf_qwen3 *m, int n_ctx, const inf_sampler_params *sp,
+                          const inf_kv_opts *kv, inf_err *err) {
     *out = NULL;
     if (n_ctx <= 0 || n_ctx > m->n_ctx)
         return inf_fail(err, "context size %d: expected 1..%d", n_ctx, m->n_ctx);
@@ -16,30 +21,27 @@ int inf_session_create(inf_session **out, inf_qwen3 *m, int n_ctx, const inf_sam
     s->model = m;
     s->n_ctx = n_ctx;
     const inf_hparams *hp = &m->hp;
-    if (inf_kv_basic_create(&s->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, err) ||
+    if (inf_kv_cache_create(&s->kv, kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, err) ||
         inf_sampler_create(&s->sampler, sp, hp->n_vocab, n_ctx, err)) {
         inf_session_free(s);
         return -1;
     }
-    s->views = calloc((size_t)hp->n_layer, sizeof *s->views);
     s->tokens = calloc((size_t)n_ctx, sizeof *s->tokens);
     s->pos = calloc((size_t)m->max_rows, sizeof *s->pos);
     s->seq = calloc((size_t)m->max_rows, sizeof *s->seq);
     s->logits = inf_alloc((size_t)hp->n_vocab * sizeof(float));
-    if (!s->views || !s->tokens || !s->pos || !s->seq || !s->logits) {
+    if (!s->tokens || !s->pos || !s->seq || !s->logits) {
         inf_session_free(s);
         return inf_fail(err, "out of memory");
     }
-    inf_kv_basic_views(s->kv, s->views);
     *out = s;
     return 0;
 }
 
 void inf_session_free(inf_session *s) {
     if (!s) return;
-    inf_kv_basic_free(s->kv);
+    inf_kv_cache_free(s->kv);
     inf_sampler_free(s->sampler);
-    free(s->views);
     free(s->tokens);
     free(s->pos);
     free(s->seq);
@@ -49,12 +51,12 @@ void inf_session_free(inf_session *s) {
 
 /* Runs tokens[0..n) at the end of the cache; logits of the last one. */
 static int feed(inf_session *s, const int32_t *tokens, int n, inf_err *err) {
-    if (inf_kv_basic_reserve(s->kv, n, err)) return -1;
+    if (inf_kv_cache_reserve(s->kv, n, err)) return -1;
     for (int i = 0; i < n; i++) s->pos[i] = s->kv->n_past + i, s->seq[i] = 0;
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = s->pos, .seq = s->seq, .logits = NULL};
-    if (inf_qwen3_forward(s->model, &b, s->views, 1, s->logits, err)) return -1;
+    if (inf_qwen3_forward(s->model, &b, inf_kv_cache_views(s->kv), 1, s->logits, err)) return -1;
     memcpy(s->tokens + s->kv->n_past, tokens, (size_t)n * sizeof *tokens);
-    s->kv->n_past += n;
+    inf_kv_cache_advance(s->kv, n);
     return 0;
 }
 
@@ -66,7 +68,7 @@ int inf_session_prefill(inf_session *s, const int32_t *tokens, int n, inf_err *e
     int keep = 0;
     while (keep < s->kv->n_past && keep < n && s->tokens[keep] == tokens[keep]) keep++;
     if (keep == n) keep--; /* the last token is always run: its logits are needed */
-    inf_kv_basic_truncate(s->kv, keep);
+    inf_kv_cache_truncate(s->kv, keep);
     s->n_prompt_reused = keep;
     for (int i = keep; i < n; i += s->model->max_rows) {
         int chunk = n - i < s->model->max_rows ? n - i : s->model->max_rows;

@@ -1,4 +1,4 @@
-/* One conversation with the model: a basic KV cache, the tokens it holds, a
+/* One conversation with the model: a KV cache (basic or paged), the tokens it holds, a
  * sampler, and the generation loop (prefill, then sample → emit → decode).
  *
  * The session remembers which tokens its cache holds, so a new prompt that
@@ -11,15 +11,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kv/kv_basic.h"
+#include "kv/kv_cache.h"
 #include "model/qwen3.h"
 #include "runtime/sampler.h"
 #include "util/err.h"
 
 typedef struct inf_session {
     inf_qwen3 *model;     /* borrowed */
-    inf_kv_basic *kv;     /* owned */
-    inf_kv_view *views;   /* [n_layer] */
+    inf_kv_cache *kv;     /* owned: basic or paged behind one interface */
     inf_sampler *sampler; /* owned */
     int n_ctx;
     int32_t *tokens;      /* [n_ctx] what the cache holds, kv->n_past of them */
@@ -37,6 +36,9 @@ typedef struct inf_session {
  * Free with inf_session_free (NULL is a no-op); m must outlive it. */
 int inf_session_create(inf_session **out, inf_qwen3 *m, int n_ctx, const inf_sampler_params *sp,
                        inf_err *err);
+/* The same with a choice of cache (kv NULL: basic). */
+int inf_session_create_kv(inf_session **out, inf_qwen3 *m, int n_ctx, const inf_sampler_params *sp,
+                          const inf_kv_opts *kv, inf_err *err);
 void inf_session_free(inf_session *s);
 
 /* Makes the cache hold exactly tokens[0..n): keeps the longest common prefix

@@ -23,7 +23,8 @@ static tv *arg(tm_args *a, int i, const char *name) {
 
 static tm_str *str_arg(tm_rt *R, tv *v, const char *what, long pos) {
     if (!v || v->t != TV_STR)
-        tm_fail(S_, pos, "%s expects a string argument, got %s", what, v ? tv_type_name(*v) : "nothing");
+        tm_fail(S_, pos, "%s expects a string argument, got %s", what,
+                v ? tv_type_name(*v) : "nothing");
     return v->u.s;
 }
 
@@ -34,13 +35,15 @@ static int64_t int_arg(tm_rt *R, tv *v, int64_t dflt, const char *what, long pos
     tm_fail(S_, pos, "%s expects an integer argument, got %s", what, tv_type_name(*v));
 }
 
-static tv str_val(tm_rt *R, const char *p, size_t n) { return tv_strn(S_, p, n); }
+static tv str_val(tm_rt *R, const char *p, size_t n) {
+    return tv_strn(S_, p, n);
+}
 
 /* ---- whitespace and case -------------------------------------------------- */
 static bool is_ws_cp(uint32_t c) {
-    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F) || c == 0x85 || c == 0xA0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-           c == 0x205F || c == 0x3000;
+    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F) || c == 0x85 ||
+           c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 static bool in_chars(uint32_t c, const tm_str *chars) {
@@ -65,7 +68,8 @@ static tv do_strip(tm_rt *R, const tm_str *s, const tm_str *chars, bool left, bo
     if (right)
         while (b > a) {
             size_t st = b - 1;
-            while (st > a && ((unsigned char)s->p[st] & 0xC0) == 0x80) st--;
+            while (st > a && ((unsigned char)s->p[st] & 0xC0) == 0x80)
+                st--;
             uint32_t c;
             tm_utf8_decode(s->p + st, b - st, &c);
             if (chars ? !in_chars(c, chars) : !is_ws_cp(c)) break;
@@ -83,15 +87,22 @@ static tv do_case(tm_rt *R, const tm_str *s, int mode) {
         i += (size_t)tm_utf8_decode(s->p + i, s->len - i, &c);
         uint32_t o = c;
         switch (mode) {
-        case CASE_UPPER: o = (uint32_t)utf8proc_toupper((utf8proc_int32_t)c); break;
-        case CASE_LOWER: o = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c); break;
+        case CASE_UPPER:
+            o = (uint32_t)utf8proc_toupper((utf8proc_int32_t)c);
+            break;
+        case CASE_LOWER:
+            o = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
+            break;
         case CASE_CAPITALIZE:
-            o = (uint32_t)(first ? utf8proc_totitle((utf8proc_int32_t)c) : utf8proc_tolower((utf8proc_int32_t)c));
+            o = (uint32_t)(first ? utf8proc_totitle((utf8proc_int32_t)c)
+                                 : utf8proc_tolower((utf8proc_int32_t)c));
             break;
         case CASE_TITLE: {
-            o = (uint32_t)(prev_cased ? utf8proc_tolower((utf8proc_int32_t)c) : utf8proc_totitle((utf8proc_int32_t)c));
+            o = (uint32_t)(prev_cased ? utf8proc_tolower((utf8proc_int32_t)c)
+                                      : utf8proc_totitle((utf8proc_int32_t)c));
             utf8proc_category_t cat = utf8proc_category((utf8proc_int32_t)c);
-            prev_cased = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
+            prev_cased = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL ||
+                         cat == UTF8PROC_CATEGORY_LT;
             break;
         }
         }
@@ -110,7 +121,8 @@ static tv do_split(tm_rt *R, const tm_str *s, const tm_str *sep, int64_t maxspli
         if (sep->len == 0) tm_fail(S_, pos, "empty separator");
         size_t i = 0;
         for (;;) {
-            const char *hit = maxsplit-- != 0 ? memmem(s->p + i, s->len - i, sep->p, sep->len) : NULL;
+            const char *hit =
+                maxsplit-- != 0 ? memmem(s->p + i, s->len - i, sep->p, sep->len) : NULL;
             if (!hit) {
                 tm_list_push(S_, l, str_val(R, s->p + i, s->len - i));
                 break;
@@ -148,7 +160,8 @@ static tv do_split(tm_rt *R, const tm_str *s, const tm_str *sep, int64_t maxspli
     return tv_list(l);
 }
 
-static tv do_replace(tm_rt *R, const tm_str *s, const tm_str *old, const tm_str *new_, int64_t count, long pos) {
+static tv do_replace(tm_rt *R, const tm_str *s, const tm_str *old, const tm_str *new_,
+                     int64_t count, long pos) {
     tm_buf b = {.limit = R->t->lim.max_output};
     tm_charge(R, pos, s->len);
     size_t i = 0;
@@ -159,7 +172,8 @@ static tv do_replace(tm_rt *R, const tm_str *s, const tm_str *old, const tm_str 
             count--;
             if (cp_i >= s->len) break;
             size_t st = cp_i++;
-            while (cp_i < s->len && ((unsigned char)s->p[cp_i] & 0xC0) == 0x80) cp_i++;
+            while (cp_i < s->len && ((unsigned char)s->p[cp_i] & 0xC0) == 0x80)
+                cp_i++;
             tm_buf_put(S_, &b, s->p + st, cp_i - st);
         }
         tm_buf_put(S_, &b, s->p + cp_i, s->len - cp_i);
@@ -178,36 +192,78 @@ static tv do_replace(tm_rt *R, const tm_str *s, const tm_str *old, const tm_str 
     return str_val(R, b.p ? b.p : "", b.n);
 }
 
-static bool str_starts(const tm_str *s, const tm_str *p) { return p->len <= s->len && !memcmp(s->p, p->p, p->len); }
+static bool str_starts(const tm_str *s, const tm_str *p) {
+    return p->len <= s->len && !memcmp(s->p, p->p, p->len);
+}
 static bool str_ends(const tm_str *s, const tm_str *p) {
     return p->len <= s->len && !memcmp(s->p + s->len - p->len, p->p, p->len);
 }
 
 /* ---- methods -------------------------------------------------------------- */
 enum {
-    M_STARTSWITH, M_ENDSWITH, M_SPLIT, M_RSPLIT_UNUSED, M_STRIP, M_LSTRIP, M_RSTRIP, M_REPLACE, M_UPPER,
-    M_LOWER, M_TITLE, M_CAPITALIZE, M_FIND, M_COUNT, M_JOIN, M_SPLITLINES, M_ISSPACE, M_ISDIGIT,
-    M_ISALPHA, M_ISALNUM, M_ISUPPER, M_ISLOWER,
+    M_STARTSWITH,
+    M_ENDSWITH,
+    M_SPLIT,
+    M_RSPLIT_UNUSED,
+    M_STRIP,
+    M_LSTRIP,
+    M_RSTRIP,
+    M_REPLACE,
+    M_UPPER,
+    M_LOWER,
+    M_TITLE,
+    M_CAPITALIZE,
+    M_FIND,
+    M_COUNT,
+    M_JOIN,
+    M_SPLITLINES,
+    M_ISSPACE,
+    M_ISDIGIT,
+    M_ISALPHA,
+    M_ISALNUM,
+    M_ISUPPER,
+    M_ISLOWER,
     M_STR_END,
-    M_ITEMS = 100, M_KEYS, M_VALUES, M_GET,
+    M_ITEMS = 100,
+    M_KEYS,
+    M_VALUES,
+    M_GET,
 };
 static const char *const str_methods[] = {
-    [M_STARTSWITH] = "startswith", [M_ENDSWITH] = "endswith", [M_SPLIT] = "split", [M_RSPLIT_UNUSED] = "",
-    [M_STRIP] = "strip", [M_LSTRIP] = "lstrip", [M_RSTRIP] = "rstrip", [M_REPLACE] = "replace",
-    [M_UPPER] = "upper", [M_LOWER] = "lower", [M_TITLE] = "title", [M_CAPITALIZE] = "capitalize",
-    [M_FIND] = "find", [M_COUNT] = "count", [M_JOIN] = "join", [M_SPLITLINES] = "splitlines",
-    [M_ISSPACE] = "isspace", [M_ISDIGIT] = "isdigit", [M_ISALPHA] = "isalpha", [M_ISALNUM] = "isalnum",
-    [M_ISUPPER] = "isupper", [M_ISLOWER] = "islower",
+    [M_STARTSWITH] = "startswith",
+    [M_ENDSWITH] = "endswith",
+    [M_SPLIT] = "split",
+    [M_RSPLIT_UNUSED] = "",
+    [M_STRIP] = "strip",
+    [M_LSTRIP] = "lstrip",
+    [M_RSTRIP] = "rstrip",
+    [M_REPLACE] = "replace",
+    [M_UPPER] = "upper",
+    [M_LOWER] = "lower",
+    [M_TITLE] = "title",
+    [M_CAPITALIZE] = "capitalize",
+    [M_FIND] = "find",
+    [M_COUNT] = "count",
+    [M_JOIN] = "join",
+    [M_SPLITLINES] = "splitlines",
+    [M_ISSPACE] = "isspace",
+    [M_ISDIGIT] = "isdigit",
+    [M_ISALPHA] = "isalpha",
+    [M_ISALNUM] = "isalnum",
+    [M_ISUPPER] = "isupper",
+    [M_ISLOWER] = "islower",
 };
 static const char *const dict_methods[] = {"items", "keys", "values", "get"};
 
 int tm_method_id(tv self, const char *name, size_t len) {
     if (self.t == TV_STR) {
         for (int i = 0; i < M_STR_END; i++)
-            if (strlen(str_methods[i]) == len && len && !memcmp(str_methods[i], name, len)) return i;
+            if (strlen(str_methods[i]) == len && len && !memcmp(str_methods[i], name, len))
+                return i;
     } else if (self.t == TV_DICT) {
         for (int i = 0; i < 4; i++)
-            if (strlen(dict_methods[i]) == len && !memcmp(dict_methods[i], name, len)) return M_ITEMS + i;
+            if (strlen(dict_methods[i]) == len && !memcmp(dict_methods[i], name, len))
+                return M_ITEMS + i;
     }
     return -1;
 }
@@ -233,10 +289,14 @@ static bool str_all(const tm_str *s, int kind) {
         uint32_t c;
         i += (size_t)tm_utf8_decode(s->p + i, s->len - i, &c);
         utf8proc_category_t cat = utf8proc_category((utf8proc_int32_t)c);
-        bool alpha = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT ||
-                     cat == UTF8PROC_CATEGORY_LM || cat == UTF8PROC_CATEGORY_LO;
+        bool alpha = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL ||
+                     cat == UTF8PROC_CATEGORY_LT || cat == UTF8PROC_CATEGORY_LM ||
+                     cat == UTF8PROC_CATEGORY_LO;
         bool digit = cat == UTF8PROC_CATEGORY_ND;
-        bool ok = kind == M_ISSPACE ? is_ws_cp(c) : kind == M_ISDIGIT ? digit : kind == M_ISALPHA ? alpha : alpha || digit;
+        bool ok = kind == M_ISSPACE   ? is_ws_cp(c)
+                  : kind == M_ISDIGIT ? digit
+                  : kind == M_ISALPHA ? alpha
+                                      : alpha || digit;
         if (!ok) return false;
     }
     return true;
@@ -246,7 +306,8 @@ static bool prefix_match(tm_rt *R, const tm_str *s, tv *p, bool end, long pos) {
     if (p && p->t == TV_LIST && p->tuple) {
         for (long i = 0; i < p->u.l->n; i++) {
             tv *x = &p->u.l->v[i];
-            if (end ? str_ends(s, str_arg(R, x, "endswith", pos)) : str_starts(s, str_arg(R, x, "startswith", pos)))
+            if (end ? str_ends(s, str_arg(R, x, "endswith", pos))
+                    : str_starts(s, str_arg(R, x, "startswith", pos)))
                 return true;
         }
         return false;
@@ -264,7 +325,8 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
     if (self.t == TV_DICT) {
         tm_dict *d = self.u.d;
         switch (m->id) {
-        case M_ITEMS: return dict_items(R, d);
+        case M_ITEMS:
+            return dict_items(R, d);
         case M_KEYS:
         case M_VALUES: {
             tm_list *l = tm_list_new(S_, d->n);
@@ -285,8 +347,10 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
     const tm_str *s = self.u.s;
     tm_charge(R, pos, s->len);
     switch (m->id) {
-    case M_STARTSWITH: return tv_bool(prefix_match(R, s, arg(a, 0, NULL), false, pos));
-    case M_ENDSWITH: return tv_bool(prefix_match(R, s, arg(a, 0, NULL), true, pos));
+    case M_STARTSWITH:
+        return tv_bool(prefix_match(R, s, arg(a, 0, NULL), false, pos));
+    case M_ENDSWITH:
+        return tv_bool(prefix_match(R, s, arg(a, 0, NULL), true, pos));
     case M_SPLIT: {
         tv *sep = arg(a, 0, "sep");
         return do_split(R, s, sep && sep->t != TV_NONE ? str_arg(R, sep, "split", pos) : NULL,
@@ -300,12 +364,17 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
         return do_strip(R, s, cs, m->id != M_RSTRIP, m->id != M_LSTRIP);
     }
     case M_REPLACE:
-        return do_replace(R, s, str_arg(R, arg(a, 0, NULL), "replace", pos), str_arg(R, arg(a, 1, NULL), "replace", pos),
+        return do_replace(R, s, str_arg(R, arg(a, 0, NULL), "replace", pos),
+                          str_arg(R, arg(a, 1, NULL), "replace", pos),
                           int_arg(R, arg(a, 2, "count"), -1, "replace", pos), pos);
-    case M_UPPER: return do_case(R, s, CASE_UPPER);
-    case M_LOWER: return do_case(R, s, CASE_LOWER);
-    case M_TITLE: return do_case(R, s, CASE_TITLE);
-    case M_CAPITALIZE: return do_case(R, s, CASE_CAPITALIZE);
+    case M_UPPER:
+        return do_case(R, s, CASE_UPPER);
+    case M_LOWER:
+        return do_case(R, s, CASE_LOWER);
+    case M_TITLE:
+        return do_case(R, s, CASE_TITLE);
+    case M_CAPITALIZE:
+        return do_case(R, s, CASE_CAPITALIZE);
     case M_FIND: {
         const tm_str *q = str_arg(R, arg(a, 0, NULL), "find", pos);
         const char *hit = q->len ? memmem(s->p, s->len, q->p, q->len) : s->p;
@@ -315,7 +384,9 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
         const tm_str *q = str_arg(R, arg(a, 0, NULL), "count", pos);
         if (q->len == 0) return tv_int((int64_t)tm_utf8_count(s->p, s->len) + 1);
         int64_t c = 0;
-        for (const char *p = s->p; (p = memmem(p, (size_t)(s->p + s->len - p), q->p, q->len)); p += q->len) c++;
+        for (const char *p = s->p; (p = memmem(p, (size_t)(s->p + s->len - p), q->p, q->len));
+             p += q->len)
+            c++;
         return tv_int(c);
     }
     case M_JOIN: {
@@ -327,7 +398,8 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
         for (long i = 0; i < n; i++) {
             if (i) tm_buf_put(S_, &b, s->p, s->len);
             if (items[i].t != TV_STR)
-                tm_fail(S_, pos, "sequence item %ld: expected str instance, %s found", i, tv_type_name(items[i]));
+                tm_fail(S_, pos, "sequence item %ld: expected str instance, %s found", i,
+                        tv_type_name(items[i]));
             tm_buf_put(S_, &b, items[i].u.s->p, items[i].u.s->len);
         }
         return str_val(R, b.p ? b.p : "", b.n);
@@ -362,7 +434,8 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
         }
         return tv_bool(cased);
     }
-    default: return tv_bool(str_all(s, m->id));
+    default:
+        return tv_bool(str_all(s, m->id));
     }
 }
 
@@ -372,7 +445,8 @@ tv tm_call_func(tm_rt *R, int id, tm_args *a, long pos) {
     case TF_RANGE: {
         if (a->n < 1 || a->n > 3) tm_fail(S_, pos, "range expected 1 to 3 arguments, got %d", a->n);
         int64_t start = 0, stop, step = 1;
-        if (a->n == 1) stop = int_arg(R, &a->v[0], 0, "range", pos);
+        if (a->n == 1)
+            stop = int_arg(R, &a->v[0], 0, "range", pos);
         else {
             start = int_arg(R, &a->v[0], 0, "range", pos);
             stop = int_arg(R, &a->v[1], 0, "range", pos);
@@ -382,21 +456,33 @@ tv tm_call_func(tm_rt *R, int id, tm_args *a, long pos) {
         double cnt_d = ceil(((double)stop - (double)start) / (double)step);
         long cnt = cnt_d > 0 ? (long)fmin(cnt_d, 1e18) : 0;
         if (cnt > R->t->lim.max_iterations)
-            tm_fail(S_, pos, "range of %ld items exceeds the iteration limit of %ld", cnt, R->t->lim.max_iterations);
+            tm_fail(S_, pos, "range of %ld items exceeds the iteration limit of %ld", cnt,
+                    R->t->lim.max_iterations);
         tm_list *l = tm_list_new(S_, cnt);
-        for (long i = 0; i < cnt; i++) l->v[i] = tv_int(start + step * i);
+        for (long i = 0; i < cnt; i++)
+            l->v[i] = tv_int(start + step * i);
         l->n = cnt;
         return tv_list(l);
     }
     case TF_NAMESPACE:
     case TF_DICT: {
         tm_dict *d = tm_dict_new(S_, a->n_kw);
-        if (a->n > 1) tm_fail(S_, pos, "%s takes at most 1 positional argument", id == TF_DICT ? "dict" : "namespace");
+        if (a->n > 1)
+            tm_fail(S_, pos, "%s takes at most 1 positional argument",
+                    id == TF_DICT ? "dict" : "namespace");
         if (a->n == 1) {
-            if (a->v[0].t != TV_DICT && a->v[0].t != TV_NS) tm_fail(S_, pos, "expected a mapping argument");
-            for (long i = 0; i < a->v[0].u.d->n; i++) tm_dict_set(S_, d, a->v[0].u.d->k[i], a->v[0].u.d->v[i]);
+            if (a->v[0].t != TV_DICT && a->v[0].t != TV_NS)
+                tm_fail(S_, pos, "expected a mapping argument");
+            /* the source's keys are already unique: copy without searching */
+            const tm_dict *src = a->v[0].u.d;
+            tm_charge(R, pos, (size_t)src->n * 16);
+            d = tm_dict_new(S_, src->n + a->n_kw);
+            memcpy(d->k, src->k, (size_t)src->n * sizeof(tv));
+            memcpy(d->v, src->v, (size_t)src->n * sizeof(tv));
+            d->n = src->n;
         }
-        for (int i = 0; i < a->n_kw; i++) tm_dict_set(S_, d, tv_cstr(S_, a->kw[i]), a->kv[i]);
+        for (int i = 0; i < a->n_kw; i++)
+            tm_dict_set(S_, d, tv_cstr(S_, a->kw[i]), a->kv[i]);
         tv r = {.t = id == TF_DICT ? TV_DICT : TV_NS};
         r.u.d = d;
         return r;
@@ -418,6 +504,20 @@ tv tm_call_func(tm_rt *R, int id, tm_args *a, long pos) {
     tm_fail(S_, pos, "internal error: unknown function");
 }
 
+const char *const tm_filter_names[] = {
+    "default",    "d",     "length",  "count",  "tojson",    "safe",     "string",  "escape",
+    "e",          "join",  "first",   "last",   "items",     "list",     "reverse", "sort",
+    "min",        "max",   "unique",  "sum",    "map",       "select",   "reject",  "selectattr",
+    "rejectattr", "int",   "float",   "abs",    "round",     "trim",     "upper",   "lower",
+    "capitalize", "title", "replace", "indent", "wordcount", "dictsort", NULL};
+const char *const tm_test_names[] = {
+    "defined", "undefined", "none",        "string",      "number",   "integer",  "float",
+    "boolean", "true",      "false",       "mapping",     "iterable", "sequence", "callable",
+    "odd",     "even",      "divisibleby", "lower",       "upper",    "eq",       "equalto",
+    "==",      "sameas",    "ne",          "!=",          "lt",       "lessthan", "<",
+    "le",      "<=",        "gt",          "greaterthan", ">",        "ge",       ">=",
+    "in",      NULL};
+
 /* ---- tests ---------------------------------------------------------------- */
 #define NAME_IS(s) (len == sizeof(s) - 1 && !memcmp(name, s, len))
 
@@ -433,11 +533,14 @@ bool tm_apply_test(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
     if (NAME_IS("true")) return v.t == TV_BOOL && v.u.b;
     if (NAME_IS("false")) return v.t == TV_BOOL && !v.u.b;
     if (NAME_IS("mapping")) return v.t == TV_DICT;
-    if (NAME_IS("iterable")) return v.t == TV_STR || v.t == TV_LIST || v.t == TV_DICT || v.t == TV_UNDEF;
+    if (NAME_IS("iterable"))
+        return v.t == TV_STR || v.t == TV_LIST || v.t == TV_DICT || v.t == TV_UNDEF;
     if (NAME_IS("sequence")) return v.t == TV_STR || v.t == TV_LIST || v.t == TV_DICT;
     if (NAME_IS("callable")) return v.t == TV_FUNC || v.t == TV_MACRO || v.t == TV_METHOD;
     if (NAME_IS("odd") || NAME_IS("even") || NAME_IS("divisibleby")) {
-        if (v.t != TV_INT && v.t != TV_BOOL) tm_fail(S_, pos, "test '%.*s' needs an integer, got %s", (int)len, name, tv_type_name(v));
+        if (v.t != TV_INT && v.t != TV_BOOL)
+            tm_fail(S_, pos, "test '%.*s' needs an integer, got %s", (int)len, name,
+                    tv_type_name(v));
         int64_t x = v.t == TV_BOOL ? v.u.b : v.u.i;
         if (NAME_IS("odd")) return x % 2 != 0;
         if (NAME_IS("even")) return x % 2 == 0;
@@ -451,10 +554,10 @@ bool tm_apply_test(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         return tv_equal(c, v);
     }
     tv *o = arg(a, 0, NULL);
-    if (NAME_IS("eq") || NAME_IS("equalto") || NAME_IS("==") || NAME_IS("sameas") || NAME_IS("ne") ||
-        NAME_IS("!=") || NAME_IS("lt") || NAME_IS("lessthan") || NAME_IS("<") || NAME_IS("le") ||
-        NAME_IS("<=") || NAME_IS("gt") || NAME_IS("greaterthan") || NAME_IS(">") || NAME_IS("ge") ||
-        NAME_IS(">=") || NAME_IS("in")) {
+    if (NAME_IS("eq") || NAME_IS("equalto") || NAME_IS("==") || NAME_IS("sameas") ||
+        NAME_IS("ne") || NAME_IS("!=") || NAME_IS("lt") || NAME_IS("lessthan") || NAME_IS("<") ||
+        NAME_IS("le") || NAME_IS("<=") || NAME_IS("gt") || NAME_IS("greaterthan") || NAME_IS(">") ||
+        NAME_IS("ge") || NAME_IS(">=") || NAME_IS("in")) {
         if (!o) tm_fail(S_, pos, "test '%.*s' needs an argument", (int)len, name);
         if (NAME_IS("eq") || NAME_IS("equalto") || NAME_IS("==")) return tv_equal(v, *o);
         if (NAME_IS("sameas")) return tv_equal(v, *o) && v.t == o->t;
@@ -462,8 +565,10 @@ bool tm_apply_test(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         if (NAME_IS("in")) {
             long n;
             if (o->t == TV_STR) {
-                if (v.t != TV_STR) tm_fail(S_, pos, "'in <string>' requires string as left operand");
-                return memmem(o->u.s->p, o->u.s->len, v.u.s->p, v.u.s->len) != NULL || v.u.s->len == 0;
+                if (v.t != TV_STR)
+                    tm_fail(S_, pos, "'in <string>' requires string as left operand");
+                return memmem(o->u.s->p, o->u.s->len, v.u.s->p, v.u.s->len) != NULL ||
+                       v.u.s->len == 0;
             }
             const tv *items = tm_iterate(R, *o, &n, pos);
             for (long i = 0; i < n; i++)
@@ -490,7 +595,8 @@ static tv attr_path(tm_rt *R, tv v, const tm_str *path, long pos) {
         size_t e = dot ? (size_t)(dot - path->p) : path->len;
         tv key = str_val(R, path->p + i, e - i);
         bool digits = e > i;
-        for (size_t k = i; k < e; k++) digits = digits && path->p[k] >= '0' && path->p[k] <= '9';
+        for (size_t k = i; k < e; k++)
+            digits = digits && path->p[k] >= '0' && path->p[k] <= '9';
         if (digits) key = tv_int(strtoll(key.u.s->p, NULL, 10));
         if (v.t == TV_UNDEF) return v;
         v = tm_getitem(R, v, key, pos);
@@ -521,7 +627,9 @@ static int sort_cmp(sort_ctx *c, tv a, tv b) {
     }
     bool ok;
     int r = tv_compare(a, b, &ok);
-    if (!ok) tm_fail(&c->R->S, c->pos, "'<' not supported between instances of '%s' and '%s'", tv_type_name(a), tv_type_name(b));
+    if (!ok)
+        tm_fail(&c->R->S, c->pos, "'<' not supported between instances of '%s' and '%s'",
+                tv_type_name(a), tv_type_name(b));
     return r;
 }
 
@@ -533,8 +641,10 @@ static void merge_sort(sort_ctx *c, tv *items, tv *keys, tv *tmp_i, tv *tmp_k, l
     merge_sort(c, items + h, keys + h, tmp_i, tmp_k, n - h);
     long i = 0, j = h, k = 0;
     while (i < h || j < n) {
-        if (j >= n || (i < h && sort_cmp(c, keys[i], keys[j]) <= 0)) tmp_i[k] = items[i], tmp_k[k++] = keys[i++];
-        else tmp_i[k] = items[j], tmp_k[k++] = keys[j++];
+        if (j >= n || (i < h && sort_cmp(c, keys[i], keys[j]) <= 0))
+            tmp_i[k] = items[i], tmp_k[k++] = keys[i++];
+        else
+            tmp_i[k] = items[j], tmp_k[k++] = keys[j++];
     }
     memcpy(items, tmp_i, (size_t)n * sizeof(tv));
     memcpy(keys, tmp_k, (size_t)n * sizeof(tv));
@@ -546,12 +656,23 @@ static tv html_escape(tm_rt *R, tv v) {
     for (size_t i = 0; i < s.u.s->len; i++) {
         char c = s.u.s->p[i];
         switch (c) {
-        case '&': tm_buf_puts(S_, &b, "&amp;"); break;
-        case '<': tm_buf_puts(S_, &b, "&lt;"); break;
-        case '>': tm_buf_puts(S_, &b, "&gt;"); break;
-        case '"': tm_buf_puts(S_, &b, "&#34;"); break;
-        case '\'': tm_buf_puts(S_, &b, "&#39;"); break;
-        default: tm_buf_putc(S_, &b, c);
+        case '&':
+            tm_buf_puts(S_, &b, "&amp;");
+            break;
+        case '<':
+            tm_buf_puts(S_, &b, "&lt;");
+            break;
+        case '>':
+            tm_buf_puts(S_, &b, "&gt;");
+            break;
+        case '"':
+            tm_buf_puts(S_, &b, "&#34;");
+            break;
+        case '\'':
+            tm_buf_puts(S_, &b, "&#39;");
+            break;
+        default:
+            tm_buf_putc(S_, &b, c);
         }
     }
     return str_val(R, b.p ? b.p : "", b.n);
@@ -562,24 +683,46 @@ static tv filter_tojson(tm_rt *R, tv v, tm_args *a, long pos) {
     tv *seps = arg(a, 2, "separators");
     tv *sk = arg(a, 3, "sort_keys");
     tv *ea = arg(a, 0, "ensure_ascii");
-    if (ea && tv_truthy(*ea)) tm_fail(S_, pos, "tojson: ensure_ascii=True is not supported");
     int indent = -1;
     const char *indent_str = NULL;
-    if (ind && ind->t == TV_STR) indent_str = ind->u.s->p;
+    if (ind && ind->t == TV_STR)
+        indent_str = ind->u.s->p;
     else if (ind && ind->t != TV_NONE) {
         int64_t k = int_arg(R, ind, -1, "tojson indent", pos);
         indent = k < 0 ? 0 : k > 64 ? 64 : (int)k;
     }
     const char *item_sep = NULL, *key_sep = NULL;
     if (seps && seps->t != TV_NONE) {
-        if (seps->t != TV_LIST || seps->u.l->n != 2) tm_fail(S_, pos, "tojson: separators must be a pair of strings");
+        if (seps->t != TV_LIST || seps->u.l->n != 2)
+            tm_fail(S_, pos, "tojson: separators must be a pair of strings");
         item_sep = str_arg(R, &seps->u.l->v[0], "tojson separators", pos)->p;
         key_sep = str_arg(R, &seps->u.l->v[1], "tojson separators", pos)->p;
     }
     tm_buf b = {.limit = R->t->lim.max_output};
     tv bad;
-    if (!tv_write_json(S_, &b, v, indent, indent_str, item_sep, key_sep, sk && tv_truthy(*sk), &bad))
+    if (!tv_write_json(S_, &b, v, indent, indent_str, item_sep, key_sep, sk && tv_truthy(*sk),
+                       &bad))
         tm_fail(S_, pos, "Object of type %s is not JSON serializable", tv_type_name(bad));
+    if (ea && tv_truthy(*ea)) { /* json.dumps(ensure_ascii=True): \uXXXX, surrogate pairs */
+        tm_buf e = {.limit = R->t->lim.max_output};
+        for (size_t i = 0; i < b.n;) {
+            if ((unsigned char)b.p[i] < 0x80) {
+                tm_buf_putc(S_, &e, b.p[i++]);
+                continue;
+            }
+            uint32_t c;
+            i += (size_t)tm_utf8_decode(b.p + i, b.n - i, &c);
+            char tmp[16];
+            if (c >= 0x10000)
+                snprintf(tmp, sizeof tmp, "\\u%04x\\u%04x",
+                         (unsigned)(0xD800 + ((c - 0x10000) >> 10)),
+                         (unsigned)(0xDC00 + ((c - 0x10000) & 0x3FF)));
+            else
+                snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned)c);
+            tm_buf_puts(S_, &e, tmp);
+        }
+        b = e;
+    }
     tm_charge(R, pos, b.n);
     return str_val(R, b.p ? b.p : "", b.n);
 }
@@ -617,11 +760,17 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
     }
     if (NAME_IS("length") || NAME_IS("count")) {
         switch (v.t) {
-        case TV_UNDEF: return tv_int(0);
-        case TV_STR: tm_charge(R, pos, v.u.s->len); return tv_int((int64_t)tm_utf8_count(v.u.s->p, v.u.s->len));
-        case TV_LIST: return tv_int(v.u.l->n);
-        case TV_DICT: return tv_int(v.u.d->n);
-        default: tm_fail(S_, pos, "object of type '%s' has no len()", tv_type_name(v));
+        case TV_UNDEF:
+            return tv_int(0);
+        case TV_STR:
+            tm_charge(R, pos, v.u.s->len);
+            return tv_int((int64_t)tm_utf8_count(v.u.s->p, v.u.s->len));
+        case TV_LIST:
+            return tv_int(v.u.l->n);
+        case TV_DICT:
+            return tv_int(v.u.d->n);
+        default:
+            tm_fail(S_, pos, "object of type '%s' has no len()", tv_type_name(v));
         }
     }
     if (NAME_IS("tojson")) return filter_tojson(R, v, a, pos);
@@ -637,7 +786,8 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         tm_buf b = {.limit = R->t->lim.max_output};
         for (long i = 0; i < n; i++) {
             if (i) tm_buf_put(S_, &b, seps.u.s->p, seps.u.s->len);
-            tv x = attr ? attr_path(R, items[i], str_arg(R, attr, "join attribute", pos), pos) : items[i];
+            tv x = attr ? attr_path(R, items[i], str_arg(R, attr, "join attribute", pos), pos)
+                        : items[i];
             tv_write_str(S_, &b, x);
         }
         return str_val(R, b.p ? b.p : "", b.n);
@@ -645,7 +795,9 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
     if (NAME_IS("first") || NAME_IS("last")) {
         long n;
         const tv *items = tm_iterate(R, v, &n, pos);
-        if (n == 0) return tv_undef(NAME_IS("first") ? "No first item, sequence was empty." : "No last item, sequence was empty.");
+        if (n == 0)
+            return tv_undef(NAME_IS("first") ? "No first item, sequence was empty."
+                                             : "No last item, sequence was empty.");
         return NAME_IS("first") ? items[0] : items[n - 1];
     }
     if (NAME_IS("items")) {
@@ -663,13 +815,15 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
             long n;
             const tv *chars = tm_iterate(R, v, &n, pos);
             tm_buf b = {.limit = R->t->lim.max_output};
-            for (long i = n - 1; i >= 0; i--) tm_buf_put(S_, &b, chars[i].u.s->p, chars[i].u.s->len);
+            for (long i = n - 1; i >= 0; i--)
+                tm_buf_put(S_, &b, chars[i].u.s->p, chars[i].u.s->len);
             return str_val(R, b.p ? b.p : "", b.n);
         }
         long n;
         const tv *items = tm_iterate(R, v, &n, pos);
         tm_list *l = tm_list_new(S_, n);
-        for (long i = 0; i < n; i++) l->v[i] = items[n - 1 - i];
+        for (long i = 0; i < n; i++)
+            l->v[i] = items[n - 1 - i];
         l->n = n;
         return tv_list(l);
     }
@@ -683,7 +837,8 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         sort_ctx c = {R, !(cs && tv_truthy(*cs)), pos};
         tv *keys = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
         for (long i = 0; i < n; i++)
-            keys[i] = attr ? attr_path(R, items[i], str_arg(R, attr, "attribute", pos), pos) : items[i];
+            keys[i] =
+                attr ? attr_path(R, items[i], str_arg(R, attr, "attribute", pos), pos) : items[i];
         tm_charge(R, pos, (size_t)n * 16);
         if (NAME_IS("unique")) {
             tm_list *l = tm_list_new(S_, n);
@@ -691,7 +846,9 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
                 bool seen = false;
                 tm_charge(R, pos, (size_t)l->n);
                 for (long k = 0; k < l->n && !seen; k++) {
-                    tv x = keys[i], y = attr ? attr_path(R, l->v[k], str_arg(R, attr, "attribute", pos), pos) : l->v[k];
+                    tv x = keys[i],
+                       y = attr ? attr_path(R, l->v[k], str_arg(R, attr, "attribute", pos), pos)
+                                : l->v[k];
                     if (c.fold && x.t == TV_STR && y.t == TV_STR)
                         x = do_case(R, x.u.s, CASE_LOWER), y = do_case(R, y.u.s, CASE_LOWER);
                     seen = tv_equal(x, y);
@@ -701,7 +858,9 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
             return tv_list(l);
         }
         if (!is_sort) {
-            if (n == 0) return tv_undef(NAME_IS("min") ? "No aggregated item, sequence was empty." : "No aggregated item, sequence was empty.");
+            if (n == 0)
+                return tv_undef(NAME_IS("min") ? "No aggregated item, sequence was empty."
+                                               : "No aggregated item, sequence was empty.");
             long best = 0;
             for (long i = 1; i < n; i++) {
                 int r = sort_cmp(&c, keys[i], keys[best]);
@@ -711,9 +870,11 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         }
         tv *out = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
         memcpy(out, items, (size_t)n * sizeof(tv));
-        tv *ti = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)), *tk = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
+        tv *ti = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)),
+           *tk = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
         merge_sort(&c, out, keys, ti, tk, n);
-        if (rev && tv_truthy(*rev)) /* Python sorts with reverse=True stably: equal keys keep order */
+        if (rev &&
+            tv_truthy(*rev)) /* Python sorts with reverse=True stably: equal keys keep order */
             for (long i = 0, j = n - 1; i < j; i++, j--) {
                 tv t = out[i];
                 out[i] = out[j];
@@ -728,10 +889,14 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         tv *start = arg(a, 1, "start");
         tv acc = start ? *start : tv_int(0);
         for (long i = 0; i < n; i++) {
-            tv x = attr ? attr_path(R, items[i], str_arg(R, attr, "attribute", pos), pos) : items[i];
-            if (!tv_is_number(acc) || !tv_is_number(x)) tm_fail(S_, pos, "sum: items must be numbers");
-            acc = acc.t == TV_FLOAT || x.t == TV_FLOAT ? tv_float(tv_num(acc) + tv_num(x))
-                                                       : tv_int((acc.t == TV_BOOL ? acc.u.b : acc.u.i) + (x.t == TV_BOOL ? x.u.b : x.u.i));
+            tv x =
+                attr ? attr_path(R, items[i], str_arg(R, attr, "attribute", pos), pos) : items[i];
+            if (!tv_is_number(acc) || !tv_is_number(x))
+                tm_fail(S_, pos, "sum: items must be numbers");
+            acc = acc.t == TV_FLOAT || x.t == TV_FLOAT
+                      ? tv_float(tv_num(acc) + tv_num(x))
+                      : tv_int((acc.t == TV_BOOL ? acc.u.b : acc.u.i) +
+                               (x.t == TV_BOOL ? x.u.b : x.u.i));
         }
         return acc;
     }
@@ -765,8 +930,10 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         tv d = dflt ? *dflt : is_int ? tv_int(0) : tv_float(0.0);
         double f;
         switch (v.t) {
-        case TV_INT: return is_int ? v : tv_float((double)v.u.i);
-        case TV_BOOL: return is_int ? tv_int(v.u.b) : tv_float(v.u.b);
+        case TV_INT:
+            return is_int ? v : tv_float((double)v.u.i);
+        case TV_BOOL:
+            return is_int ? tv_int(v.u.b) : tv_float(v.u.b);
         case TV_FLOAT:
             if (!is_int) return v;
             if (!isfinite(v.u.f) || fabs(v.u.f) >= 9.2e18) return d;
@@ -774,28 +941,34 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         case TV_STR: {
             char *end;
             const char *p = v.u.s->p;
-            while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+            while (*p == ' ' || *p == '\t' || *p == '\n')
+                p++;
             if (is_int) {
                 long long x = strtoll(p, &end, 10);
                 if (end != p) {
-                    while (*end == ' ' || *end == '\t' || *end == '\n') end++;
+                    while (*end == ' ' || *end == '\t' || *end == '\n')
+                        end++;
                     if (!*end) return tv_int(x);
                 }
             }
             f = strtod(p, &end);
             if (end == p) return d;
-            while (*end == ' ' || *end == '\t' || *end == '\n') end++;
+            while (*end == ' ' || *end == '\t' || *end == '\n')
+                end++;
             if (*end) return d;
             if (!is_int) return tv_float(f);
             if (!isfinite(f) || fabs(f) >= 9.2e18) return d;
             return tv_int((int64_t)f);
         }
-        default: return d;
+        default:
+            return d;
         }
     }
     if (NAME_IS("abs")) {
         if (v.t == TV_FLOAT) return tv_float(fabs(v.u.f));
-        if (v.t == TV_INT) return v.u.i == INT64_MIN ? tv_float(9.2233720368547758e18) : tv_int(v.u.i < 0 ? -v.u.i : v.u.i);
+        if (v.t == TV_INT)
+            return v.u.i == INT64_MIN ? tv_float(9.2233720368547758e18)
+                                      : tv_int(v.u.i < 0 ? -v.u.i : v.u.i);
         if (v.t == TV_BOOL) return tv_int(v.u.b);
         tm_fail(S_, pos, "bad operand type for abs(): '%s'", tv_type_name(v));
     }
@@ -805,27 +978,40 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         tv *method = arg(a, 1, "method");
         const char *m = method ? str_arg(R, method, "round", pos)->p : "common";
         double x = tv_num(v), scale = pow(10.0, (double)prec), r;
-        if (!strcmp(m, "common")) r = round(x * scale) / scale;
-        else if (!strcmp(m, "floor")) r = floor(x * scale) / scale;
-        else if (!strcmp(m, "ceil")) r = ceil(x * scale) / scale;
-        else tm_fail(S_, pos, "method must be common, ceil or floor");
+        if (!strcmp(m, "common") && prec >= 0 && prec <= 30 && isfinite(x)) {
+            /* Python's round: correctly rounded from the exact binary value, ties to even,
+               which is what printf does too */
+            char buf[400];
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+            r = strtod(buf, NULL);
+        } else if (!strcmp(m, "common"))
+            r = nearbyint(x * scale) / scale;
+        else if (!strcmp(m, "floor"))
+            r = floor(x * scale) / scale;
+        else if (!strcmp(m, "ceil"))
+            r = ceil(x * scale) / scale;
+        else
+            tm_fail(S_, pos, "method must be common, ceil or floor");
         return tv_float(r);
     }
     /* string filters */
-    if (NAME_IS("trim") || NAME_IS("upper") || NAME_IS("lower") || NAME_IS("capitalize") || NAME_IS("title") ||
-        NAME_IS("replace") || NAME_IS("indent") || NAME_IS("wordcount")) {
+    if (NAME_IS("trim") || NAME_IS("upper") || NAME_IS("lower") || NAME_IS("capitalize") ||
+        NAME_IS("title") || NAME_IS("replace") || NAME_IS("indent") || NAME_IS("wordcount")) {
         tv s = tm_to_str(R, v);
         tm_charge(R, pos, s.u.s->len);
         if (NAME_IS("trim")) {
             tv *chars = arg(a, 0, "chars");
-            return do_strip(R, s.u.s, chars && chars->t != TV_NONE ? str_arg(R, chars, "trim", pos) : NULL, true, true);
+            return do_strip(R, s.u.s,
+                            chars && chars->t != TV_NONE ? str_arg(R, chars, "trim", pos) : NULL,
+                            true, true);
         }
         if (NAME_IS("upper")) return do_case(R, s.u.s, CASE_UPPER);
         if (NAME_IS("lower")) return do_case(R, s.u.s, CASE_LOWER);
         if (NAME_IS("capitalize")) return do_case(R, s.u.s, CASE_CAPITALIZE);
         if (NAME_IS("title")) return do_case(R, s.u.s, CASE_TITLE);
         if (NAME_IS("replace"))
-            return do_replace(R, s.u.s, str_arg(R, arg(a, 0, "old"), "replace", pos), str_arg(R, arg(a, 1, "new"), "replace", pos),
+            return do_replace(R, s.u.s, str_arg(R, arg(a, 0, "old"), "replace", pos),
+                              str_arg(R, arg(a, 1, "new"), "replace", pos),
                               int_arg(R, arg(a, 2, "count"), -1, "replace", pos), pos);
         if (NAME_IS("wordcount")) {
             tv words = do_split(R, s.u.s, NULL, -1, pos);
@@ -852,8 +1038,10 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
             const char *nl = memchr(t->p + st, '\n', t->len - st);
             size_t e = nl ? (size_t)(nl - t->p) : t->len;
             bool is_blank = true;
-            for (size_t i = st; i < e; i++) is_blank = is_blank && is_ws_cp((unsigned char)t->p[i]);
-            bool do_pad = first_line ? (first && tv_truthy(*first)) : (!is_blank || (blank && tv_truthy(*blank)));
+            for (size_t i = st; i < e; i++)
+                is_blank = is_blank && is_ws_cp((unsigned char)t->p[i]);
+            bool do_pad = first_line ? (first && tv_truthy(*first))
+                                     : (!is_blank || (blank && tv_truthy(*blank)));
             if (do_pad) tm_buf_put(S_, &b, pad.u.s->p, pad.u.s->len);
             tm_buf_put(S_, &b, t->p + st, e - st);
             if (!nl) break;
@@ -872,9 +1060,11 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         tv *by = arg(a, 1, "by");
         tv *rev = arg(a, 2, "reverse");
         bool by_value = by && by->t == TV_STR && !strcmp(by->u.s->p, "value");
-        for (long i = 0; i < n; i++) keys[i] = items.u.l->v[i].u.l->v[by_value ? 1 : 0];
+        for (long i = 0; i < n; i++)
+            keys[i] = items.u.l->v[i].u.l->v[by_value ? 1 : 0];
         sort_ctx c = {R, !(cs && tv_truthy(*cs)), pos};
-        tv *ti = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)), *tk = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
+        tv *ti = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)),
+           *tk = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
         merge_sort(&c, items.u.l->v, keys, ti, tk, n);
         if (rev && tv_truthy(*rev))
             for (long i = 0, j = n - 1; i < j; i++, j--) {

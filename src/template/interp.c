@@ -46,8 +46,10 @@ static tv *frame_lookup(tm_rt *R, tm_frame *f, const char *name, size_t len) {
 static void frame_set(tm_rt *R, tm_frame *f, const char *name, size_t len, tv v) {
     if (!f->vars) f->vars = tm_dict_new(&R->S, 4);
     tv *slot = tm_dict_get(f->vars, name, len);
-    if (slot) *slot = v;
-    else tm_dict_set(&R->S, f->vars, tv_strn(&R->S, name, len), v);
+    if (slot)
+        *slot = v;
+    else
+        tm_dict_set(&R->S, f->vars, tv_strn(&R->S, name, len), v);
 }
 
 /* ---- attribute and item access -------------------------------------------- */
@@ -65,7 +67,8 @@ static tv loop_attr(tm_rt *R, tm_loop *l, const char *name, size_t len, tv self)
     if (IS("previtem"))
         return l->index0 > 0 ? l->items[l->index0 - 1] : tv_undef("there is no previous item");
     if (IS("nextitem"))
-        return l->index0 + 1 < l->length ? l->items[l->index0 + 1] : tv_undef("there is no next item");
+        return l->index0 + 1 < l->length ? l->items[l->index0 + 1]
+                                         : tv_undef("there is no next item");
     if (IS("cycle")) {
         tm_method *m = tm_alloc(&R->S, sizeof *m);
         m->self = self;
@@ -91,16 +94,20 @@ tv tm_getattr(tm_rt *R, tv v, const char *name, size_t len, long pos) {
         return r;
     }
     if (v.t == TV_DICT || v.t == TV_NS) {
+        tm_charge(R, pos, (size_t)v.u.d->n * 4); /* lookups are linear */
         tv *x = tm_dict_get(v.u.d, name, len);
         if (x) return *x;
     }
     if (v.t == TV_LIST && v.tuple == 0 &&
         ((len == 6 && !memcmp(name, "append", 6)) || (len == 3 && !memcmp(name, "pop", 3)) ||
          (len == 6 && !memcmp(name, "extend", 6)) || (len == 6 && !memcmp(name, "insert", 6))))
-        tm_fail(&R->S, pos, "access to attribute '%.*s' of 'list' object is unsafe", (int)len, name);
+        tm_fail(&R->S, pos, "access to attribute '%.*s' of 'list' object is unsafe", (int)len,
+                name);
     const char *tn = v.t == TV_DICT ? "dict object" : v.t == TV_NONE ? "None" : tv_type_name(v);
-    if (v.t == TV_STR) tn = "str object";
-    else if (v.t == TV_LIST) tn = v.tuple ? "tuple object" : "list object";
+    if (v.t == TV_STR)
+        tn = "str object";
+    else if (v.t == TV_LIST)
+        tn = v.tuple ? "tuple object" : "list object";
     return tv_undef(undef_msg(R, "'%.*s' has no attribute '%.*s'", tn, strlen(tn), name, len));
 }
 
@@ -117,7 +124,8 @@ static size_t cp_offset(const tm_str *s, long cp) {
     size_t i = 0;
     for (long k = 0; k < cp && i < s->len; k++) {
         i++;
-        while (i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80) i++;
+        while (i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80)
+            i++;
     }
     return i;
 }
@@ -125,6 +133,7 @@ static size_t cp_offset(const tm_str *s, long cp) {
 tv tm_getitem(tm_rt *R, tv v, tv key, long pos) {
     if (v.t == TV_UNDEF) tm_fail_undef(R, v, pos);
     if (v.t == TV_DICT || v.t == TV_NS) {
+        tm_charge(R, pos, (size_t)v.u.d->n * 4);
         tv *x = tm_dict_find(v.u.d, key);
         if (x) return *x;
     } else if ((v.t == TV_LIST || v.t == TV_STR) && (key.t == TV_INT || key.t == TV_BOOL)) {
@@ -181,9 +190,11 @@ static long slice_indices(tm_rt *R, long n, tv start, tv stop, tv step, long **o
     long cnt = 0;
     long *idx = tm_alloc(&R->S, (size_t)(n + 1) * sizeof(long));
     if (st > 0)
-        for (int64_t i = lo; i < hi; i += st) idx[cnt++] = (long)i;
+        for (int64_t i = lo; i < hi; i += st)
+            idx[cnt++] = (long)i;
     else
-        for (int64_t i = lo; i > hi; i += st) idx[cnt++] = (long)i;
+        for (int64_t i = lo; i > hi; i += st)
+            idx[cnt++] = (long)i;
     *out = idx;
     return cnt;
 }
@@ -194,7 +205,8 @@ static tv do_slice(tm_rt *R, tv v, tv start, tv stop, tv step, long pos) {
     if (v.t == TV_LIST) {
         long cnt = slice_indices(R, v.u.l->n, start, stop, step, &idx, pos);
         tm_list *l = tm_list_new(&R->S, cnt);
-        for (long i = 0; i < cnt; i++) l->v[i] = v.u.l->v[idx[i]];
+        for (long i = 0; i < cnt; i++)
+            l->v[i] = v.u.l->v[idx[i]];
         l->n = cnt;
         tv r = tv_list(l);
         r.tuple = v.tuple;
@@ -209,12 +221,14 @@ static tv do_slice(tm_rt *R, tv v, tv start, tv stop, tv step, long pos) {
             off[k] = (size_t)i;
             if (k < n) {
                 i++;
-                while ((size_t)i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80) i++;
+                while ((size_t)i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80)
+                    i++;
             }
         }
         long cnt = slice_indices(R, n, start, stop, step, &idx, pos);
         tm_buf b = {.limit = R->t->lim.max_output};
-        for (long i = 0; i < cnt; i++) tm_buf_put(&R->S, &b, s->p + off[idx[i]], off[idx[i] + 1] - off[idx[i]]);
+        for (long i = 0; i < cnt; i++)
+            tm_buf_put(&R->S, &b, s->p + off[idx[i]], off[idx[i] + 1] - off[idx[i]]);
         return tv_strn(&R->S, b.p ? b.p : "", b.n);
     }
     tm_fail(&R->S, pos, "'%s' object is not subscriptable", tv_type_name(v));
@@ -222,9 +236,15 @@ static tv do_slice(tm_rt *R, tv v, tv start, tv stop, tv step, long pos) {
 
 const tv *tm_iterate(tm_rt *R, tv v, long *n, long pos) {
     switch (v.t) {
-    case TV_UNDEF: *n = 0; return NULL;
-    case TV_LIST: *n = v.u.l->n; return v.u.l->v;
-    case TV_DICT: *n = v.u.d->n; return v.u.d->k;
+    case TV_UNDEF:
+        *n = 0;
+        return NULL;
+    case TV_LIST:
+        *n = v.u.l->n;
+        return v.u.l->v;
+    case TV_DICT:
+        *n = v.u.d->n;
+        return v.u.d->k;
     case TV_STR: {
         const tm_str *s = v.u.s;
         tm_charge(R, pos, s->len);
@@ -233,13 +253,15 @@ const tv *tm_iterate(tm_rt *R, tv v, long *n, long pos) {
         size_t i = 0;
         for (long k = 0; k < cnt; k++) {
             size_t st = i++;
-            while (i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80) i++;
+            while (i < s->len && ((unsigned char)s->p[i] & 0xC0) == 0x80)
+                i++;
             items[k] = tv_strn(&R->S, s->p + st, i - st);
         }
         *n = cnt;
         return items;
     }
-    default: tm_fail(&R->S, pos, "'%s' object is not iterable", tv_type_name(v));
+    default:
+        tm_fail(&R->S, pos, "'%s' object is not iterable", tv_type_name(v));
     }
 }
 
@@ -260,7 +282,8 @@ static void eval_args(tm_rt *R, tm_frame *f, const tm_node *n, tm_args *a) {
     a->v = tm_alloc(&R->S, (size_t)(a->n + 1) * sizeof(tv));
     a->kw = tm_alloc(&R->S, (size_t)(a->n_kw + 1) * sizeof(char *));
     a->kv = tm_alloc(&R->S, (size_t)(a->n_kw + 1) * sizeof(tv));
-    for (int i = 0; i < a->n; i++) a->v[i] = eval(R, f, n->args.v[i]);
+    for (int i = 0; i < a->n; i++)
+        a->v[i] = eval(R, f, n->args.v[i]);
     for (int i = 0; i < a->n_kw; i++) {
         const tm_node *k = n->kwargs.v[i];
         char *name = tm_alloc(&R->S, k->name_len + 1);
@@ -284,7 +307,9 @@ static tv call_macro(tm_rt *R, const tm_node *m, tm_args *a, long pos) {
         if (i < a->n) v = a->v[i], set = true;
         for (int k = 0; k < a->n_kw; k++)
             if (strlen(a->kw[k]) == p->name_len && !memcmp(a->kw[k], p->name, p->name_len)) {
-                if (set) tm_fail(&R->S, pos, "macro '%.*s' got multiple values for argument '%s'", (int)m->name_len, m->name, a->kw[k]);
+                if (set)
+                    tm_fail(&R->S, pos, "macro '%.*s' got multiple values for argument '%s'",
+                            (int)m->name_len, m->name, a->kw[k]);
                 v = a->kv[k], set = true;
             }
         if (!set && p->a) v = eval(R, &fr, p->a);
@@ -293,8 +318,12 @@ static tv call_macro(tm_rt *R, const tm_node *m, tm_args *a, long pos) {
     for (int k = 0; k < a->n_kw; k++) {
         bool known = false;
         for (long i = 0; i < m->args.n; i++)
-            if (strlen(a->kw[k]) == m->args.v[i]->name_len && !memcmp(a->kw[k], m->args.v[i]->name, m->args.v[i]->name_len)) known = true;
-        if (!known) tm_fail(&R->S, pos, "macro '%.*s' takes no keyword argument '%s'", (int)m->name_len, m->name, a->kw[k]);
+            if (strlen(a->kw[k]) == m->args.v[i]->name_len &&
+                !memcmp(a->kw[k], m->args.v[i]->name, m->args.v[i]->name_len))
+                known = true;
+        if (!known)
+            tm_fail(&R->S, pos, "macro '%.*s' takes no keyword argument '%s'", (int)m->name_len,
+                    m->name, a->kw[k]);
     }
     tm_buf buf = {.limit = R->t->lim.max_output};
     tm_buf *saved = R->out;
@@ -311,11 +340,16 @@ static tv eval_call(tm_rt *R, tm_frame *f, const tm_node *n) {
     tm_args a;
     eval_args(R, f, n, &a);
     switch (callee.t) {
-    case TV_UNDEF: tm_fail_undef(R, callee, n->pos);
-    case TV_FUNC: return tm_call_func(R, (int)callee.u.i, &a, n->pos);
-    case TV_MACRO: return call_macro(R, callee.u.macro, &a, n->pos);
-    case TV_METHOD: return tm_call_method(R, callee.u.meth, &a, n->pos);
-    default: tm_fail(&R->S, n->pos, "'%s' object is not callable", tv_type_name(callee));
+    case TV_UNDEF:
+        tm_fail_undef(R, callee, n->pos);
+    case TV_FUNC:
+        return tm_call_func(R, (int)callee.u.i, &a, n->pos);
+    case TV_MACRO:
+        return call_macro(R, callee.u.macro, &a, n->pos);
+    case TV_METHOD:
+        return tm_call_method(R, callee.u.meth, &a, n->pos);
+    default:
+        tm_fail(&R->S, n->pos, "'%s' object is not callable", tv_type_name(callee));
     }
 }
 
@@ -327,9 +361,15 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
         if (!fl) {
             int64_t x = a.t == TV_BOOL ? a.u.b : a.u.i, y = b.t == TV_BOOL ? b.u.b : b.u.i, r;
             switch (op) {
-            case OP_ADD: if (__builtin_add_overflow(x, y, &r)) goto overflow; return tv_int(r);
-            case OP_SUB: if (__builtin_sub_overflow(x, y, &r)) goto overflow; return tv_int(r);
-            case OP_MUL: if (__builtin_mul_overflow(x, y, &r)) goto overflow; return tv_int(r);
+            case OP_ADD:
+                if (__builtin_add_overflow(x, y, &r)) goto overflow;
+                return tv_int(r);
+            case OP_SUB:
+                if (__builtin_sub_overflow(x, y, &r)) goto overflow;
+                return tv_int(r);
+            case OP_MUL:
+                if (__builtin_mul_overflow(x, y, &r)) goto overflow;
+                return tv_int(r);
             case OP_DIV:
                 if (y == 0) tm_fail(&R->S, pos, "division by zero");
                 return tv_float((double)x / (double)y);
@@ -347,7 +387,10 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
                 for (int64_t k = 0; k < y; k++) {
                     if (__builtin_mul_overflow(acc, x, &acc)) goto overflow;
                     if (acc == 0 || acc == 1) break;
-                    if (acc == -1) { acc = (y - k - 1) % 2 ? -acc : acc; break; }
+                    if (acc == -1) {
+                        acc = (y - k - 1) % 2 ? -acc : acc;
+                        break;
+                    }
                 }
                 return tv_int(acc);
             }
@@ -355,9 +398,12 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
         }
         double x = tv_num(a), y = tv_num(b);
         switch (op) {
-        case OP_ADD: return tv_float(x + y);
-        case OP_SUB: return tv_float(x - y);
-        case OP_MUL: return tv_float(x * y);
+        case OP_ADD:
+            return tv_float(x + y);
+        case OP_SUB:
+            return tv_float(x - y);
+        case OP_MUL:
+            return tv_float(x * y);
         case OP_DIV:
             if (y == 0) tm_fail(&R->S, pos, "float division by zero");
             return tv_float(x / y);
@@ -370,15 +416,21 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
             if (m != 0 && ((m < 0) != (y < 0))) m += y;
             return tv_float(m);
         }
-        case OP_POW: return tv_float(pow(x, y));
+        case OP_POW:
+            return tv_float(pow(x, y));
         }
     }
     if (op == OP_ADD && a.t == TV_STR && b.t == TV_STR) {
         size_t n = a.u.s->len + b.u.s->len;
-        if (n > R->t->lim.max_output) tm_fail(&R->S, pos, "string longer than the limit of %zu bytes", R->t->lim.max_output);
+        if (n > R->t->lim.max_output)
+            tm_fail(&R->S, pos, "string longer than the limit of %zu bytes", R->t->lim.max_output);
         tm_charge(R, pos, n);
-        tv r = tv_strn(&R->S, a.u.s->p, n);
-        memcpy(r.u.s->p + a.u.s->len, b.u.s->p, b.u.s->len);
+        tm_str *c = tm_alloc(&R->S, sizeof *c + n + 1);
+        memcpy(c->p, a.u.s->p, a.u.s->len);
+        memcpy(c->p + a.u.s->len, b.u.s->p, b.u.s->len);
+        c->len = n;
+        tv r = {.t = TV_STR};
+        r.u.s = c;
         return r;
     }
     if (op == OP_ADD && a.t == TV_LIST && b.t == TV_LIST && a.tuple == b.tuple) {
@@ -396,53 +448,70 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
         if (k < 0) k = 0;
         size_t unit = a.t == TV_STR ? a.u.s->len : (size_t)a.u.l->n * sizeof(tv);
         if (unit && (uint64_t)k > R->t->lim.max_output / unit)
-            tm_fail(&R->S, pos, "repetition result longer than the limit of %zu bytes", R->t->lim.max_output);
+            tm_fail(&R->S, pos, "repetition result longer than the limit of %zu bytes",
+                    R->t->lim.max_output);
         tm_charge(R, pos, unit * (size_t)k);
         if (a.t == TV_STR) {
             tv r = tv_strn(&R->S, "", 0);
             r.u.s = tm_alloc(&R->S, sizeof(tm_str) + unit * (size_t)k + 1);
-            for (int64_t i = 0; i < k; i++) memcpy(r.u.s->p + unit * (size_t)i, a.u.s->p, unit);
+            for (int64_t i = 0; i < k; i++)
+                memcpy(r.u.s->p + unit * (size_t)i, a.u.s->p, unit);
             r.u.s->len = unit * (size_t)k;
             return r;
         }
         tm_list *l = tm_list_new(&R->S, a.u.l->n * (long)k);
-        for (int64_t i = 0; i < k; i++) memcpy(l->v + a.u.l->n * i, a.u.l->v, unit);
+        for (int64_t i = 0; i < k; i++)
+            memcpy(l->v + a.u.l->n * i, a.u.l->v, unit);
         l->n = a.u.l->n * (long)k;
         return tv_list(l);
     }
     if (op == OP_MUL && (b.t == TV_STR || b.t == TV_LIST) && (a.t == TV_INT || a.t == TV_BOOL))
         return arith(R, op, b, a, pos);
-    static const char *names[] = {[OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/",
-                                  [OP_FLOORDIV] = "//", [OP_MOD] = "%", [OP_POW] = "**"};
-    tm_fail(&R->S, pos, "unsupported operand type(s) for %s: '%s' and '%s'", names[op], tv_type_name(a), tv_type_name(b));
+    static const char *names[] = {
+        [OP_ADD] = "+",       [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/",
+        [OP_FLOORDIV] = "//", [OP_MOD] = "%", [OP_POW] = "**"};
+    tm_fail(&R->S, pos, "unsupported operand type(s) for %s: '%s' and '%s'", names[op],
+            tv_type_name(a), tv_type_name(b));
 overflow:
     tm_fail(&R->S, pos, "integer overflow");
 }
 
 static bool contains(tm_rt *R, tv hay, tv needle, long pos) {
     switch (hay.t) {
-    case TV_UNDEF: return false;
+    case TV_UNDEF:
+        return false;
     case TV_STR:
-        if (needle.t != TV_STR) tm_fail(&R->S, pos, "'in <string>' requires string as left operand, not %s", tv_type_name(needle));
+        if (needle.t != TV_STR)
+            tm_fail(&R->S, pos, "'in <string>' requires string as left operand, not %s",
+                    tv_type_name(needle));
         tm_charge(R, pos, hay.u.s->len);
-        return needle.u.s->len == 0 || memmem(hay.u.s->p, hay.u.s->len, needle.u.s->p, needle.u.s->len);
+        return needle.u.s->len == 0 ||
+               memmem(hay.u.s->p, hay.u.s->len, needle.u.s->p, needle.u.s->len);
     case TV_LIST:
         tm_charge(R, pos, (size_t)hay.u.l->n * 8);
         for (long i = 0; i < hay.u.l->n; i++)
             if (tv_equal(hay.u.l->v[i], needle)) return true;
         return false;
-    case TV_DICT: return tm_dict_find(hay.u.d, needle) != NULL;
-    default: tm_fail(&R->S, pos, "argument of type '%s' is not iterable", tv_type_name(hay));
+    case TV_DICT:
+        tm_charge(R, pos, (size_t)hay.u.d->n * 4);
+        return tm_dict_find(hay.u.d, needle) != NULL;
+    default:
+        tm_fail(&R->S, pos, "argument of type '%s' is not iterable", tv_type_name(hay));
     }
 }
 
 static bool compare(tm_rt *R, int op, tv a, tv b, long pos) {
     switch (op) {
-    case OP_EQ: return tv_equal(a, b);
-    case OP_NE: return !tv_equal(a, b);
-    case OP_IN: return contains(R, b, a, pos);
-    case OP_NOTIN: return !contains(R, b, a, pos);
-    default: break;
+    case OP_EQ:
+        return tv_equal(a, b);
+    case OP_NE:
+        return !tv_equal(a, b);
+    case OP_IN:
+        return contains(R, b, a, pos);
+    case OP_NOTIN:
+        return !contains(R, b, a, pos);
+    default:
+        break;
     }
     if (a.t == TV_UNDEF) tm_fail_undef(R, a, pos);
     if (b.t == TV_UNDEF) tm_fail_undef(R, b, pos);
@@ -450,26 +519,33 @@ static bool compare(tm_rt *R, int op, tv a, tv b, long pos) {
     int c = tv_compare(a, b, &ok);
     if (!ok) {
         static const char *names[] = {[OP_LT] = "<", [OP_GT] = ">", [OP_LE] = "<=", [OP_GE] = ">="};
-        tm_fail(&R->S, pos, "'%s' not supported between instances of '%s' and '%s'", names[op], tv_type_name(a), tv_type_name(b));
+        tm_fail(&R->S, pos, "'%s' not supported between instances of '%s' and '%s'", names[op],
+                tv_type_name(a), tv_type_name(b));
     }
     switch (op) {
-    case OP_LT: return c < 0;
-    case OP_GT: return c > 0;
-    case OP_LE: return c <= 0;
-    default: return c >= 0;
+    case OP_LT:
+        return c < 0;
+    case OP_GT:
+        return c > 0;
+    case OP_LE:
+        return c <= 0;
+    default:
+        return c >= 0;
     }
 }
 
 static tv eval(tm_rt *R, tm_frame *f, const tm_node *n) {
     tm_charge(R, n->pos, 0);
     switch (n->kind) {
-    case N_CONST: return n->value;
+    case N_CONST:
+        return n->value;
     case N_NAME: {
         tv *v = frame_lookup(R, f, n->name, n->name_len);
         if (v) return *v;
         return tv_undef(undef_msg(R, "'%.*s' is undefined%.*s", n->name, n->name_len, "", 0));
     }
-    case N_ATTR: return tm_getattr(R, eval(R, f, n->a), n->name, n->name_len, n->pos);
+    case N_ATTR:
+        return tm_getattr(R, eval(R, f, n->a), n->name, n->name_len, n->pos);
     case N_ITEM: {
         tv obj = eval(R, f, n->a);
         return tm_getitem(R, obj, eval(R, f, n->b), n->pos);
@@ -481,7 +557,8 @@ static tv eval(tm_rt *R, tm_frame *f, const tm_node *n) {
         tv step = n->args.v[0] ? eval(R, f, n->args.v[0]) : tv_none();
         return do_slice(R, obj, st, sp, step, n->pos);
     }
-    case N_CALL: return eval_call(R, f, n);
+    case N_CALL:
+        return eval_call(R, f, n);
     case N_FILTER: {
         tv v = eval(R, f, n->a);
         tm_args a;
@@ -494,12 +571,15 @@ static tv eval(tm_rt *R, tm_frame *f, const tm_node *n) {
         eval_args(R, f, n, &a);
         return tv_bool(tm_apply_test(R, n->name, n->name_len, v, &a, n->pos));
     }
-    case N_NOT: return tv_bool(!tv_truthy(eval(R, f, n->a)));
+    case N_NOT:
+        return tv_bool(!tv_truthy(eval(R, f, n->a)));
     case N_NEG:
     case N_POS: {
         tv v = eval(R, f, n->a);
         if (v.t == TV_UNDEF) tm_fail_undef(R, v, n->pos);
-        if (!tv_is_number(v)) tm_fail(&R->S, n->pos, "bad operand type for unary %c: '%s'", n->kind == N_NEG ? '-' : '+', tv_type_name(v));
+        if (!tv_is_number(v))
+            tm_fail(&R->S, n->pos, "bad operand type for unary %c: '%s'",
+                    n->kind == N_NEG ? '-' : '+', tv_type_name(v));
         if (n->kind == N_POS) return v.t == TV_BOOL ? tv_int(v.u.b) : v;
         if (v.t == TV_FLOAT) return tv_float(-v.u.f);
         int64_t i = v.t == TV_BOOL ? v.u.b : v.u.i;
@@ -528,11 +608,13 @@ static tv eval(tm_rt *R, tm_frame *f, const tm_node *n) {
     }
     case N_COND:
         if (tv_truthy(eval(R, f, n->b))) return eval(R, f, n->a);
-        return n->c ? eval(R, f, n->c) : tv_undef("the condition of an inline if was false and it has no else");
+        return n->c ? eval(R, f, n->c)
+                    : tv_undef("the condition of an inline if was false and it has no else");
     case N_LIST:
     case N_TUPLE: {
         tm_list *l = tm_list_new(&R->S, n->args.n);
-        for (long i = 0; i < n->args.n; i++) l->v[i] = eval(R, f, n->args.v[i]);
+        for (long i = 0; i < n->args.n; i++)
+            l->v[i] = eval(R, f, n->args.v[i]);
         l->n = n->args.n;
         tv r = tv_list(l);
         r.tuple = n->kind == N_TUPLE;
@@ -542,15 +624,18 @@ static tv eval(tm_rt *R, tm_frame *f, const tm_node *n) {
         tm_dict *d = tm_dict_new(&R->S, n->args.n);
         for (long i = 0; i < n->args.n; i++) {
             tv k = eval(R, f, n->args.v[i]);
-            if (k.t == TV_LIST && !k.tuple) tm_fail(&R->S, n->args.v[i]->pos, "unhashable type: 'list'");
-            if (k.t == TV_DICT || k.t == TV_NS) tm_fail(&R->S, n->args.v[i]->pos, "unhashable type: 'dict'");
+            if (k.t == TV_LIST && !k.tuple)
+                tm_fail(&R->S, n->args.v[i]->pos, "unhashable type: 'list'");
+            if (k.t == TV_DICT || k.t == TV_NS)
+                tm_fail(&R->S, n->args.v[i]->pos, "unhashable type: 'dict'");
             tm_dict_set(&R->S, d, k, eval(R, f, n->kwargs.v[i]));
         }
         tv r = {.t = TV_DICT};
         r.u.d = d;
         return r;
     }
-    default: tm_fail(&R->S, n->pos, "internal error: not an expression");
+    default:
+        tm_fail(&R->S, n->pos, "internal error: not an expression");
     }
 }
 
@@ -565,8 +650,12 @@ static void assign_targets(tm_rt *R, tm_frame *f, const tm_nodes *targets, tv v,
     long n;
     const tv *items = tm_iterate(R, v, &n, pos);
     if (n != targets->n)
-        tm_fail(&R->S, pos, n > targets->n ? "too many values to unpack (expected %ld)" : "not enough values to unpack (expected %ld)", targets->n);
-    for (long i = 0; i < n; i++) frame_set(R, f, targets->v[i]->name, targets->v[i]->name_len, items[i]);
+        tm_fail(&R->S, pos,
+                n > targets->n ? "too many values to unpack (expected %ld)"
+                               : "not enough values to unpack (expected %ld)",
+                targets->n);
+    for (long i = 0; i < n; i++)
+        frame_set(R, f, targets->v[i]->name, targets->v[i]->name_len, items[i]);
 }
 
 static int exec_for(tm_rt *R, tm_frame *f, const tm_node *n) {
@@ -576,10 +665,11 @@ static int exec_for(tm_rt *R, tm_frame *f, const tm_node *n) {
     if (n->b) { /* `for x in y if cond`: filter first, so loop.length counts what is kept */
         tv *kept = tm_alloc(&R->S, (size_t)(count ? count : 1) * sizeof(tv));
         long k = 0;
+        tm_frame tmp = {f, NULL};
         for (long i = 0; i < count; i++) {
             if (++R->iters > R->t->lim.max_iterations)
-                tm_fail(&R->S, n->pos, "loop iteration limit of %ld exceeded", R->t->lim.max_iterations);
-            tm_frame tmp = {f, NULL};
+                tm_fail(&R->S, n->pos, "loop iteration limit of %ld exceeded",
+                        R->t->lim.max_iterations);
             assign_targets(R, &tmp, &n->targets, items[i], n->pos);
             if (tv_truthy(eval(R, &tmp, n->b))) kept[k++] = items[i];
         }
@@ -591,13 +681,19 @@ static int exec_for(tm_rt *R, tm_frame *f, const tm_node *n) {
     loop->items = items;
     tv loopv = {.t = TV_LOOP};
     loopv.u.loop = loop;
+    /* Each iteration starts from a fresh scope; the frame's table is reused,
+       cut back to the loop's own variables, so long loops do not allocate. */
+    tm_frame it = {f, NULL};
+    long base = -1;
     for (long i = 0; i < count; i++) {
         if (++R->iters > R->t->lim.max_iterations)
-            tm_fail(&R->S, n->pos, "loop iteration limit of %ld exceeded", R->t->lim.max_iterations);
+            tm_fail(&R->S, n->pos, "loop iteration limit of %ld exceeded",
+                    R->t->lim.max_iterations);
         loop->index0 = i;
-        tm_frame it = {f, NULL};
+        if (it.vars && base >= 0) it.vars->n = base;
         assign_targets(R, &it, &n->targets, items[i], n->pos);
         frame_set(R, &it, "loop", 4, loopv);
+        if (base < 0) base = it.vars->n;
         int flow = exec_body(R, &it, &n->body);
         if (flow == FLOW_BREAK) break;
     }
@@ -607,25 +703,34 @@ static int exec_for(tm_rt *R, tm_frame *f, const tm_node *n) {
 
 static int exec_stmt(tm_rt *R, tm_frame *f, const tm_node *n) {
     switch (n->kind) {
-    case N_TEXT: tm_buf_put(&R->S, R->out, n->value.u.s->p, n->value.u.s->len); return FLOW_NORMAL;
-    case N_OUTPUT: tv_write_str(&R->S, R->out, eval(R, f, n->a)); return FLOW_NORMAL;
+    case N_TEXT:
+        tm_buf_put(&R->S, R->out, n->value.u.s->p, n->value.u.s->len);
+        return FLOW_NORMAL;
+    case N_OUTPUT:
+        tv_write_str(&R->S, R->out, eval(R, f, n->a));
+        return FLOW_NORMAL;
     case N_IF:
         if (tv_truthy(eval(R, f, n->a))) return exec_body(R, f, &n->body);
         return exec_body(R, f, &n->orelse);
-    case N_FOR: return exec_for(R, f, n);
+    case N_FOR:
+        return exec_for(R, f, n);
     case N_SET: {
         tv v = eval(R, f, n->a);
         if (n->targets.n == 1 && n->targets.v[0]->kind == N_ATTR) {
             const tm_node *t = n->targets.v[0];
             tv ns = eval(R, f, t->a);
-            if (ns.t != TV_NS) tm_fail(&R->S, t->pos, "cannot assign attribute on non-namespace object");
+            if (ns.t != TV_NS)
+                tm_fail(&R->S, t->pos, "cannot assign attribute on non-namespace object");
             tv *slot = tm_dict_get(ns.u.d, t->name, t->name_len);
-            if (slot) *slot = v;
-            else tm_dict_set(&R->S, ns.u.d, tv_strn(&R->S, t->name, t->name_len), v);
+            if (slot)
+                *slot = v;
+            else
+                tm_dict_set(&R->S, ns.u.d, tv_strn(&R->S, t->name, t->name_len), v);
             return FLOW_NORMAL;
         }
         for (long i = 0; i < n->targets.n; i++)
-            if (n->targets.v[i]->kind != N_NAME) tm_fail(&R->S, n->targets.v[i]->pos, "cannot assign to an attribute in a tuple");
+            if (n->targets.v[i]->kind != N_NAME)
+                tm_fail(&R->S, n->targets.v[i]->pos, "cannot assign to an attribute in a tuple");
         assign_targets(R, f, &n->targets, v, n->pos);
         return FLOW_NORMAL;
     }
@@ -640,15 +745,18 @@ static int exec_stmt(tm_rt *R, tm_frame *f, const tm_node *n) {
         /* apply the filter chain, innermost first */
         const tm_node *chain[64];
         int k = 0;
-        for (const tm_node *x = n->a; x && k < 64; x = x->a) chain[k++] = x;
+        for (const tm_node *x = n->a; x && k < 64; x = x->a)
+            chain[k++] = x;
         while (k > 0) {
             const tm_node *x = chain[--k];
             tm_args a;
             eval_args(R, f, x, &a);
             v = tm_apply_filter(R, x->name, x->name_len, v, &a, x->pos);
         }
-        if (n->kind == N_SET_BLOCK) frame_set(R, f, n->targets.v[0]->name, n->targets.v[0]->name_len, v);
-        else tv_write_str(&R->S, R->out, v);
+        if (n->kind == N_SET_BLOCK)
+            frame_set(R, f, n->targets.v[0]->name, n->targets.v[0]->name_len, v);
+        else
+            tv_write_str(&R->S, R->out, v);
         return FLOW_NORMAL;
     }
     case N_MACRO: {
@@ -657,10 +765,14 @@ static int exec_stmt(tm_rt *R, tm_frame *f, const tm_node *n) {
         frame_set(R, f, n->name, n->name_len, m);
         return FLOW_NORMAL;
     }
-    case N_BREAK: return FLOW_BREAK;
-    case N_CONTINUE: return FLOW_CONTINUE;
-    case N_BODY: return exec_body(R, f, &n->body);
-    default: tm_fail(&R->S, n->pos, "internal error: not a statement");
+    case N_BREAK:
+        return FLOW_BREAK;
+    case N_CONTINUE:
+        return FLOW_CONTINUE;
+    case N_BODY:
+        return exec_body(R, f, &n->body);
+    default:
+        tm_fail(&R->S, n->pos, "internal error: not a statement");
     }
 }
 
@@ -682,8 +794,10 @@ static tv from_json(tm_rt *R, const json_t *j, int depth) {
         json_t *v;
         json_object_foreach((json_t *)j, k, v) {
             /* keys are unique in jansson objects: append without searching */
-            if (d->n == d->cap) tm_dict_set(&R->S, d, tv_cstr(&R->S, k), from_json(R, v, depth + 1));
-            else d->k[d->n] = tv_cstr(&R->S, k), d->v[d->n] = from_json(R, v, depth + 1), d->n++;
+            if (d->n == d->cap)
+                tm_dict_set(&R->S, d, tv_cstr(&R->S, k), from_json(R, v, depth + 1));
+            else
+                d->k[d->n] = tv_cstr(&R->S, k), d->v[d->n] = from_json(R, v, depth + 1), d->n++;
         }
         tv r = {.t = TV_DICT};
         r.u.d = d;
@@ -692,21 +806,29 @@ static tv from_json(tm_rt *R, const json_t *j, int depth) {
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
         tm_list *l = tm_list_new(&R->S, (long)n);
-        for (size_t i = 0; i < n; i++) l->v[i] = from_json(R, json_array_get(j, i), depth + 1);
+        for (size_t i = 0; i < n; i++)
+            l->v[i] = from_json(R, json_array_get(j, i), depth + 1);
         l->n = (long)n;
         return tv_list(l);
     }
-    case JSON_STRING: return tv_strn(&R->S, json_string_value(j), json_string_length(j));
-    case JSON_INTEGER: return tv_int(json_integer_value(j));
-    case JSON_REAL: return tv_float(json_real_value(j));
-    case JSON_TRUE: return tv_bool(true);
-    case JSON_FALSE: return tv_bool(false);
-    default: return tv_none();
+    case JSON_STRING:
+        return tv_strn(&R->S, json_string_value(j), json_string_length(j));
+    case JSON_INTEGER:
+        return tv_int(json_integer_value(j));
+    case JSON_REAL:
+        return tv_float(json_real_value(j));
+    case JSON_TRUE:
+        return tv_bool(true);
+    case JSON_FALSE:
+        return tv_bool(false);
+    default:
+        return tv_none();
     }
 }
 
 /* ---- public API ----------------------------------------------------------- */
-int inf_tmpl_parse(inf_tmpl **out, const char *source, const inf_tmpl_limits *limits, inf_err *err) {
+int inf_tmpl_parse(inf_tmpl **out, const char *source, const inf_tmpl_limits *limits,
+                   inf_err *err) {
     *out = NULL;
     size_t n = strlen(source);
     inf_tmpl *t = calloc(1, sizeof *t);
@@ -736,11 +858,16 @@ int inf_tmpl_parse(inf_tmpl **out, const char *source, const inf_tmpl_limits *li
     }
     if (!tm_utf8_valid(t->src, k)) {
         size_t bad = 0;
-        while (bad < k && tm_utf8_valid(t->src, bad + 1)) bad++;
+        while (bad < k && tm_utf8_valid(t->src, bad + 1))
+            bad++;
         /* find the first offending byte for the position */
         for (bad = 0; bad < k;) {
             unsigned char c = (unsigned char)t->src[bad];
-            int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+            int len = c < 0x80             ? 1
+                      : (c & 0xE0) == 0xC0 ? 2
+                      : (c & 0xF0) == 0xE0 ? 3
+                      : (c & 0xF8) == 0xF0 ? 4
+                                           : 0;
             if (!len || bad + (size_t)len > k || !tm_utf8_valid(t->src + bad, (size_t)len)) break;
             bad += (size_t)len;
         }
@@ -761,10 +888,12 @@ void inf_tmpl_free(inf_tmpl *t) {
     free(t);
 }
 
-int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *context, inf_err *err) {
+int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *context,
+                  inf_err *err) {
     *out = NULL;
     if (out_len) *out_len = 0;
-    if (context && !json_is_object(context)) return inf_fail(err, "template: the context must be a JSON object");
+    if (context && !json_is_object(context))
+        return inf_fail(err, "template: the context must be a JSON object");
     tm_rt *R = calloc(1, sizeof *R);
     if (!R) return inf_fail(err, "template: out of memory");
     tm_state_init(&R->S, t->lim.max_memory, t->src, err);
@@ -777,8 +906,11 @@ int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *
     tm_buf buf = {.limit = t->lim.max_output};
     R->out = &buf;
     R->globals = tm_dict_new(&R->S, 16);
-    static const char *funcs[TF_COUNT] = {[TF_RANGE] = "range", [TF_NAMESPACE] = "namespace", [TF_DICT] = "dict",
-                                          [TF_RAISE] = "raise_exception", [TF_STRFTIME] = "strftime_now"};
+    static const char *funcs[TF_COUNT] = {[TF_RANGE] = "range",
+                                          [TF_NAMESPACE] = "namespace",
+                                          [TF_DICT] = "dict",
+                                          [TF_RAISE] = "raise_exception",
+                                          [TF_STRFTIME] = "strftime_now"};
     for (int i = 0; i < TF_COUNT; i++) {
         tv fn = {.t = TV_FUNC};
         fn.u.i = i;
@@ -787,7 +919,8 @@ int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *
     if (context) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)context, k, v) tm_dict_set(&R->S, R->globals, tv_cstr(&R->S, k), from_json(R, v, 0));
+        json_object_foreach((json_t *)context, k, v)
+            tm_dict_set(&R->S, R->globals, tv_cstr(&R->S, k), from_json(R, v, 0));
     }
     tm_frame root = {NULL, NULL};
     R->root = &root;
@@ -820,13 +953,17 @@ int inf_tmpl_render(char **out, size_t *out_len, const char *source, const json_
 int inf_chat_render(char **out, const char *source, const json_t *messages, const json_t *tools,
                     bool add_generation_prompt, const json_t *extra_kwargs, inf_err *err) {
     *out = NULL;
-    if (!json_is_array(messages)) return inf_fail(err, "chat template: messages must be a JSON array");
+    if (!json_is_array(messages))
+        return inf_fail(err, "chat template: messages must be a JSON array");
     if (extra_kwargs && !json_is_object(extra_kwargs))
         return inf_fail(err, "chat template: extra arguments must be a JSON object");
     json_t *ctx = json_object();
     if (!ctx) return inf_fail(err, "chat template: out of memory");
     json_object_set(ctx, "messages", (json_t *)messages);
-    if (tools && !json_is_null(tools)) json_object_set(ctx, "tools", (json_t *)tools);
+    /* as transformers' apply_chat_template: tools and documents are always
+       passed, None when absent */
+    json_object_set_new(ctx, "tools", tools ? json_incref((json_t *)tools) : json_null());
+    json_object_set_new(ctx, "documents", json_null());
     json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt));
     if (extra_kwargs) json_object_update(ctx, (json_t *)extra_kwargs);
     int rc = inf_tmpl_render(out, NULL, source, ctx, NULL, err);

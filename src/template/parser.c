@@ -19,18 +19,27 @@ static tm_node *parse_unary(parser *P, bool with_filter);
 static tm_node *parse_primary(parser *P);
 static tm_node *parse_postfix(parser *P, tm_node *node);
 static tm_node *parse_filter_expr(parser *P, tm_node *node);
-static tm_nodes parse_body(parser *P, const char *const *ends);
+static tm_nodes parse_body(parser *P, const char *const *ends, long open_pos);
 
-static const tm_token *cur(parser *P) { return &P->t[P->i]; }
-static const tm_token *next(parser *P) { return &P->t[P->i < P->n - 1 ? P->i++ : P->i]; }
+static const tm_token *cur(parser *P) {
+    return &P->t[P->i];
+}
+static const tm_token *next(parser *P) {
+    return &P->t[P->i < P->n - 1 ? P->i++ : P->i];
+}
 
 static void enter(parser *P) {
     if (++P->depth > P->max_depth)
-        P->depth = 0, tm_fail(P->S, cur(P)->pos, "template nested too deeply (more than %d levels)", P->max_depth);
+        P->depth = 0, tm_fail(P->S, cur(P)->pos, "template nested too deeply (more than %d levels)",
+                              P->max_depth);
 }
-static void leave(parser *P) { P->depth--; }
+static void leave(parser *P) {
+    P->depth--;
+}
 
-static bool is_op(parser *P, int op) { return cur(P)->type == TK_OP && cur(P)->op == op; }
+static bool is_op(parser *P, int op) {
+    return cur(P)->type == TK_OP && cur(P)->op == op;
+}
 static bool is_name(parser *P, const char *name) {
     const tm_token *t = cur(P);
     return t->type == TK_NAME && t->n == strlen(name) && !memcmp(t->p, name, t->n);
@@ -38,17 +47,28 @@ static bool is_name(parser *P, const char *name) {
 
 static const char *describe(const tm_token *t) {
     switch (t->type) {
-    case TK_EOF: return "end of template";
-    case TK_DATA: return "template data";
-    case TK_VAR_BEGIN: return "'{{'";
-    case TK_VAR_END: return "end of print statement '}}'";
-    case TK_BLOCK_BEGIN: return "'{%'";
-    case TK_BLOCK_END: return "end of statement block '%}'";
-    case TK_NAME: return "name";
-    case TK_STRING: return "string";
-    case TK_INT: return "integer";
-    case TK_FLOAT: return "float";
-    default: return "operator";
+    case TK_EOF:
+        return "end of template";
+    case TK_DATA:
+        return "template data";
+    case TK_VAR_BEGIN:
+        return "'{{'";
+    case TK_VAR_END:
+        return "end of print statement '}}'";
+    case TK_BLOCK_BEGIN:
+        return "'{%'";
+    case TK_BLOCK_END:
+        return "end of statement block '%}'";
+    case TK_NAME:
+        return "name";
+    case TK_STRING:
+        return "string";
+    case TK_INT:
+        return "integer";
+    case TK_FLOAT:
+        return "float";
+    default:
+        return "operator";
     }
 }
 
@@ -58,13 +78,15 @@ static void expect_op(parser *P, int op, const char *what) {
 }
 
 static const tm_token *expect_name(parser *P) {
-    if (cur(P)->type != TK_NAME) tm_fail(P->S, cur(P)->pos, "expected a name, got %s", describe(cur(P)));
+    if (cur(P)->type != TK_NAME)
+        tm_fail(P->S, cur(P)->pos, "expected a name, got %s", describe(cur(P)));
     return next(P);
 }
 
 static void expect_block_end(parser *P) {
     if (cur(P)->type != TK_BLOCK_END)
-        tm_fail(P->S, cur(P)->pos, "expected end of statement block '%%}', got %s", describe(cur(P)));
+        tm_fail(P->S, cur(P)->pos, "expected end of statement block '%%}', got %s",
+                describe(cur(P)));
     next(P);
 }
 
@@ -249,7 +271,8 @@ static void parse_call_args(parser *P, tm_node *n) {
     while (!is_op(P, OP_RPAREN)) {
         if (n->args.n || n->kwargs.n) expect_op(P, OP_COMMA, ",");
         if (is_op(P, OP_RPAREN)) break;
-        if (cur(P)->type == TK_NAME && P->t[P->i + 1].type == TK_OP && P->t[P->i + 1].op == OP_ASSIGN) {
+        if (cur(P)->type == TK_NAME && P->t[P->i + 1].type == TK_OP &&
+            P->t[P->i + 1].op == OP_ASSIGN) {
             const tm_token *name = next(P);
             next(P);
             tm_node *kw = node(P, N_NAME, name->pos);
@@ -258,7 +281,8 @@ static void parse_call_args(parser *P, tm_node *n) {
             kw->a = parse_expression(P, true);
             add(P, &n->kwargs, kw);
         } else {
-            if (n->kwargs.n) tm_fail(P->S, cur(P)->pos, "positional argument after keyword argument");
+            if (n->kwargs.n)
+                tm_fail(P->S, cur(P)->pos, "positional argument after keyword argument");
             add(P, &n->args, parse_expression(P, true));
         }
     }
@@ -280,8 +304,8 @@ static tm_node *parse_tuple(parser *P, bool with_condexpr, bool explicit_parens)
             next(P);
             /* a trailing comma ends the tuple */
             const tm_token *t = cur(P);
-            if (t->type == TK_VAR_END || t->type == TK_BLOCK_END || (t->type == TK_OP && t->op == OP_RPAREN) ||
-                is_name(P, "in"))
+            if (t->type == TK_VAR_END || t->type == TK_BLOCK_END ||
+                (t->type == TK_OP && t->op == OP_RPAREN) || is_name(P, "in"))
                 break;
             add(P, &tup->args, parse_expression(P, with_condexpr));
         } else {
@@ -297,8 +321,11 @@ static tm_node *parse_primary(parser *P) {
     switch (t->type) {
     case TK_NAME: {
         next(P);
-        static const struct { const char *s; int v; } consts[] = {
-            {"true", 1}, {"True", 1}, {"false", 0}, {"False", 0}, {"none", 2}, {"None", 2}};
+        static const struct {
+            const char *s;
+            int v;
+        } consts[] = {{"true", 1},  {"True", 1}, {"false", 0},
+                      {"False", 0}, {"none", 2}, {"None", 2}};
         for (size_t k = 0; k < sizeof consts / sizeof consts[0]; k++)
             if (t->n == strlen(consts[k].s) && !memcmp(t->p, consts[k].s, t->n))
                 return const_node(P, consts[k].v == 2 ? tv_none() : tv_bool(consts[k].v), t->pos);
@@ -317,8 +344,12 @@ static tm_node *parse_primary(parser *P) {
         }
         return const_node(P, tv_strn(P->S, b.p ? b.p : "", b.n), pos);
     }
-    case TK_INT: next(P); return const_node(P, tv_int(t->i), t->pos);
-    case TK_FLOAT: next(P); return const_node(P, tv_float(t->f), t->pos);
+    case TK_INT:
+        next(P);
+        return const_node(P, tv_int(t->i), t->pos);
+    case TK_FLOAT:
+        next(P);
+        return const_node(P, tv_float(t->f), t->pos);
     case TK_OP:
         if (t->op == OP_LPAREN) {
             next(P);
@@ -357,7 +388,8 @@ static tm_node *parse_primary(parser *P) {
             return n;
         }
         break;
-    default: break;
+    default:
+        break;
     }
     tm_fail(P->S, t->pos, "unexpected %s", describe(t));
 }
@@ -423,7 +455,7 @@ static tm_node *parse_postfix(parser *P, tm_node *n) {
             n = parse_subscript(P, n, t->pos);
             leave(P);
         } else if (t->op == OP_LPAREN) {
-            tm_node *c = node(P, N_CALL, t->pos);
+            tm_node *c = node(P, N_CALL, n->pos); /* errors point at what is called */
             c->a = n;
             enter(P);
             parse_call_args(P, c);
@@ -433,6 +465,12 @@ static tm_node *parse_postfix(parser *P, tm_node *n) {
             return n;
         }
     }
+}
+
+static void check_known(parser *P, const tm_node *n, const char *const *names, const char *what) {
+    for (int k = 0; names[k]; k++)
+        if (strlen(names[k]) == n->name_len && !memcmp(names[k], n->name, n->name_len)) return;
+    tm_fail(P->S, n->pos, "no %s named '%.*s'", what, (int)n->name_len, n->name);
 }
 
 /* name or dotted name of a filter/test */
@@ -454,6 +492,7 @@ static tm_node *parse_filter_expr(parser *P, tm_node *n) {
             tm_node *f = node(P, N_FILTER, pos);
             f->a = n;
             parse_dotted(P, f);
+            check_known(P, f, tm_filter_names, "filter");
             if (is_op(P, OP_LPAREN)) {
                 enter(P);
                 parse_call_args(P, f);
@@ -470,6 +509,7 @@ static tm_node *parse_filter_expr(parser *P, tm_node *n) {
             tm_node *f = node(P, N_TEST, pos);
             f->a = n;
             parse_dotted(P, f);
+            check_known(P, f, tm_test_names, "test");
             const tm_token *t = cur(P);
             if (is_op(P, OP_LPAREN)) {
                 enter(P);
@@ -477,9 +517,11 @@ static tm_node *parse_filter_expr(parser *P, tm_node *n) {
                 leave(P);
             } else if ((t->type == TK_NAME || t->type == TK_STRING || t->type == TK_INT ||
                         t->type == TK_FLOAT ||
-                        (t->type == TK_OP && (t->op == OP_LPAREN || t->op == OP_LBRACKET || t->op == OP_LBRACE))) &&
+                        (t->type == TK_OP &&
+                         (t->op == OP_LPAREN || t->op == OP_LBRACKET || t->op == OP_LBRACE))) &&
                        !is_name(P, "else") && !is_name(P, "or") && !is_name(P, "and")) {
-                if (is_name(P, "is")) tm_fail(P->S, t->pos, "you cannot chain multiple tests with is");
+                if (is_name(P, "is"))
+                    tm_fail(P->S, t->pos, "you cannot chain multiple tests with is");
                 enter(P);
                 add(P, &f->args, parse_postfix(P, parse_primary(P)));
                 leave(P);
@@ -549,7 +591,7 @@ static tm_node *parse_if(parser *P, long pos) {
     tm_node *n = node(P, N_IF, pos);
     n->a = parse_tuple(P, true, false);
     expect_block_end(P);
-    n->body = parse_body(P, END_IF);
+    n->body = parse_body(P, END_IF, pos);
     const tm_token *t = next(P);
     if (t->n == 4 && !memcmp(t->p, "elif", 4)) {
         add(P, &n->orelse, parse_if(P, t->pos));
@@ -557,7 +599,7 @@ static tm_node *parse_if(parser *P, long pos) {
     }
     if (t->n == 4 && !memcmp(t->p, "else", 4)) {
         expect_block_end(P);
-        n->orelse = parse_body(P, (const char *const[]){"endif", NULL});
+        n->orelse = parse_body(P, (const char *const[]){"endif", NULL}, pos);
         next(P);
     }
     expect_block_end(P);
@@ -567,20 +609,22 @@ static tm_node *parse_if(parser *P, long pos) {
 static tm_node *parse_for(parser *P, long pos) {
     tm_node *n = node(P, N_FOR, pos);
     parse_targets(P, &n->targets, false);
-    if (!is_name(P, "in")) tm_fail(P->S, cur(P)->pos, "expected 'in' in for loop, got %s", describe(cur(P)));
+    if (!is_name(P, "in"))
+        tm_fail(P->S, cur(P)->pos, "expected 'in' in for loop, got %s", describe(cur(P)));
     next(P);
     n->a = parse_tuple(P, false, false);
     if (is_name(P, "if")) {
         next(P);
         n->b = parse_expression(P, true);
     }
-    if (is_name(P, "recursive")) tm_fail(P->S, cur(P)->pos, "recursive for loops are not supported");
+    if (is_name(P, "recursive"))
+        tm_fail(P->S, cur(P)->pos, "recursive for loops are not supported");
     expect_block_end(P);
-    n->body = parse_body(P, END_FOR);
+    n->body = parse_body(P, END_FOR, pos);
     const tm_token *t = next(P);
     if (t->n == 4 && !memcmp(t->p, "else", 4)) {
         expect_block_end(P);
-        n->orelse = parse_body(P, END_ENDFOR);
+        n->orelse = parse_body(P, END_ENDFOR, pos);
         next(P);
     }
     expect_block_end(P);
@@ -604,7 +648,7 @@ static tm_node *parse_set(parser *P, long pos) {
         n->a = f;
     }
     expect_block_end(P);
-    n->body = parse_body(P, END_SET);
+    n->body = parse_body(P, END_SET, pos);
     next(P);
     expect_block_end(P);
     return n;
@@ -633,7 +677,7 @@ static tm_node *parse_macro(parser *P, long pos) {
     }
     next(P);
     expect_block_end(P);
-    n->body = parse_body(P, END_MACRO);
+    n->body = parse_body(P, END_MACRO, pos);
     next(P);
     if (cur(P)->type == TK_NAME) next(P); /* {% endmacro name %} */
     expect_block_end(P);
@@ -663,12 +707,13 @@ static tm_node *parse_statement(parser *P) {
             tm_node *x = node(P, N_FILTER, cur(P)->pos);
             x->a = f;
             parse_dotted(P, x);
+            check_known(P, x, tm_filter_names, "filter");
             if (is_op(P, OP_LPAREN)) parse_call_args(P, x);
             f = x;
         } while (is_op(P, OP_PIPE));
         n->a = f;
         expect_block_end(P);
-        n->body = parse_body(P, END_FILTER);
+        n->body = parse_body(P, END_FILTER, t->pos);
         next(P);
         expect_block_end(P);
         return n;
@@ -676,7 +721,7 @@ static tm_node *parse_statement(parser *P) {
     if (IS("generation")) { /* transformers' assistant-mask marker: renders its body */
         tm_node *n = node(P, N_BODY, t->pos);
         expect_block_end(P);
-        n->body = parse_body(P, END_GENERATION);
+        n->body = parse_body(P, END_GENERATION, t->pos);
         next(P);
         expect_block_end(P);
         return n;
@@ -687,9 +732,9 @@ static tm_node *parse_statement(parser *P) {
 
 /* Parses until a block whose name is one of `ends` (left current, after its
  * '{%'); at the end of the template when ends is NULL. */
-static tm_nodes parse_body(parser *P, const char *const *ends) {
+static tm_nodes parse_body(parser *P, const char *const *ends, long open_pos) {
     tm_nodes body = {0};
-    long start = P->i > 0 ? P->t[P->i - 1].pos : 0;
+    long start = open_pos;
     enter(P);
     for (;;) {
         const tm_token *t = cur(P);
@@ -697,7 +742,8 @@ static tm_nodes parse_body(parser *P, const char *const *ends) {
             if (ends) {
                 char want[128] = "";
                 for (int k = 0; ends[k]; k++)
-                    snprintf(want + strlen(want), sizeof want - strlen(want), "%s'%s'", k ? " or " : "", ends[k]);
+                    snprintf(want + strlen(want), sizeof want - strlen(want), "%s'%s'",
+                             k ? " or " : "", ends[k]);
                 tm_fail(P->S, start, "unexpected end of template: this block needs %s", want);
             }
             break;
@@ -712,7 +758,8 @@ static tm_nodes parse_body(parser *P, const char *const *ends) {
             tm_node *n = node(P, N_OUTPUT, t->pos);
             n->a = parse_tuple(P, true, false);
             if (cur(P)->type != TK_VAR_END)
-                tm_fail(P->S, cur(P)->pos, "expected end of print statement '}}', got %s", describe(cur(P)));
+                tm_fail(P->S, cur(P)->pos, "expected end of print statement '}}', got %s",
+                        describe(cur(P)));
             next(P);
             add(P, &body, n);
         } else if (t->type == TK_BLOCK_BEGIN) {
@@ -725,8 +772,9 @@ static tm_nodes parse_body(parser *P, const char *const *ends) {
                             leave(P);
                             return body;
                         }
-                static const char *const stray[] = {"endif", "endfor", "elif", "else", "endset",
-                                                    "endmacro", "endfilter", "endgeneration", "endraw"};
+                static const char *const stray[] = {"endif",     "endfor",        "elif",
+                                                    "else",      "endset",        "endmacro",
+                                                    "endfilter", "endgeneration", "endraw"};
                 for (size_t k = 0; k < sizeof stray / sizeof stray[0]; k++)
                     if (name->n == strlen(stray[k]) && !memcmp(name->p, stray[k], name->n))
                         tm_fail(P->S, name->pos, "unexpected '%s' tag", stray[k]);
@@ -743,6 +791,6 @@ static tm_nodes parse_body(parser *P, const char *const *ends) {
 tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth) {
     parser P = {S, toks, n_tokens, 0, 0, max_depth};
     tm_node *root = node(&P, N_BODY, 0);
-    root->body = parse_body(&P, NULL);
+    root->body = parse_body(&P, NULL, 0);
     return root;
 }

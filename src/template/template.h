@@ -59,11 +59,13 @@ int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *
 int inf_tmpl_render(char **out, size_t *out_len, const char *source, const json_t *context,
                     const inf_tmpl_limits *limits, inf_err *err);
 
-/* The common chat case: renders `source` with messages (a JSON array of
- * {role, content, ...}), tools (JSON array or NULL: then `tools` is
- * undefined), add_generation_prompt, and every key of extra_kwargs (a JSON
- * object or NULL; e.g. enable_thinking, bos_token, eos_token), which wins
- * over the others. *out is malloc'd, caller frees. Default limits. */
+/* The common chat case, with the variables transformers' apply_chat_template
+ * passes: messages (a JSON array of {role, content, reasoning_content,
+ * tool_calls, tool_call_id, ...}), tools (a JSON array; NULL gives None, as
+ * in transformers), documents (None), add_generation_prompt, and every key of
+ * extra_kwargs (a JSON object or NULL: enable_thinking, bos_token, eos_token,
+ * ...), which wins over the others. Leave enable_thinking out of extra_kwargs
+ * to leave it undefined. *out is malloc'd, caller frees. Default limits. */
 int inf_chat_render(char **out, const char *source, const json_t *messages, const json_t *tools,
                     bool add_generation_prompt, const json_t *extra_kwargs, inf_err *err);
 

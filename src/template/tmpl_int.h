@@ -32,7 +32,14 @@ _Noreturn void tm_fail(tm_state *S, long pos, const char *fmt, ...)
 
 /* ---- values --------------------------------------------------------------- */
 typedef enum {
-    TV_UNDEF, TV_NONE, TV_BOOL, TV_INT, TV_FLOAT, TV_STR, TV_LIST, TV_DICT,
+    TV_UNDEF,
+    TV_NONE,
+    TV_BOOL,
+    TV_INT,
+    TV_FLOAT,
+    TV_STR,
+    TV_LIST,
+    TV_DICT,
     TV_NS,     /* namespace(): a mutable dict with attribute access */
     TV_FUNC,   /* a builtin global function, u.i = TF_* */
     TV_MACRO,  /* u.macro */
@@ -91,11 +98,30 @@ typedef struct tm_loop {
 /* builtin functions */
 enum { TF_RANGE, TF_NAMESPACE, TF_DICT, TF_RAISE, TF_STRFTIME, TF_COUNT };
 
-static inline tv tv_undef(const char *what) { tv r = {.t = TV_UNDEF}; r.u.undef = what; return r; }
-static inline tv tv_none(void) { tv r = {.t = TV_NONE}; return r; }
-static inline tv tv_bool(bool b) { tv r = {.t = TV_BOOL}; r.u.b = b; return r; }
-static inline tv tv_int(int64_t i) { tv r = {.t = TV_INT}; r.u.i = i; return r; }
-static inline tv tv_float(double f) { tv r = {.t = TV_FLOAT}; r.u.f = f; return r; }
+static inline tv tv_undef(const char *what) {
+    tv r = {.t = TV_UNDEF};
+    r.u.undef = what;
+    return r;
+}
+static inline tv tv_none(void) {
+    tv r = {.t = TV_NONE};
+    return r;
+}
+static inline tv tv_bool(bool b) {
+    tv r = {.t = TV_BOOL};
+    r.u.b = b;
+    return r;
+}
+static inline tv tv_int(int64_t i) {
+    tv r = {.t = TV_INT};
+    r.u.i = i;
+    return r;
+}
+static inline tv tv_float(double f) {
+    tv r = {.t = TV_FLOAT};
+    r.u.f = f;
+    return r;
+}
 
 tv tv_strn(tm_state *S, const char *p, size_t n);
 tv tv_cstr(tm_state *S, const char *p);
@@ -124,9 +150,13 @@ typedef struct tm_buf {
 } tm_buf;
 void tm_buf_put(tm_state *S, tm_buf *b, const char *p, size_t n);
 static inline void tm_buf_puts(tm_state *S, tm_buf *b, const char *p);
-static inline void tm_buf_putc(tm_state *S, tm_buf *b, char c) { tm_buf_put(S, b, &c, 1); }
+static inline void tm_buf_putc(tm_state *S, tm_buf *b, char c) {
+    tm_buf_put(S, b, &c, 1);
+}
 #include <string.h>
-static inline void tm_buf_puts(tm_state *S, tm_buf *b, const char *p) { tm_buf_put(S, b, p, strlen(p)); }
+static inline void tm_buf_puts(tm_state *S, tm_buf *b, const char *p) {
+    tm_buf_put(S, b, p, strlen(p));
+}
 
 /* Python str(v) (undefined → "") and repr(v), appended to b. */
 void tv_write_str(tm_state *S, tm_buf *b, tv v);
@@ -150,24 +180,58 @@ bool tm_utf8_valid(const char *p, size_t n);
 
 /* ---- tokens --------------------------------------------------------------- */
 typedef enum {
-    TK_EOF, TK_DATA, TK_VAR_BEGIN, TK_VAR_END, TK_BLOCK_BEGIN, TK_BLOCK_END,
-    TK_NAME, TK_STRING, TK_INT, TK_FLOAT, TK_OP,
+    TK_EOF,
+    TK_DATA,
+    TK_VAR_BEGIN,
+    TK_VAR_END,
+    TK_BLOCK_BEGIN,
+    TK_BLOCK_END,
+    TK_NAME,
+    TK_STRING,
+    TK_INT,
+    TK_FLOAT,
+    TK_OP,
 } tk_type;
 
 /* operators (also the binary operator codes of the tree) */
 enum {
-    OP_ADD = 1, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_TILDE,
-    OP_EQ, OP_NE, OP_LT, OP_GT, OP_LE, OP_GE, OP_ASSIGN, OP_DOT, OP_COMMA, OP_COLON,
-    OP_PIPE, OP_LPAREN, OP_RPAREN, OP_LBRACKET, OP_RBRACKET, OP_LBRACE, OP_RBRACE,
+    OP_ADD = 1,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MOD,
+    OP_POW,
+    OP_TILDE,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_GT,
+    OP_LE,
+    OP_GE,
+    OP_ASSIGN,
+    OP_DOT,
+    OP_COMMA,
+    OP_COLON,
+    OP_PIPE,
+    OP_LPAREN,
+    OP_RPAREN,
+    OP_LBRACKET,
+    OP_RBRACKET,
+    OP_LBRACE,
+    OP_RBRACE,
     OP_SEMI,
     /* tree-only codes */
-    OP_AND, OP_OR, OP_IN, OP_NOTIN,
+    OP_AND,
+    OP_OR,
+    OP_IN,
+    OP_NOTIN,
 };
 
 typedef struct tm_token {
-    uint8_t type; /* tk_type */
-    uint8_t op;   /* TK_OP */
-    long pos;     /* byte offset in the source */
+    uint8_t type;  /* tk_type */
+    uint8_t op;    /* TK_OP */
+    long pos;      /* byte offset in the source */
     const char *p; /* TK_NAME: the name; TK_STRING/TK_DATA: decoded text */
     size_t n;
     int64_t i;
@@ -181,11 +245,35 @@ tm_token *tm_lex(tm_state *S, const char *src, size_t n, long *n_tokens);
 /* ---- syntax tree ---------------------------------------------------------- */
 typedef enum {
     /* statements */
-    N_TEXT, N_OUTPUT, N_IF, N_FOR, N_SET, N_SET_BLOCK, N_MACRO, N_BREAK, N_CONTINUE,
-    N_FILTER_BLOCK, N_BODY,
+    N_TEXT,
+    N_OUTPUT,
+    N_IF,
+    N_FOR,
+    N_SET,
+    N_SET_BLOCK,
+    N_MACRO,
+    N_BREAK,
+    N_CONTINUE,
+    N_FILTER_BLOCK,
+    N_BODY,
     /* expressions */
-    N_CONST, N_NAME, N_ATTR, N_ITEM, N_SLICE, N_CALL, N_FILTER, N_TEST, N_NOT, N_NEG, N_POS,
-    N_BINOP, N_COMPARE, N_COND, N_LIST, N_TUPLE, N_DICT,
+    N_CONST,
+    N_NAME,
+    N_ATTR,
+    N_ITEM,
+    N_SLICE,
+    N_CALL,
+    N_FILTER,
+    N_TEST,
+    N_NOT,
+    N_NEG,
+    N_POS,
+    N_BINOP,
+    N_COMPARE,
+    N_COND,
+    N_LIST,
+    N_TUPLE,
+    N_DICT,
 } tm_kind;
 
 typedef struct tm_node tm_node;
@@ -195,26 +283,30 @@ typedef struct tm_nodes {
 } tm_nodes;
 
 struct tm_node {
-    uint8_t kind; /* tm_kind */
-    uint8_t op;   /* N_BINOP: OP_*; N_TEST: negated */
-    long pos;     /* byte offset, for errors */
-    tv value;     /* N_CONST; N_TEXT (string) */
+    uint8_t kind;     /* tm_kind */
+    uint8_t op;       /* N_BINOP: OP_*; N_TEST: negated */
+    long pos;         /* byte offset, for errors */
+    tv value;         /* N_CONST; N_TEXT (string) */
     const char *name; /* N_NAME, N_ATTR, N_FILTER, N_TEST, N_MACRO, N_SET target name */
     size_t name_len;
     tm_node *a, *b, *c; /* operands: object / index / ..., see the parser */
     tm_nodes args;      /* call/filter/test positional args; list/tuple items; dict keys */
     tm_nodes kwargs;    /* keyword args (N_CONST name in node->name, value in ->a); dict values */
     tm_nodes body, orelse; /* statement bodies; N_IF: elif chain lives in orelse */
-    tm_nodes targets;   /* N_FOR / N_SET: N_NAME targets */
-    uint8_t *ops;       /* N_COMPARE: [args.n] operators between a and args */
+    tm_nodes targets;      /* N_FOR / N_SET: N_NAME targets */
+    uint8_t *ops;          /* N_COMPARE: [args.n] operators between a and args */
 };
 
 struct inf_tmpl {
-    tm_state S; /* owns the tree */
+    tm_state S;    /* owns the tree */
     tm_node *root; /* N_BODY */
     inf_tmpl_limits lim;
-    char *src;     /* normalized source */
+    char *src; /* normalized source */
 };
+
+/* NULL-terminated names of the filters and tests builtins.c knows. */
+extern const char *const tm_filter_names[];
+extern const char *const tm_test_names[];
 
 /* Parses the tokens into a tree (N_BODY). */
 tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth);
@@ -233,7 +325,7 @@ typedef struct tm_rt {
     tm_dict *globals; /* the context and the builtin functions */
     tm_frame *root;
     long iters, steps;
-    int depth;        /* macro call depth */
+    int depth; /* macro call depth */
 } tm_rt;
 
 /* Counts evaluation work (bytes scanned / 64 + 1) against max_steps. */
@@ -248,9 +340,9 @@ const tv *tm_iterate(tm_rt *R, tv v, long *n, long pos);
  * gets its positional arguments and keyword arguments (names in kw_names). */
 typedef struct tm_args {
     int n, n_kw;
-    tv *v;               /* [n] */
-    const char **kw;     /* [n_kw] names, NUL-terminated */
-    tv *kv;              /* [n_kw] values */
+    tv *v;           /* [n] */
+    const char **kw; /* [n_kw] names, NUL-terminated */
+    tv *kv;          /* [n_kw] values */
 } tm_args;
 int tm_method_id(tv self, const char *name, size_t len); /* -1 when none */
 tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos);

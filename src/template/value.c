@@ -64,8 +64,10 @@ void tm_fail(tm_state *S, long pos, const char *fmt, ...) {
         long line = 1, col = 1;
         for (long i = 0; i < pos && S->src[i]; i++) {
             unsigned char ch = (unsigned char)S->src[i];
-            if (ch == '\n') line++, col = 1;
-            else if ((ch & 0xC0) != 0x80) col++;
+            if (ch == '\n')
+                line++, col = 1;
+            else if ((ch & 0xC0) != 0x80)
+                col++;
         }
         inf_fail(S->err, "template:%ld:%ld: %s", line, col, msg);
     } else {
@@ -78,14 +80,16 @@ void tm_fail(tm_state *S, long pos, const char *fmt, ...) {
 tv tv_strn(tm_state *S, const char *p, size_t n) {
     tm_str *s = tm_alloc(S, sizeof *s + n + 1);
     s->len = n;
-    if (n) memcpy(s->p, p, n);
+    if (n) memmove(s->p, p, n); /* p may lie in arena memory just handed back */
     s->p[n] = 0;
     tv r = {.t = TV_STR};
     r.u.s = s;
     return r;
 }
 
-tv tv_cstr(tm_state *S, const char *p) { return tv_strn(S, p, strlen(p)); }
+tv tv_cstr(tm_state *S, const char *p) {
+    return tv_strn(S, p, strlen(p));
+}
 
 tm_list *tm_list_new(tm_state *S, long cap) {
     tm_list *l = tm_alloc(S, sizeof *l);
@@ -154,26 +158,45 @@ void tm_dict_set(tm_state *S, tm_dict *d, tv key, tv val) {
 bool tv_truthy(tv v) {
     switch (v.t) {
     case TV_UNDEF:
-    case TV_NONE: return false;
-    case TV_BOOL: return v.u.b;
-    case TV_INT: return v.u.i != 0;
-    case TV_FLOAT: return v.u.f != 0.0;
-    case TV_STR: return v.u.s->len != 0;
-    case TV_LIST: return v.u.l->n != 0;
-    case TV_DICT: return v.u.d->n != 0;
-    default: return true;
+    case TV_NONE:
+        return false;
+    case TV_BOOL:
+        return v.u.b;
+    case TV_INT:
+        return v.u.i != 0;
+    case TV_FLOAT:
+        return v.u.f != 0.0;
+    case TV_STR:
+        return v.u.s->len != 0;
+    case TV_LIST:
+        return v.u.l->n != 0;
+    case TV_DICT:
+        return v.u.d->n != 0;
+    default:
+        return true;
     }
 }
 
-bool tv_is_number(tv v) { return v.t == TV_BOOL || v.t == TV_INT || v.t == TV_FLOAT; }
+bool tv_is_number(tv v) {
+    return v.t == TV_BOOL || v.t == TV_INT || v.t == TV_FLOAT;
+}
 
 double tv_num(tv v) {
     return v.t == TV_FLOAT ? v.u.f : v.t == TV_INT ? (double)v.u.i : v.t == TV_BOOL ? v.u.b : 0;
 }
 
-static int64_t tv_as_i(tv v) { return v.t == TV_BOOL ? v.u.b : v.u.i; }
+static int64_t tv_as_i(tv v) {
+    return v.t == TV_BOOL ? v.u.b : v.u.i;
+}
 
+static bool equal_rec(tv a, tv b, int depth);
 bool tv_equal(tv a, tv b) {
+    return equal_rec(a, b, 0);
+}
+
+/* Deeper than 500 levels compares unequal rather than overflow the stack. */
+static bool equal_rec(tv a, tv b, int depth) {
+    if (depth > 500) return false;
     if (tv_is_number(a) && tv_is_number(b)) {
         if (a.t == TV_FLOAT || b.t == TV_FLOAT) return tv_num(a) == tv_num(b);
         return tv_as_i(a) == tv_as_i(b);
@@ -181,29 +204,41 @@ bool tv_equal(tv a, tv b) {
     if (a.t != b.t) return false;
     switch (a.t) {
     case TV_UNDEF:
-    case TV_NONE: return true;
-    case TV_STR: return a.u.s->len == b.u.s->len && !memcmp(a.u.s->p, b.u.s->p, a.u.s->len);
+    case TV_NONE:
+        return true;
+    case TV_STR:
+        return a.u.s->len == b.u.s->len && !memcmp(a.u.s->p, b.u.s->p, a.u.s->len);
     case TV_LIST:
         if (a.tuple != b.tuple || a.u.l->n != b.u.l->n) return false;
         for (long i = 0; i < a.u.l->n; i++)
-            if (!tv_equal(a.u.l->v[i], b.u.l->v[i])) return false;
+            if (!equal_rec(a.u.l->v[i], b.u.l->v[i], depth + 1)) return false;
         return true;
     case TV_DICT:
         if (a.u.d->n != b.u.d->n) return false;
         for (long i = 0; i < a.u.d->n; i++) {
             tv *o = tm_dict_find(b.u.d, a.u.d->k[i]);
-            if (!o || !tv_equal(a.u.d->v[i], *o)) return false;
+            if (!o || !equal_rec(a.u.d->v[i], *o, depth + 1)) return false;
         }
         return true;
-    case TV_NS: return a.u.d == b.u.d;
-    case TV_FUNC: return a.u.i == b.u.i;
-    case TV_MACRO: return a.u.macro == b.u.macro;
-    default: return false;
+    case TV_NS:
+        return a.u.d == b.u.d;
+    case TV_FUNC:
+        return a.u.i == b.u.i;
+    case TV_MACRO:
+        return a.u.macro == b.u.macro;
+    default:
+        return false;
     }
 }
 
+static int compare_rec(tv a, tv b, bool *ok, int depth);
 int tv_compare(tv a, tv b, bool *ok) {
-    *ok = true;
+    return compare_rec(a, b, ok, 0);
+}
+
+static int compare_rec(tv a, tv b, bool *ok, int depth) {
+    *ok = depth <= 500;
+    if (!*ok) return 0;
     if (tv_is_number(a) && tv_is_number(b)) {
         if (a.t != TV_FLOAT && b.t != TV_FLOAT) {
             int64_t x = tv_as_i(a), y = tv_as_i(b);
@@ -222,7 +257,7 @@ int tv_compare(tv a, tv b, bool *ok) {
         long n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (long i = 0; i < n; i++) {
             if (tv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return tv_compare(a.u.l->v[i], b.u.l->v[i], ok);
+            return compare_rec(a.u.l->v[i], b.u.l->v[i], ok, depth + 1);
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
@@ -232,18 +267,30 @@ int tv_compare(tv a, tv b, bool *ok) {
 
 const char *tv_type_name(tv v) {
     switch (v.t) {
-    case TV_UNDEF: return "Undefined";
-    case TV_NONE: return "NoneType";
-    case TV_BOOL: return "bool";
-    case TV_INT: return "int";
-    case TV_FLOAT: return "float";
-    case TV_STR: return "str";
-    case TV_LIST: return v.tuple ? "tuple" : "list";
-    case TV_DICT: return "dict";
-    case TV_NS: return "Namespace";
-    case TV_LOOP: return "LoopContext";
-    case TV_METHOD: return "builtin_function_or_method";
-    default: return "function";
+    case TV_UNDEF:
+        return "Undefined";
+    case TV_NONE:
+        return "NoneType";
+    case TV_BOOL:
+        return "bool";
+    case TV_INT:
+        return "int";
+    case TV_FLOAT:
+        return "float";
+    case TV_STR:
+        return "str";
+    case TV_LIST:
+        return v.tuple ? "tuple" : "list";
+    case TV_DICT:
+        return "dict";
+    case TV_NS:
+        return "Namespace";
+    case TV_LOOP:
+        return "LoopContext";
+    case TV_METHOD:
+        return "builtin_function_or_method";
+    default:
+        return "function";
     }
 }
 
@@ -253,7 +300,8 @@ void tm_buf_put(tm_state *S, tm_buf *b, const char *p, size_t n) {
         tm_fail(S, -1, "output or string longer than the limit of %zu bytes", b->limit);
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *np = tm_alloc(S, cap);
         if (b->n) memcpy(np, b->p, b->n);
         b->p = np;
@@ -265,8 +313,14 @@ void tm_buf_put(tm_state *S, tm_buf *b, const char *p, size_t n) {
 }
 
 void tm_format_float(char out[32], double f) {
-    if (isnan(f)) { strcpy(out, "nan"); return; }
-    if (isinf(f)) { strcpy(out, f < 0 ? "-inf" : "inf"); return; }
+    if (isnan(f)) {
+        strcpy(out, "nan");
+        return;
+    }
+    if (isinf(f)) {
+        strcpy(out, f < 0 ? "-inf" : "inf");
+        return;
+    }
     /* The shortest digits that read back as f, as Python's repr finds them. */
     char buf[40];
     int prec;
@@ -281,27 +335,34 @@ void tm_format_float(char out[32], double f) {
     for (; *p && *p != 'e'; p++)
         if (*p >= '0' && *p <= '9') digits[nd++] = *p;
     int exp = atoi(p + 1);
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
     char *o = out;
     if (neg) *o++ = '-';
     if (exp >= -4 && exp < 16) { /* Python repr: fixed notation in this range */
         if (exp < 0) {
             *o++ = '0', *o++ = '.';
-            for (int i = 0; i < -exp - 1; i++) *o++ = '0';
-            for (int i = 0; i < nd; i++) *o++ = digits[i];
+            for (int i = 0; i < -exp - 1; i++)
+                *o++ = '0';
+            for (int i = 0; i < nd; i++)
+                *o++ = digits[i];
         } else {
-            for (int i = 0; i <= exp; i++) *o++ = i < nd ? digits[i] : '0';
+            for (int i = 0; i <= exp; i++)
+                *o++ = i < nd ? digits[i] : '0';
             *o++ = '.';
             if (nd > exp + 1)
-                for (int i = exp + 1; i < nd; i++) *o++ = digits[i];
-            else *o++ = '0';
+                for (int i = exp + 1; i < nd; i++)
+                    *o++ = digits[i];
+            else
+                *o++ = '0';
         }
         *o = 0;
     } else {
         *o++ = digits[0];
         if (nd > 1) {
             *o++ = '.';
-            for (int i = 1; i < nd; i++) *o++ = digits[i];
+            for (int i = 1; i < nd; i++)
+                *o++ = digits[i];
         }
         sprintf(o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
     }
@@ -315,12 +376,18 @@ static void write_repr_str(tm_state *S, tm_buf *b, const tm_str *s) {
         unsigned char c = (unsigned char)s->p[i];
         const char *esc = NULL;
         char tmp[8];
-        if (c == '\\') esc = "\\\\";
-        else if (c == (unsigned char)q) esc = q == '\'' ? "\\'" : "\\\"";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (c < 0x20 || c == 0x7f) snprintf(tmp, sizeof tmp, "\\x%02x", c), esc = tmp;
+        if (c == '\\')
+            esc = "\\\\";
+        else if (c == (unsigned char)q)
+            esc = q == '\'' ? "\\'" : "\\\"";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c < 0x20 || c == 0x7f)
+            snprintf(tmp, sizeof tmp, "\\x%02x", c), esc = tmp;
         if (esc) {
             tm_buf_put(S, b, s->p + run, i - run);
             tm_buf_puts(S, b, esc);
@@ -331,23 +398,38 @@ static void write_repr_str(tm_state *S, tm_buf *b, const tm_str *s) {
     tm_buf_putc(S, b, q);
 }
 
-static void write_value(tm_state *S, tm_buf *b, tv v, bool repr) {
+static void write_value(tm_state *S, tm_buf *b, tv v, bool repr, int depth) {
     char num[40];
+    if (depth > 500) tm_fail(S, -1, "value nested too deeply (or containing itself) to print");
     switch (v.t) {
-    case TV_UNDEF: if (repr) tm_buf_puts(S, b, "Undefined"); return;
-    case TV_NONE: tm_buf_puts(S, b, "None"); return;
-    case TV_BOOL: tm_buf_puts(S, b, v.u.b ? "True" : "False"); return;
-    case TV_INT: snprintf(num, sizeof num, "%lld", (long long)v.u.i); tm_buf_puts(S, b, num); return;
-    case TV_FLOAT: tm_format_float(num, v.u.f); tm_buf_puts(S, b, num); return;
+    case TV_UNDEF:
+        if (repr) tm_buf_puts(S, b, "Undefined");
+        return;
+    case TV_NONE:
+        tm_buf_puts(S, b, "None");
+        return;
+    case TV_BOOL:
+        tm_buf_puts(S, b, v.u.b ? "True" : "False");
+        return;
+    case TV_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v.u.i);
+        tm_buf_puts(S, b, num);
+        return;
+    case TV_FLOAT:
+        tm_format_float(num, v.u.f);
+        tm_buf_puts(S, b, num);
+        return;
     case TV_STR:
-        if (repr) write_repr_str(S, b, v.u.s);
-        else tm_buf_put(S, b, v.u.s->p, v.u.s->len);
+        if (repr)
+            write_repr_str(S, b, v.u.s);
+        else
+            tm_buf_put(S, b, v.u.s->p, v.u.s->len);
         return;
     case TV_LIST:
         tm_buf_putc(S, b, v.tuple ? '(' : '[');
         for (long i = 0; i < v.u.l->n; i++) {
             if (i) tm_buf_puts(S, b, ", ");
-            write_value(S, b, v.u.l->v[i], true);
+            write_value(S, b, v.u.l->v[i], true, depth + 1);
         }
         if (v.tuple && v.u.l->n == 1) tm_buf_putc(S, b, ',');
         tm_buf_putc(S, b, v.tuple ? ')' : ']');
@@ -358,21 +440,31 @@ static void write_value(tm_state *S, tm_buf *b, tv v, bool repr) {
         tm_buf_putc(S, b, '{');
         for (long i = 0; i < v.u.d->n; i++) {
             if (i) tm_buf_puts(S, b, ", ");
-            write_value(S, b, v.u.d->k[i], true);
+            write_value(S, b, v.u.d->k[i], true, depth + 1);
             tm_buf_puts(S, b, ": ");
-            write_value(S, b, v.u.d->v[i], true);
+            write_value(S, b, v.u.d->v[i], true, depth + 1);
         }
         tm_buf_putc(S, b, '}');
         if (v.t == TV_NS) tm_buf_putc(S, b, '>');
         return;
-    case TV_LOOP: tm_buf_puts(S, b, "<LoopContext>"); return;
-    case TV_MACRO: tm_buf_puts(S, b, "<Macro>"); return;
-    default: tm_buf_puts(S, b, "<built-in function>"); return;
+    case TV_LOOP:
+        tm_buf_puts(S, b, "<LoopContext>");
+        return;
+    case TV_MACRO:
+        tm_buf_puts(S, b, "<Macro>");
+        return;
+    default:
+        tm_buf_puts(S, b, "<built-in function>");
+        return;
     }
 }
 
-void tv_write_str(tm_state *S, tm_buf *b, tv v) { write_value(S, b, v, false); }
-void tv_write_repr(tm_state *S, tm_buf *b, tv v) { write_value(S, b, v, true); }
+void tv_write_str(tm_state *S, tm_buf *b, tv v) {
+    write_value(S, b, v, false, 0);
+}
+void tv_write_repr(tm_state *S, tm_buf *b, tv v) {
+    write_value(S, b, v, true, 0);
+}
 
 /* ---- json.dumps ----------------------------------------------------------- */
 static void write_json_str(tm_state *S, tm_buf *b, const char *p, size_t n) {
@@ -384,14 +476,30 @@ static void write_json_str(tm_state *S, tm_buf *b, const char *p, size_t n) {
         tm_buf_put(S, b, p + run, i - run);
         char tmp[8];
         switch (c) {
-        case '"': tm_buf_puts(S, b, "\\\""); break;
-        case '\\': tm_buf_puts(S, b, "\\\\"); break;
-        case '\n': tm_buf_puts(S, b, "\\n"); break;
-        case '\r': tm_buf_puts(S, b, "\\r"); break;
-        case '\t': tm_buf_puts(S, b, "\\t"); break;
-        case '\b': tm_buf_puts(S, b, "\\b"); break;
-        case '\f': tm_buf_puts(S, b, "\\f"); break;
-        default: snprintf(tmp, sizeof tmp, "\\u%04x", c); tm_buf_puts(S, b, tmp);
+        case '"':
+            tm_buf_puts(S, b, "\\\"");
+            break;
+        case '\\':
+            tm_buf_puts(S, b, "\\\\");
+            break;
+        case '\n':
+            tm_buf_puts(S, b, "\\n");
+            break;
+        case '\r':
+            tm_buf_puts(S, b, "\\r");
+            break;
+        case '\t':
+            tm_buf_puts(S, b, "\\t");
+            break;
+        case '\b':
+            tm_buf_puts(S, b, "\\b");
+            break;
+        case '\f':
+            tm_buf_puts(S, b, "\\f");
+            break;
+        default:
+            snprintf(tmp, sizeof tmp, "\\u%04x", c);
+            tm_buf_puts(S, b, tmp);
         }
         run = i + 1;
     }
@@ -408,20 +516,36 @@ typedef struct json_opts {
 static void json_newline(tm_state *S, tm_buf *b, const json_opts *o, int level) {
     tm_buf_putc(S, b, '\n');
     for (int i = 0; i < level; i++) {
-        if (o->indent_str) tm_buf_puts(S, b, o->indent_str);
-        else for (int k = 0; k < o->indent; k++) tm_buf_putc(S, b, ' ');
+        if (o->indent_str)
+            tm_buf_puts(S, b, o->indent_str);
+        else
+            for (int k = 0; k < o->indent; k++)
+                tm_buf_putc(S, b, ' ');
     }
 }
 
 static bool json_key(tm_state *S, tm_buf *b, tv k) {
     char num[40];
     switch (k.t) {
-    case TV_STR: write_json_str(S, b, k.u.s->p, k.u.s->len); return true;
-    case TV_INT: snprintf(num, sizeof num, "\"%lld\"", (long long)k.u.i); break;
-    case TV_FLOAT: num[0] = '"'; tm_format_float(num + 1, k.u.f); strcat(num, "\""); break;
-    case TV_BOOL: strcpy(num, k.u.b ? "\"true\"" : "\"false\""); break;
-    case TV_NONE: strcpy(num, "\"null\""); break;
-    default: return false;
+    case TV_STR:
+        write_json_str(S, b, k.u.s->p, k.u.s->len);
+        return true;
+    case TV_INT:
+        snprintf(num, sizeof num, "\"%lld\"", (long long)k.u.i);
+        break;
+    case TV_FLOAT:
+        num[0] = '"';
+        tm_format_float(num + 1, k.u.f);
+        strcat(num, "\"");
+        break;
+    case TV_BOOL:
+        strcpy(num, k.u.b ? "\"true\"" : "\"false\"");
+        break;
+    case TV_NONE:
+        strcpy(num, "\"null\"");
+        break;
+    default:
+        return false;
     }
     tm_buf_puts(S, b, num);
     return true;
@@ -436,15 +560,27 @@ static bool write_json(tm_state *S, tm_buf *b, tv v, const json_opts *o, int lev
     }
     bool pretty = o->indent >= 0 || o->indent_str;
     switch (v.t) {
-    case TV_NONE: tm_buf_puts(S, b, "null"); return true;
-    case TV_BOOL: tm_buf_puts(S, b, v.u.b ? "true" : "false"); return true;
-    case TV_INT: snprintf(num, sizeof num, "%lld", (long long)v.u.i); tm_buf_puts(S, b, num); return true;
-    case TV_FLOAT:
-        if (isnan(v.u.f)) tm_buf_puts(S, b, "NaN");
-        else if (isinf(v.u.f)) tm_buf_puts(S, b, v.u.f < 0 ? "-Infinity" : "Infinity");
-        else tm_format_float(num, v.u.f), tm_buf_puts(S, b, num);
+    case TV_NONE:
+        tm_buf_puts(S, b, "null");
         return true;
-    case TV_STR: write_json_str(S, b, v.u.s->p, v.u.s->len); return true;
+    case TV_BOOL:
+        tm_buf_puts(S, b, v.u.b ? "true" : "false");
+        return true;
+    case TV_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v.u.i);
+        tm_buf_puts(S, b, num);
+        return true;
+    case TV_FLOAT:
+        if (isnan(v.u.f))
+            tm_buf_puts(S, b, "NaN");
+        else if (isinf(v.u.f))
+            tm_buf_puts(S, b, v.u.f < 0 ? "-Infinity" : "Infinity");
+        else
+            tm_format_float(num, v.u.f), tm_buf_puts(S, b, num);
+        return true;
+    case TV_STR:
+        write_json_str(S, b, v.u.s->p, v.u.s->len);
+        return true;
     case TV_LIST:
         if (v.u.l->n == 0) {
             tm_buf_puts(S, b, "[]");
@@ -466,7 +602,8 @@ static bool write_json(tm_state *S, tm_buf *b, tv v, const json_opts *o, int lev
             return true;
         }
         long *order = tm_alloc(S, (size_t)d->n * sizeof(long));
-        for (long i = 0; i < d->n; i++) order[i] = i;
+        for (long i = 0; i < d->n; i++)
+            order[i] = i;
         if (o->sort_keys) /* insertion sort: stable, and dicts here are small */
             for (long i = 1; i < d->n; i++) {
                 long x = order[i], j = i;
@@ -492,14 +629,19 @@ static bool write_json(tm_state *S, tm_buf *b, tv v, const json_opts *o, int lev
         tm_buf_putc(S, b, '}');
         return true;
     }
-    default: *bad = v; return false;
+    default:
+        *bad = v;
+        return false;
     }
 }
 
 bool tv_write_json(tm_state *S, tm_buf *b, tv v, int indent, const char *indent_str,
                    const char *item_sep, const char *key_sep, bool sort_keys, tv *bad) {
     bool pretty = indent >= 0 || indent_str;
-    json_opts o = {indent, indent_str, item_sep ? item_sep : pretty ? "," : ", ",
+    json_opts o = {indent, indent_str,
+                   item_sep ? item_sep
+                   : pretty ? ","
+                            : ", ",
                    key_sep ? key_sep : ": ", sort_keys};
     return write_json(S, b, v, &o, 0, bad, 0);
 }
@@ -507,16 +649,26 @@ bool tv_write_json(tm_state *S, tm_buf *b, tv v, int indent, const char *indent_
 /* ---- UTF-8 ---------------------------------------------------------------- */
 size_t tm_utf8_count(const char *p, size_t n) {
     size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)p[i] & 0xC0) != 0x80;
     return c;
 }
 
 int tm_utf8_decode(const char *s, size_t n, uint32_t *cp) {
     const unsigned char *p = (const unsigned char *)s;
-    if (p[0] < 0x80 || n < 2) { *cp = p[0]; return 1; }
-    if (p[0] < 0xE0) { *cp = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F); return 2; }
+    if (p[0] < 0x80 || n < 2) {
+        *cp = p[0];
+        return 1;
+    }
+    if (p[0] < 0xE0) {
+        *cp = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+        return 2;
+    }
     if (p[0] < 0xF0 || n < 4) {
-        if (n < 3) { *cp = p[0]; return 1; }
+        if (n < 3) {
+            *cp = p[0];
+            return 1;
+        }
         *cp = (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
         return 3;
     }
@@ -526,7 +678,10 @@ int tm_utf8_decode(const char *s, size_t n, uint32_t *cp) {
 }
 
 int tm_utf8_encode(char out[4], uint32_t cp) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
     if (cp < 0x800) {
         out[0] = (char)(0xC0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3F));
         return 2;
@@ -546,13 +701,20 @@ bool tm_utf8_valid(const char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
         unsigned char c = p[i];
-        if (c < 0x80) { i++; continue; }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
         int len;
         uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-        else return false;
+        if ((c & 0xE0) == 0xC0)
+            len = 2, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0)
+            len = 3, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0)
+            len = 4, cp = c & 0x07, min = 0x10000;
+        else
+            return false;
         if (n - i < (size_t)len) return false;
         for (int k = 1; k < len; k++) {
             if ((p[i + k] & 0xC0) != 0x80) return false;

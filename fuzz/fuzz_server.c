@@ -1,0 +1,97 @@
+/* libFuzzer target: what a client controls on the server's pure paths.
+ * The input is a request body for /v1/chat/completions or /v1/completions
+ * (first byte picks which); when it parses, the rest of the input also
+ * plays the generated text: it runs through the stop matcher (stop strings
+ * from the request, text cut at input-chosen points), the reasoning
+ * splitter and the SSE framer, and every frame must be valid JSON. Checks:
+ * no crash, no out-of-bounds access, the stop matcher never releases more
+ * than the one-piece answer, every JSON payload parses. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/oai.h"
+#include "server/response.h"
+#include "server/text.h"
+
+static void check_frames(const srv_buf *out) {
+    const char *s = out->data ? out->data : "";
+    while (*s) {
+        if (strncmp(s, "data: ", 6)) abort();
+        const char *end = strstr(s, "\n\n");
+        if (!end) abort();
+        if (strncmp(s + 6, "[DONE]", 6)) {
+            json_error_t je;
+            json_t *j = json_loadb(s + 6, (size_t)(end - s - 6), 0, &je);
+            if (!j) abort();
+            json_decref(j);
+        }
+        s = end + 2;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 2) return 0;
+    srv_kind kind = data[0] & 1 ? SRV_CHAT : SRV_COMPLETION;
+    size_t cut = data[1] % 8; /* the generated text is fed in pieces of 1..8 bytes */
+    const char *body = (const char *)data + 2;
+    size_t n = size - 2;
+
+    srv_request r;
+    srv_error e;
+    if (srv_request_parse(&r, kind, body, n, &e)) {
+        char *j = srv_error_json(&e);
+        json_t *p = json_loads(j, 0, NULL);
+        if (!p) abort();
+        json_decref(p);
+        free(j);
+        return 0;
+    }
+
+    /* The one-piece answer of the stop matcher, then the same text in pieces. */
+    srv_stop one, pieces;
+    srv_buf whole = {0}, out = {0};
+    srv_stop_init(&one, r.stop, r.n_stop);
+    srv_stop_init(&pieces, r.stop, r.n_stop);
+    if (srv_stop_push(&one, &whole, body, n) == 0) srv_stop_flush(&one, &whole);
+
+    srv_resp_meta meta;
+    srv_resp_meta_init(&meta, kind, "fuzz", true, data[0] & 2);
+    srv_stream st;
+    srv_stream_init(&st, &meta, r.include_usage);
+    srv_buf sse = {0};
+    srv_stream_begin(&st, &sse);
+    int rc = 0;
+    for (size_t at = 0; at < n && rc == 0;) {
+        size_t k = cut + 1 < n - at ? cut + 1 : n - at;
+        size_t before = out.len;
+        rc = srv_stop_push(&pieces, &out, body + at, k);
+        if (out.len > whole.len ||
+            memcmp(out.data ? out.data : "", whole.data ? whole.data : "", out.len))
+            abort(); /* released something the whole answer does not have */
+        srv_stream_delta(&st, &sse, out.data + before, out.len - before, NULL);
+        at += k;
+    }
+    if (rc == 0) srv_stop_flush(&pieces, &out);
+    if (out.len != whole.len) abort();
+    srv_timings tm = {0};
+    srv_stream_end(&st, &sse, SRV_FINISH_STOP, 1, 1, &tm);
+    check_frames(&sse);
+
+    char *resp =
+        srv_response_body(&meta, whole.data, whole.len, SRV_FINISH_LENGTH, NULL, 1, 1, &tm);
+    json_t *p = json_loads(resp, 0, NULL);
+    if (!p) abort();
+    json_decref(p);
+    free(resp);
+
+    srv_stream_free(&st);
+    srv_buf_free(&sse);
+    srv_buf_free(&whole);
+    srv_buf_free(&out);
+    srv_stop_free(&one);
+    srv_stop_free(&pieces);
+    srv_request_free(&r);
+    return 0;
+}

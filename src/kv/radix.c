@@ -1,0 +1,306 @@
+#include "kv/radix.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct kv_radix_node {
+    kv_radix_node *parent;
+    kv_radix_node **children; /* [n_children] */
+    int n_children, cap_children;
+    int depth; /* tokens on the path above this edge */
+    int n_tokens;
+    int32_t *tokens; /* [n_tokens] the edge label */
+    int n_blocks;
+    int32_t *blocks; /* [n_blocks] logical depth/bs .. (depth+n_tokens-1)/bs */
+    uint64_t last_use;
+};
+
+static int first_block(const inf_radix *r, int pos) {
+    return pos / r->pool->block_size;
+}
+
+/* Blocks an edge [depth, depth+n) touches. */
+static int edge_blocks(const inf_radix *r, int depth, int n) {
+    return first_block(r, depth + n - 1) - first_block(r, depth) + 1;
+}
+
+static void hold(inf_radix *r, int32_t b) {
+    kv_block_ref(r->pool, b);
+    if (r->tree_refs[b]++ == 0) r->stats.n_blocks_held++;
+}
+
+static void release(inf_radix *r, int32_t b) {
+    INF_ASSERT(r->tree_refs[b] > 0);
+    if (--r->tree_refs[b] == 0) r->stats.n_blocks_held--;
+    kv_block_unref(r->pool, b);
+}
+
+static void node_free_tree(inf_radix *r, kv_radix_node *n) {
+    for (int i = 0; i < n->n_children; i++)
+        node_free_tree(r, n->children[i]);
+    for (int i = 0; i < n->n_blocks; i++)
+        release(r, n->blocks[i]);
+    if (n != r->root) {
+        r->stats.n_nodes--;
+        r->stats.n_cached_tokens -= n->n_tokens;
+    }
+    free(n->children);
+    free(n->tokens);
+    free(n->blocks);
+    free(n);
+}
+
+static int add_child(kv_radix_node *parent, kv_radix_node *c) {
+    if (parent->n_children == parent->cap_children) {
+        int cap = parent->cap_children ? 2 * parent->cap_children : 4;
+        kv_radix_node **nc = realloc(parent->children, (size_t)cap * sizeof *nc);
+        if (!nc) return -1;
+        parent->children = nc;
+        parent->cap_children = cap;
+    }
+    parent->children[parent->n_children++] = c;
+    c->parent = parent;
+    return 0;
+}
+
+static kv_radix_node *find_child(const kv_radix_node *n, int32_t tok) {
+    for (int i = 0; i < n->n_children; i++)
+        if (n->children[i]->tokens[0] == tok) return n->children[i];
+    return NULL;
+}
+
+static int common_len(const int32_t *a, int na, const int32_t *b, int nb) {
+    int m = 0;
+    while (m < na && m < nb && a[m] == b[m])
+        m++;
+    return m;
+}
+
+/* A node for edge tokens[0..n) at depth, holding blocks[edge_blocks]. */
+static kv_radix_node *node_new(inf_radix *r, int depth, const int32_t *tokens, int n,
+                               const int32_t *blocks) {
+    kv_radix_node *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->depth = depth;
+    c->n_tokens = n;
+    c->n_blocks = n ? edge_blocks(r, depth, n) : 0;
+    c->tokens = malloc((size_t)(n ? n : 1) * sizeof *c->tokens);
+    c->blocks = malloc((size_t)(c->n_blocks ? c->n_blocks : 1) * sizeof *c->blocks);
+    if (!c->tokens || !c->blocks) {
+        free(c->tokens);
+        free(c->blocks);
+        free(c);
+        return NULL;
+    }
+    if (n) memcpy(c->tokens, tokens, (size_t)n * sizeof *tokens);
+    for (int i = 0; i < c->n_blocks; i++) {
+        c->blocks[i] = blocks[i];
+        hold(r, blocks[i]);
+    }
+    c->last_use = r->clock;
+    return c;
+}
+
+static int reclaim_hook(void *ud, inf_kv_pool *pool, int n_want) {
+    (void)pool;
+    return inf_radix_evict(ud, n_want);
+}
+
+int inf_radix_create(inf_radix **out, inf_kv_pool *pool, inf_err *err) {
+    *out = NULL;
+    inf_radix *r = calloc(1, sizeof *r);
+    if (!r) return inf_fail(err, "radix cache: out of memory");
+    r->pool = pool;
+    r->tree_refs = calloc((size_t)pool->n_blocks, sizeof *r->tree_refs);
+    r->root = r->tree_refs ? node_new(r, 0, NULL, 0, NULL) : NULL;
+    if (!r->root) {
+        free(r->tree_refs);
+        free(r);
+        return inf_fail(err, "radix cache: out of memory");
+    }
+    inf_kv_pool_set_reclaim(pool, reclaim_hook, r);
+    *out = r;
+    return 0;
+}
+
+void inf_radix_free(inf_radix *r) {
+    if (!r) return;
+    if (r->pool->reclaim_ud == r) inf_kv_pool_set_reclaim(r->pool, NULL, NULL);
+    node_free_tree(r, r->root);
+    free(r->tree_refs);
+    free(r);
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+int inf_radix_match(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out) {
+    r->clock++;
+    r->stats.n_lookups++;
+    r->stats.tokens_looked_up += n > 0 ? n : 0;
+    int pos = 0;
+    kv_radix_node *node = r->root;
+    while (pos < n) {
+        kv_radix_node *c = find_child(node, tokens[pos]);
+        if (!c) break;
+        int m = common_len(c->tokens, c->n_tokens, tokens + pos, n - pos);
+        /* The deeper node's copy of a straddling block wins: its rows after
+         * the branch point are this path's. */
+        int b0 = first_block(r, c->depth), nb = edge_blocks(r, c->depth, m);
+        for (int i = 0; i < nb; i++)
+            blocks_out[b0 + i] = c->blocks[i];
+        c->last_use = r->clock;
+        pos += m;
+        if (m < c->n_tokens) break;
+        node = c;
+    }
+    int nb = (pos + r->pool->block_size - 1) / r->pool->block_size;
+    for (int i = 0; i < nb; i++)
+        kv_block_ref(r->pool, blocks_out[i]);
+    if (pos > 0) r->stats.n_hits++;
+    r->stats.tokens_reused += pos;
+    return pos;
+}
+
+int inf_radix_attach(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, int n, inf_err *err) {
+    if (s->pool != r->pool)
+        return inf_fail(err, "radix cache: the sequence belongs to another pool");
+    if (s->n_past || s->n_blocks)
+        return inf_fail(err, "radix cache: attach to a sequence that holds %d positions",
+                        s->n_past);
+    if (n > s->n_ctx) n = s->n_ctx;
+    int got = inf_radix_match(r, tokens, n, s->blocks);
+    s->n_blocks = (got + r->pool->block_size - 1) / r->pool->block_size;
+    s->n_past = got;
+    return got;
+}
+
+/* ---- insert ------------------------------------------------------------ */
+
+/* Splits c's edge after m tokens (0 < m < len): c keeps the first m tokens
+ * and a new child takes the rest with c's children. Allocates first, so a
+ * failure changes nothing. */
+static int split(inf_radix *r, kv_radix_node *c, int m) {
+    kv_radix_node **slot = malloc(4 * sizeof *slot);
+    int d_low = c->depth + m;
+    int skip = first_block(r, d_low) - first_block(r, c->depth);
+    kv_radix_node *low =
+        slot ? node_new(r, d_low, c->tokens + m, c->n_tokens - m, c->blocks + skip) : NULL;
+    if (!low) {
+        free(slot);
+        return -1;
+    }
+    /* node_new took the lower node's references; drop the upper node's
+     * references to blocks it no longer touches. */
+    int nb_up = edge_blocks(r, c->depth, m);
+    for (int i = nb_up; i < c->n_blocks; i++)
+        release(r, c->blocks[i]);
+    low->children = c->children;
+    low->n_children = c->n_children;
+    low->cap_children = c->cap_children;
+    for (int i = 0; i < low->n_children; i++)
+        low->children[i]->parent = low;
+    low->last_use = c->last_use;
+    low->parent = c;
+    c->children = slot;
+    c->children[0] = low;
+    c->n_children = 1;
+    c->cap_children = 4;
+    c->n_tokens = m;
+    c->n_blocks = nb_up;
+    r->stats.n_nodes++;
+    return 0;
+}
+
+int inf_radix_insert(inf_radix *r, const int32_t *tokens, int n, const int32_t *blocks,
+                     inf_err *err) {
+    r->clock++;
+    r->stats.n_inserts++;
+    int pos = 0;
+    kv_radix_node *node = r->root;
+    node->last_use = r->clock;
+    while (pos < n) {
+        kv_radix_node *c = find_child(node, tokens[pos]);
+        if (!c) {
+            c = node_new(r, pos, tokens + pos, n - pos, blocks + first_block(r, pos));
+            if (!c || add_child(node, c)) {
+                if (c) node_free_tree(r, c);
+                return inf_fail(err, "radix cache: out of memory");
+            }
+            r->stats.n_nodes++;
+            r->stats.n_cached_tokens += n - pos;
+            r->stats.tokens_inserted += n - pos;
+            return 0;
+        }
+        int m = common_len(c->tokens, c->n_tokens, tokens + pos, n - pos);
+        c->last_use = r->clock;
+        if (pos + m == n) return 0; /* already cached, perhaps inside a longer edge */
+        if (m < c->n_tokens && split(r, c, m)) return inf_fail(err, "radix cache: out of memory");
+        pos += m;
+        node = c;
+    }
+    return 0;
+}
+
+int inf_radix_insert_seq(inf_radix *r, const inf_kv_seq *s, const int32_t *tokens, inf_err *err) {
+    if (s->pool != r->pool)
+        return inf_fail(err, "radix cache: the sequence belongs to another pool");
+    if (s->n_past == 0) return 0;
+    return inf_radix_insert(r, tokens, s->n_past, s->blocks, err);
+}
+
+/* ---- eviction ---------------------------------------------------------- */
+
+/* A leaf whose blocks no one outside the tree holds. */
+static int evictable(const inf_radix *r, const kv_radix_node *n) {
+    if (n == r->root || n->n_children) return 0;
+    for (int i = 0; i < n->n_blocks; i++)
+        if (r->pool->refcount[n->blocks[i]] != r->tree_refs[n->blocks[i]]) return 0;
+    return 1;
+}
+
+static void collect_leaves(const inf_radix *r, kv_radix_node *n, kv_radix_node **out, int *k) {
+    if (evictable(r, n)) out[(*k)++] = n;
+    for (int i = 0; i < n->n_children; i++)
+        collect_leaves(r, n->children[i], out, k);
+}
+
+static int by_last_use(const void *a, const void *b) {
+    uint64_t x = (*(kv_radix_node *const *)a)->last_use, y = (*(kv_radix_node *const *)b)->last_use;
+    return x < y ? -1 : x > y;
+}
+
+static void remove_leaf(inf_radix *r, kv_radix_node *n) {
+    kv_radix_node *p = n->parent;
+    for (int i = 0; i < p->n_children; i++)
+        if (p->children[i] == n) {
+            p->children[i] = p->children[--p->n_children];
+            break;
+        }
+    r->stats.n_evicted_nodes++;
+    r->stats.n_evicted_blocks += n->n_blocks;
+    node_free_tree(r, n);
+}
+
+int inf_radix_evict(inf_radix *r, int n_want) {
+    int free0 = r->pool->n_free;
+    kv_radix_node **leaves = NULL;
+    while (r->pool->n_free < n_want) {
+        if (!leaves) {
+            leaves = malloc((size_t)(r->stats.n_nodes + 1) * sizeof *leaves);
+            if (!leaves) break;
+        }
+        int k = 0;
+        collect_leaves(r, r->root, leaves, &k);
+        if (k == 0) break;
+        qsort(leaves, (size_t)k, sizeof *leaves, by_last_use);
+        /* Evict oldest first; a parent left childless joins the next round. */
+        for (int i = 0; i < k && r->pool->n_free < n_want; i++)
+            remove_leaf(r, leaves[i]);
+    }
+    free(leaves);
+    return r->pool->n_free - free0;
+}
+
+void inf_radix_clear(inf_radix *r) {
+    inf_radix_evict(r, r->pool->n_blocks + 1);
+}

@@ -1,0 +1,39 @@
+/* The HTTP server (libmicrohttpd, one thread per connection): routing, API
+ * key check, body size limit, OpenAI error responses, and the endpoints
+ *   GET  /health  /v1/models  /metrics
+ *   POST /v1/chat/completions  /v1/completions  /tokenize  /detokenize
+ * It starts before the model is loaded (/health answers 503 "loading") and
+ * serves once srv_http_ready hands it the engine and the scheduler. */
+#ifndef INF_SERVER_HTTP_H
+#define INF_SERVER_HTTP_H
+
+#include <stddef.h>
+
+#include "server/engine.h"
+#include "server/sched.h"
+#include "util/err.h"
+
+typedef struct srv_config {
+    const char *host;    /* listen address: an IPv4 or IPv6 literal, or "localhost" */
+    int port;            /* 0: any free port (see srv_http_port) */
+    const char *api_key; /* NULL: no key needed */
+    const char *alias;   /* the model id shown; NULL: the engine's model name */
+    size_t max_body;     /* request body limit in bytes (413 above it) */
+    unsigned timeout_s;  /* idle connection timeout */
+    unsigned max_conns;  /* concurrent connections */
+} srv_config;
+
+typedef struct srv_http srv_http;
+
+/* Binds and starts serving (health: loading). The config's strings must
+ * outlive the server. 0, or -1 with a message (address, port in use). */
+int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err);
+/* The port actually bound. */
+int srv_http_port(const srv_http *h);
+/* From now on requests reach the engine (borrowed; both must outlive the server). */
+void srv_http_ready(srv_http *h, const srv_engine *eng, srv_sched *sched);
+/* Stops accepting, waits for connection threads. NULL is a no-op. Stop the
+ * scheduler first so that waiting requests end. */
+void srv_http_stop(srv_http *h);
+
+#endif

@@ -1,0 +1,114 @@
+/* The OpenAI request and response mapping (JSON via jansson).
+ *
+ * srv_request_parse validates every field the server understands, with the
+ * type and range OpenAI documents, and reports the first bad one as a 400 in
+ * OpenAI's error shape; unknown fields are ignored. The response builders
+ * produce OpenAI's object shapes (plus llama.cpp's `timings`). */
+#ifndef INF_SERVER_OAI_H
+#define INF_SERVER_OAI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/text.h"
+
+/* An HTTP error in OpenAI's shape:
+ * {"error": {"message", "type", "param", "code"}} with `status`. */
+typedef struct srv_error {
+    int status;       /* 400, 401, 404, 405, 413, 500, 503 */
+    const char *type; /* "invalid_request_error", "authentication_error", ... */
+    const char *code; /* e.g. "context_length_exceeded"; NULL for none */
+    char param[64];   /* the offending field; empty for none */
+    char msg[512];
+} srv_error;
+
+/* Fills e and returns -1. */
+int srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The error's JSON body (malloc'd). */
+char *srv_error_json(const srv_error *e);
+
+/* llama.cpp's sampling parameters with its server defaults. */
+typedef struct srv_sampling {
+    float temperature;       /* 0.8; 0 = greedy */
+    int top_k;               /* 40; 0 = off */
+    float top_p;             /* 0.95; 1 = off */
+    float min_p;             /* 0.05; 0 = off */
+    float repeat_penalty;    /* 1.0 = off */
+    int penalty_last_n;      /* 64 */
+    float presence_penalty;  /* 0 */
+    float frequency_penalty; /* 0 */
+    uint64_t seed;
+    bool has_seed; /* false: a fresh random seed per request */
+} srv_sampling;
+
+void srv_sampling_default(srv_sampling *s);
+
+typedef enum srv_kind { SRV_CHAT, SRV_COMPLETION } srv_kind;
+
+#define SRV_MAX_STOPS 16
+#define SRV_MAX_TOP_LOGPROBS 20
+
+typedef struct srv_request {
+    srv_kind kind;
+    json_t *root;     /* the parsed body (owned) */
+    json_t *messages; /* chat: normalized array (owned ref): content always a string or null */
+    json_t *tools;    /* chat: borrowed from root, or NULL */
+    json_t *template_kwargs; /* chat_template_kwargs, borrowed, or NULL */
+    bool enable_thinking;    /* chat_template_kwargs.enable_thinking, default true */
+    const char *prompt;      /* completion: text prompt (borrowed), or NULL */
+    int32_t *prompt_tokens;  /* completion: [n_prompt_tokens] when given as ids (owned) */
+    int n_prompt_tokens;
+    const char *model; /* as sent, or NULL */
+    int max_tokens;    /* -1 = until the context ends */
+    srv_sampling samp;
+    const char *stop[SRV_MAX_STOPS]; /* borrowed from root */
+    int n_stop;
+    bool stream, include_usage;
+    bool logprobs;
+    int top_logprobs; /* 0..SRV_MAX_TOP_LOGPROBS */
+    bool ignore_eos;  /* llama.cpp's extension: end-of-generation tokens do not stop */
+} srv_request;
+
+/* Parses and validates a request body. On success r owns its JSON (free with
+ * srv_request_free); on failure returns -1 with a 400 in e and r is empty. */
+int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e);
+void srv_request_free(srv_request *r);
+
+/* One generated token's log-probabilities, for `logprobs`. */
+typedef struct srv_logprob {
+    int32_t id;
+    float logprob;
+    int n_top;
+    int32_t top_id[SRV_MAX_TOP_LOGPROBS];    /* [n_top] best first */
+    float top_logprob[SRV_MAX_TOP_LOGPROBS]; /* [n_top] */
+} srv_logprob;
+
+/* Token id -> its text bytes (not necessarily whole UTF-8); for logprobs. */
+typedef int (*srv_piece_fn)(void *ctx, int32_t id, char *buf, int cap);
+
+/* llama.cpp's timings object. */
+typedef struct srv_timings {
+    int cache_n;  /* prompt tokens reused from the slot's cache */
+    int prompt_n; /* prompt tokens evaluated */
+    double prompt_ms;
+    int predicted_n;
+    double predicted_ms;
+} srv_timings;
+
+json_t *srv_timings_json(const srv_timings *t);
+json_t *srv_usage_json(int prompt_tokens, int completion_tokens);
+
+/* The logprobs object of a chat choice ({"content": [...]}) or of a completion
+ * choice ({"tokens", "token_logprobs", "top_logprobs", "text_offset"}). */
+json_t *srv_logprobs_json(srv_kind kind, const srv_logprob *lp, int n, int text_offset,
+                          srv_piece_fn piece, void *piece_ctx);
+
+/* Valid-UTF-8 JSON string (invalid bytes become U+FFFD). */
+json_t *srv_json_stringn(const char *s, size_t n);
+
+/* Serializes and releases j (compact). */
+char *srv_json_dump_free(json_t *j);
+
+#endif

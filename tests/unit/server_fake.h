@@ -1,0 +1,251 @@
+/* A fake engine for the server tests: logits are a hash of the whole token
+ * history of a sequence, so any mix-up of positions, sequences or cached
+ * prefixes changes the tokens; every forward row is checked against the KV
+ * contract (a row at position p needs positions 0..p-1). Tokens: 0..25 are
+ * the letters, 26 a space, 40 and 41 the two bytes of "\xC3\xA9", 42 "bc",
+ * others "<id>"; 63 ends generation. */
+#ifndef TEST_SERVER_FAKE_H
+#define TEST_SERVER_FAKE_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+
+#include "server/engine.h"
+
+#define V 64 /* vocab */
+#define EOG 63
+#define MAXSEQ 8
+#define MAXCTX 1024
+
+typedef struct fake {
+    int n_ctx;
+    uint64_t h[MAXSEQ][MAXCTX]; /* rolling hash of tokens 0..p */
+    int len[MAXSEQ];            /* positions held */
+    /* Statistics, written by the scheduler thread, read after tasks end. */
+    int calls, max_decode_rows, mixed_calls, prefill_rows, max_rows_seen;
+    int contract_errors;
+    int delay_us; /* per forward call, to let requests overlap */
+    /* The prefix-cache hooks (make_paged): a store of donated sequences and
+     * a budget of positions that reserve draws from (-1: unlimited). */
+    int n_store;
+    int32_t store_tok[4][MAXCTX];
+    uint64_t store_h[4][MAXCTX];
+    int store_len[4];
+    int pool_left, publishes, ends, reserves;
+} fake;
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+    uint64_t x = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static void fake_logits(uint64_t h, float *out) {
+    for (int v = 0; v < V; v++)
+        out[v] = (float)(mix(h, (uint64_t)v) >> 40) / (float)(1 << 24) * 8;
+    out[EOG] -= 2.0f; /* rarer end of generation */
+}
+
+static int fake_forward(void *ctx, const srv_batch *b, float *logits, inf_err *err) {
+    fake *f = ctx;
+    int decode_rows = 0, pre_rows = 0, sel = 0;
+    for (int r = 0; r < b->n_rows; r++) {
+        int s = b->seq[r], p = b->pos[r];
+        if (s < 0 || s >= MAXSEQ || p != f->len[s] || p >= f->n_ctx) {
+            f->contract_errors++;
+            return inf_fail(err, "row %d: seq %d pos %d but the sequence holds %d", r, s, p,
+                            s >= 0 && s < MAXSEQ ? f->len[s] : -1);
+        }
+        f->h[s][p] = mix(p ? f->h[s][p - 1] : 12345, (uint64_t)b->tokens[r]);
+        f->len[s] = p + 1;
+        /* A row is a decode row when it is its sequence's only row in the batch. */
+        int same = 0;
+        for (int q = 0; q < b->n_rows; q++)
+            same += b->seq[q] == s;
+        if (same == 1 && b->logits[r])
+            decode_rows++;
+        else
+            pre_rows++;
+        if (b->logits[r]) fake_logits(f->h[s][p], logits + (size_t)sel++ * V);
+    }
+    if (f->delay_us) {
+        struct timespec ts = {0, f->delay_us * 1000L};
+        nanosleep(&ts, NULL);
+    }
+    f->calls++;
+    f->prefill_rows += pre_rows;
+    if (decode_rows > f->max_decode_rows) f->max_decode_rows = decode_rows;
+    if (decode_rows && pre_rows) f->mixed_calls++;
+    if (b->n_rows > f->max_rows_seen) f->max_rows_seen = b->n_rows;
+    return 0;
+}
+
+static void fake_truncate(void *ctx, int seq, int n) {
+    fake *f = ctx;
+    if (n < f->len[seq]) f->len[seq] = n;
+}
+
+/* Pieces: ids 0..25 letters, 26 space, 40 and 41 the two bytes of "é",
+ * 42 "bc", others "<id>". */
+static int fake_piece(void *ctx, int32_t id, char *buf, int cap) {
+    if (id < 26) return snprintf(buf, (size_t)cap, "%c", 'a' + id);
+    if (id == 26) return snprintf(buf, (size_t)cap, " ");
+    if (id == 40) return snprintf(buf, (size_t)cap, "\xC3");
+    if (id == 41) return snprintf(buf, (size_t)cap, "\xA9");
+    if (id == 42) return snprintf(buf, (size_t)cap, "bc");
+    return snprintf(buf, (size_t)cap, "<%d>", id);
+}
+
+static bool fake_is_eog(void *ctx, int32_t id) {
+    return id == EOG;
+}
+
+/* Greedy at temperature 0, else a seeded draw from softmax(logits / T). */
+typedef struct fake_smp {
+    float temp;
+    uint64_t rng;
+} fake_smp;
+static void *smp_new(void *ctx, const srv_sampling *s, uint64_t seed) {
+    fake_smp *p = calloc(1, sizeof *p);
+    p->temp = s->temperature;
+    p->rng = seed;
+    return p;
+}
+static void smp_accept(void *s, int32_t id) {}
+static int32_t smp_sample(void *s, float *logits, int n) {
+    fake_smp *p = s;
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best]) best = i;
+    if (p->temp > 0) {
+        double sum = 0, w[V];
+        for (int i = 0; i < n; i++)
+            sum += w[i] = exp((logits[i] - logits[best]) / p->temp);
+        p->rng = mix(p->rng, 1);
+        double u = (double)(p->rng >> 11) / 9007199254740992.0 * sum;
+        for (best = 0; best < n - 1 && u >= w[best]; best++)
+            u -= w[best];
+    }
+    logits[0] = -1e30f; /* samplers may scribble on the logits */
+    return best;
+}
+static void smp_free(void *s) {
+    free(s);
+}
+
+/* Text -> ids: letters (either case) and space map to their ids, every other
+ * byte to 27 + byte % 10. Always succeeds. */
+static int fake_tokenize(void *ctx, const char *text, size_t n, bool special, int32_t **ids,
+                         int *n_ids, inf_err *err) {
+    *ids = malloc((n ? n : 1) * sizeof **ids);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        (*ids)[i] = c >= 'a' && c <= 'z'   ? c - 'a'
+                    : c >= 'A' && c <= 'Z' ? c - 'A'
+                    : c == ' '             ? 26
+                                           : 27 + c % 10;
+    }
+    *n_ids = (int)n;
+    return 0;
+}
+
+/* The "template": each message's content followed by a space. */
+static int fake_render(void *ctx, const srv_request *r, char **out, srv_error *e) {
+    srv_buf b = {0};
+    srv_buf_add(&b, "", 0);
+    size_t i;
+    json_t *m;
+    json_array_foreach(r->messages, i, m) {
+        json_t *c = json_object_get(m, "content");
+        if (json_is_string(c)) srv_buf_add(&b, json_string_value(c), json_string_length(c));
+        srv_buf_add(&b, " ", 1);
+    }
+    *out = b.data;
+    return 0;
+}
+
+static srv_engine make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
+    memset(f, 0, sizeof *f);
+    f->n_ctx = n_ctx;
+    return (srv_engine){
+        .ctx = f,
+        .n_seq = n_seq,
+        .n_ctx = n_ctx,
+        .n_vocab = V,
+        .max_rows = max_rows,
+        .model_name = "fake",
+        .forward = fake_forward,
+        .truncate = fake_truncate,
+        .tokenize = fake_tokenize,
+        .piece = fake_piece,
+        .is_eog = fake_is_eog,
+        .render = fake_render,
+        .sampler_new = smp_new,
+        .sampler_accept = smp_accept,
+        .sampler_sample = smp_sample,
+        .sampler_free = smp_free,
+    };
+}
+
+#endif
+
+/* ---- optional prefix-cache hooks ---- */
+
+static int fake_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
+    fake *f = ctx;
+    int best = 0, which = -1;
+    for (int i = 0; i < f->n_store; i++) {
+        int k = 0;
+        while (k < f->store_len[i] && k < n && f->store_tok[i][k] == prompt[k])
+            k++;
+        if (k > best) best = k, which = i;
+    }
+    if (best >= n) best = n - 1;
+    if (which >= 0) memcpy(f->h[seq], f->store_h[which], (size_t)best * sizeof(uint64_t));
+    f->len[seq] = best;
+    return best;
+}
+
+static int fake_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
+    fake *f = ctx;
+    f->reserves++;
+    if (f->pool_left >= 0 && n_new > f->pool_left)
+        return inf_fail(err, "fake pool exhausted (%d wanted, %d left)", n_new, f->pool_left);
+    if (f->pool_left >= 0) f->pool_left -= n_new;
+    return 0;
+}
+
+static void fake_store(fake *f, int seq, const int32_t *tokens, int n) {
+    int i = f->n_store < 4 ? f->n_store++ : (f->publishes + f->ends) % 4;
+    memcpy(f->store_tok[i], tokens, (size_t)n * sizeof *tokens);
+    memcpy(f->store_h[i], f->h[seq], (size_t)n * sizeof(uint64_t));
+    f->store_len[i] = n;
+}
+
+static void fake_seq_publish(void *ctx, int seq, const int32_t *tokens, int n) {
+    fake *f = ctx;
+    if (n != f->len[seq]) f->contract_errors++;
+    fake_store(f, seq, tokens, n);
+    f->publishes++;
+}
+
+static void fake_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
+    fake *f = ctx;
+    if (n != f->len[seq]) f->contract_errors++;
+    if (n > 0) fake_store(f, seq, tokens, n);
+    f->len[seq] = 0;
+    f->ends++;
+}
+
+static inline srv_engine make_paged(fake *f, int n_seq, int n_ctx, int max_rows) {
+    srv_engine e = make_engine(f, n_seq, n_ctx, max_rows);
+    f->pool_left = -1;
+    e.seq_begin = fake_seq_begin;
+    e.seq_reserve = fake_seq_reserve;
+    e.seq_publish = fake_seq_publish;
+    e.seq_end = fake_seq_end;
+    return e;
+}

@@ -1,0 +1,218 @@
+/* The server's text stages: whole-UTF-8 cutting, stop strings across token
+ * boundaries (no prefix of a stop string ever released), and the <think>
+ * splitter. Each input is also fed in every possible split into pieces, and
+ * the released text must equal the one-piece result. */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "server/text.h"
+
+/* Runs the stop matcher over text cut at the given byte offsets (cuts[n_cuts]
+ * ascending); returns the released text (malloc'd), *stopped = matched.
+ * After each push, checks that no released byte sequence ends with a proper
+ * prefix of a stop string that the input later completes: the released text
+ * must always be a prefix of the final answer. */
+static char *run_stop(const char *const *stops, int n_stops, const char *text, const size_t *cuts,
+                      int n_cuts, bool *stopped, const char *final_expect) {
+    srv_stop s;
+    srv_stop_init(&s, stops, n_stops);
+    srv_buf out = {0};
+    size_t at = 0, len = strlen(text);
+    int rc = 0;
+    for (int i = 0; i <= n_cuts && rc == 0; i++) {
+        size_t end = i < n_cuts ? cuts[i] : len;
+        rc = srv_stop_push(&s, &out, text + at, end - at);
+        at = end;
+        if (final_expect) {
+            /* Never more than the final answer, at any moment. */
+            CHECK_MSG(out.len <= strlen(final_expect) &&
+                          !memcmp(out.data ? out.data : "", final_expect, out.len),
+                      "released \"%.*s\" is not a prefix of \"%s\"", (int)out.len,
+                      out.data ? out.data : "", final_expect);
+        }
+    }
+    *stopped = rc == 1;
+    if (rc == 0) srv_stop_flush(&s, &out);
+    srv_stop_free(&s);
+    if (!out.data) srv_buf_add(&out, "", 0);
+    return out.data;
+}
+
+static void test_stop_all_splits(const char *const *stops, int n_stops, const char *text,
+                                 const char *expect, bool expect_stop) {
+    bool stopped;
+    char *one = run_stop(stops, n_stops, text, NULL, 0, &stopped, expect);
+    CHECK_STR(one, expect);
+    CHECK_INT(stopped, expect_stop);
+    free(one);
+    size_t len = strlen(text);
+    /* Every split into two and three pieces. */
+    for (size_t a = 0; a <= len; a++) {
+        for (size_t b = a; b <= len; b++) {
+            size_t cuts[2] = {a, b};
+            char *r = run_stop(stops, n_stops, text, cuts, 2, &stopped, expect);
+            if (strcmp(r, expect) || stopped != expect_stop) {
+                CHECK_MSG(0, "split %zu,%zu of \"%s\": got \"%s\" (stop %d), expected \"%s\"", a, b,
+                          text, r, stopped, expect);
+                free(r);
+                return;
+            }
+            free(r);
+        }
+    }
+    /* One byte at a time. */
+    size_t *cuts = malloc(len * sizeof *cuts);
+    for (size_t i = 0; i < len; i++)
+        cuts[i] = i;
+    char *r = run_stop(stops, n_stops, text, cuts, (int)len, &stopped, expect);
+    CHECK_STR(r, expect);
+    free(r);
+    free(cuts);
+}
+
+static void test_stop(void) {
+    const char *s1[] = {"</s>"};
+    test_stop_all_splits(s1, 1, "Hello world", "Hello world", false);
+    test_stop_all_splits(s1, 1, "Hello</s> world", "Hello", true);
+    test_stop_all_splits(s1, 1, "a</b </s>", "a</b ", true);
+    test_stop_all_splits(s1, 1, "<<</s", "<<</s", false); /* a prefix at the end is flushed */
+    const char *s2[] = {"\n\n", "END", "ENDING"};
+    test_stop_all_splits(s2, 3, "one\ntwo\n\nthree", "one\ntwo", true);
+    test_stop_all_splits(s2, 3, "xxENxENDyy", "xxENx", true);
+    test_stop_all_splits(s2, 3, "the ENDING", "the ", true); /* earliest match wins */
+    const char *s3[] = {"aab"};
+    test_stop_all_splits(s3, 1, "aaab", "a", true); /* overlapping self-prefix */
+    test_stop_all_splits(s3, 1, "aaaa", "aaaa", false);
+    const char *s4[] = {"é!"}; /* multi-byte stop string */
+    test_stop_all_splits(s4, 1, "café! ok", "caf", true);
+    test_stop_all_splits(s4, 1, "cafés", "cafés", false);
+    /* Empty stop strings are ignored. */
+    const char *s5[] = {"", "zz"};
+    test_stop_all_splits(s5, 2, "abc", "abc", false);
+
+    /* What is held is exactly the longest suffix that could still start a stop. */
+    srv_stop s;
+    const char *s6[] = {"STOP"};
+    srv_stop_init(&s, s6, 1);
+    srv_buf out = {0};
+    CHECK_INT(srv_stop_push(&s, &out, "abcST", 5), 0);
+    CHECK_STR(out.data, "abc");
+    CHECK_INT(srv_stop_push(&s, &out, "x", 1), 0);
+    CHECK_STR(out.data, "abcSTx");
+    CHECK_INT(srv_stop_push(&s, &out, "STO", 3), 0);
+    CHECK_STR(out.data, "abcSTx");
+    CHECK_INT(srv_stop_push(&s, &out, "Pyz", 3), 1);
+    CHECK_STR(out.data, "abcSTx");
+    CHECK_INT(srv_stop_push(&s, &out, "more", 4), 1); /* done stays done */
+    CHECK_STR(out.data, "abcSTx");
+    srv_buf_free(&out);
+    srv_stop_free(&s);
+}
+
+static void test_utf8(void) {
+    CHECK_INT(srv_utf8_complete_len("abc", 3), 3);
+    CHECK_INT(srv_utf8_complete_len("a\xC3", 2), 1); /* é cut after its lead */
+    CHECK_INT(srv_utf8_complete_len("a\xC3\xA9", 3), 3);
+    CHECK_INT(srv_utf8_complete_len("\xE2\x82", 2), 0); /* € missing one byte */
+    CHECK_INT(srv_utf8_complete_len("\xE2\x82\xAC", 3), 3);
+    CHECK_INT(srv_utf8_complete_len("x\xF0\x9F\x98", 4), 1); /* emoji missing one byte */
+    CHECK_INT(srv_utf8_complete_len("x\xF0\x9F\x98\x80", 5), 5);
+    CHECK_INT(srv_utf8_complete_len("\x80\x80", 2), 2); /* stray continuations pass */
+    CHECK_INT(srv_utf8_complete_len("a\xFF", 2), 2);    /* invalid byte passes */
+    CHECK_INT(srv_utf8_complete_len("", 0), 0);
+
+    size_t n;
+    char *s = srv_utf8_sanitize("ok\xFFé\xC3", 6, &n);
+    CHECK_STR(s, "ok\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD");
+    CHECK_INT(n, 10);
+    free(s);
+    s = srv_utf8_sanitize("\xED\xA0\x80", 3, &n); /* a surrogate is invalid */
+    CHECK_STR(s, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+    free(s);
+    s = srv_utf8_sanitize("\xF0\x9F\x98\x80", 4, &n);
+    CHECK_STR(s, "\xF0\x9F\x98\x80");
+    free(s);
+}
+
+/* Feeds the think splitter with text cut at every single point (and byte by
+ * byte) and checks content and reasoning. */
+static void think_case(bool start_in_think, const char *text, const char *content,
+                       const char *reasoning) {
+    size_t len = strlen(text);
+    for (size_t cut = 0; cut <= len + 1; cut++) {
+        srv_think t;
+        srv_think_init(&t, start_in_think);
+        srv_buf c = {0}, r = {0};
+        if (cut <= len) {
+            srv_think_push(&t, &c, &r, text, cut);
+            srv_think_push(&t, &c, &r, text + cut, len - cut);
+        } else {
+            for (size_t i = 0; i < len; i++)
+                srv_think_push(&t, &c, &r, text + i, 1);
+        }
+        srv_think_flush(&t, &c, &r);
+        const char *gc = c.data ? c.data : "", *gr = r.data ? r.data : "";
+        bool ok = !strcmp(gc, content) && !strcmp(gr, reasoning);
+        CHECK_MSG(ok,
+                  "\"%s\" cut at %zu: content \"%s\" reasoning \"%s\", expected \"%s\" / \"%s\"",
+                  text, cut, gc, gr, content, reasoning);
+        srv_buf_free(&c);
+        srv_buf_free(&r);
+        srv_think_free(&t);
+        if (!ok) return;
+    }
+}
+
+static void test_think(void) {
+    think_case(false, "<think>\nLet me see.\n</think>\n\nThe answer is 4.", "The answer is 4.",
+               "Let me see.");
+    think_case(false, "No thinking here.", "No thinking here.", "");
+    think_case(false, "<think>\n\n</think>\n\nHi", "Hi", "");
+    think_case(false, "  <thinking is a word", "  <thinking is a word", "");
+    think_case(false, "Say <think> later", "Say <think> later", ""); /* only at the start */
+    think_case(false, "<think>a < b </ c </think", "", "a < b </ c </think"); /* never closed */
+    think_case(false, "<think>x</think>y</think>z", "y</think>z", "x");
+    think_case(true, "\nreasoning\n</think>\n\nanswer", "answer", "reasoning");
+    think_case(false, "<thi", "<thi", "");
+    think_case(false, "<think>one\n\ntwo\n</think>ok", "ok", "one\n\ntwo");
+
+    /* Streaming: nothing of a partial tag leaks into either side. */
+    srv_think t;
+    srv_think_init(&t, false);
+    srv_buf c = {0}, r = {0};
+    srv_think_push(&t, &c, &r, "<thi", 4);
+    CHECK_INT(c.len + r.len, 0);
+    srv_think_push(&t, &c, &r, "nk>plan", 7);
+    CHECK_STR(r.data, "plan");
+    srv_think_push(&t, &c, &r, " </th", 5);
+    CHECK_STR(r.data, "plan");
+    srv_think_push(&t, &c, &r, "ink>\n", 5);
+    CHECK_INT(c.len, 0);
+    srv_think_push(&t, &c, &r, "Done", 4);
+    CHECK_STR(c.data, "Done");
+    srv_buf_free(&c);
+    srv_buf_free(&r);
+    srv_think_free(&t);
+}
+
+static void test_buf(void) {
+    srv_buf b = {0};
+    for (int i = 0; i < 1000; i++)
+        srv_buf_printf(&b, "%d,", i);
+    CHECK(b.len > 3000);
+    CHECK(!strncmp(b.data, "0,1,2,", 6));
+    srv_buf_consume(&b, 2);
+    CHECK(!strncmp(b.data, "1,2,", 4));
+    srv_buf_consume(&b, b.len + 5);
+    CHECK_INT(b.len, 0);
+    CHECK_STR(b.data, "");
+    srv_buf_free(&b);
+}
+
+int main(void) {
+    test_buf();
+    test_utf8();
+    test_stop();
+    test_think();
+    return th_report();
+}
