@@ -13,6 +13,7 @@
  * stores that fill an on-stack configuration before LDTILECFG. */
 #include <immintrin.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/kernels.h"
@@ -128,7 +129,7 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
 
 static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                        int64_t p0, int64_t p1, void *scratch) {
-    if (pk->kind == INF_PACK_Q8_0 || pk->kind == INF_PACK_Q4_0 || pk->kind == INF_PACK_Q4_K) {
+    if (inf_amx_int8_kind(pk->kind)) {
         amx_matmul_int8(y, ldy, pk, xq, T, p0, p1, scratch);
         return;
     }
@@ -270,28 +271,37 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
                 _tile_stored(2, cbuf + 512, 64);
                 _tile_stored(3, cbuf + 768, 64);
                 size_t qb = nib ? 256 : 512;
+                __m512 A[2], B[2];
                 for (int i = 0; i < np; i++) {
-                    __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb)));
-                    __m512 B = pk->kind == INF_PACK_Q4_K
-                                   ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb + 32)))
-                                   : _mm512_setzero_ps();
-                    int off = pk->kind == INF_PACK_Q8_0 ? 128 : 8;
-                    for (int t = 0; t < 32; t++) {
-                        const int32_t *c = cbuf + (t < 16 ? 0 : 512) + 256 * i + (size_t)(t % 16) * 16;
-                        const int32_t *sr = xq->s16 + (size_t)(tb + t) * (size_t)(n / 16);
-                        float dx = xq->d[(size_t)(tb + t) * (size_t)(n / 32) + g];
-                        int32_t s = sr[2 * g] + sr[2 * g + 1];
-                        float *a = acc + (size_t)t * 32 + 16 * i;
-                        __m512 av = _mm512_load_ps(a);
-                        __m512i ai = _mm512_load_si512(c);
-                        if (pk->kind == INF_PACK_Q4_K) {
-                            av = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai), A), _mm512_set1_ps(dx), av);
-                            av = _mm512_fnmadd_ps(B, _mm512_set1_ps(dx * (float)s), av);
-                        } else {
-                            __m512i v = _mm512_sub_epi32(ai, _mm512_set1_epi32(off * s));
-                            av = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A), _mm512_set1_ps(dx), av);
+                    A[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb)));
+                    B[i] = pk->kind == INF_PACK_Q4_K
+                               ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb + 32)))
+                               : _mm512_setzero_ps();
+                }
+                const int off = pk->kind == INF_PACK_Q8_0 ? 128 : 8;
+                const int32_t *sr = xq->s16 + (size_t)tb * (size_t)(n / 16) + 2 * g;
+                const float *dr = xq->d + (size_t)tb * (size_t)(n / 32) + g;
+                for (int t = 0; t < 32; t++) {
+                    const int32_t *c = cbuf + (t < 16 ? 0 : 512) + (size_t)(t % 16) * 16;
+                    int32_t s = sr[(size_t)t * (size_t)(n / 16)] + sr[(size_t)t * (size_t)(n / 16) + 1];
+                    float dx = dr[(size_t)t * (size_t)(n / 32)];
+                    __m512 vdx = _mm512_set1_ps(dx);
+                    float *a = acc + (size_t)t * 32;
+                    if (pk->kind == INF_PACK_Q4_K) {
+                        __m512 vdxs = _mm512_set1_ps(dx * (float)s);
+                        for (int i = 0; i < np; i++) {
+                            __m512 av = _mm512_load_ps(a + 16 * i);
+                            __m512i ai = _mm512_load_si512(c + 256 * i);
+                            av = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai), A[i]), vdx, av);
+                            _mm512_store_ps(a + 16 * i, _mm512_fnmadd_ps(B[i], vdxs, av));
                         }
-                        _mm512_store_ps(a, av);
+                    } else {
+                        __m512i corr = _mm512_set1_epi32(off * s);
+                        for (int i = 0; i < np; i++) {
+                            __m512i v = _mm512_sub_epi32(_mm512_load_si512(c + 256 * i), corr);
+                            _mm512_store_ps(a + 16 * i, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A[i]), vdx,
+                                                                        _mm512_load_ps(a + 16 * i)));
+                        }
                     }
                 }
             }
@@ -326,7 +336,18 @@ int inf_amx_selftest(void) {
     return ok ? 0 : -1;
 }
 
+static int g_amx_bf16_only = -1;
+
+bool inf_amx_int8_kind(inf_pack_kind kind) {
+    if (g_amx_bf16_only < 0) {
+        const char *e = getenv("INFERNO_AMX_BF16");
+        g_amx_bf16_only = e && *e && strcmp(e, "0") != 0;
+    }
+    return !g_amx_bf16_only && (kind == INF_PACK_Q8_0 || kind == INF_PACK_Q4_0 || kind == INF_PACK_Q4_K);
+}
+
 void inf_kernels_fill_amx(inf_kernels *k) {
+    inf_amx_int8_kind(INF_PACK_Q8_0); /* read the environment once, before any thread runs */
     if (inf_amx_selftest() != 0) return;
     k->matmul_amx = amx_matmul;
     k->amx_scratch_bytes = amx_scratch_bytes;

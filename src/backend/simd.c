@@ -177,7 +177,7 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
         j.use_amx = c->k->matmul_amx && T >= AMX_MIN_T;
         /* AMX runs Q8_0/Q4_0/Q4_K on int8 tiles (the VNNI kernels' exact
          * integers), BF16 and Q6_K on bf16 tiles */
-        bool bf_tiles = pk->kind == INF_PACK_BF16 || (j.use_amx && pk->kind == INF_PACK_Q6_K);
+        bool bf_tiles = pk->kind == INF_PACK_BF16 || (j.use_amx && !inf_amx_int8_kind(pk->kind));
         j.quant_what = bf_tiles ? INF_XQ_BF16 : INF_XQ_INT8;
         INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n) == 0);
         INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);

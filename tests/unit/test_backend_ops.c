@@ -194,8 +194,11 @@ static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
             be->matmul(be, y1, x + r * n_in, &w, 1);
             same &= !memcmp(y1, yb + r * n_out, sizeof(float) * (size_t)n_out);
         }
-        CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone", bks[b].label,
-                  inf_dtype_get(type)->name, T);
+        /* INFERNO_AMX_BF16=1 trades this for speed on purpose */
+        bool bf16_tiles = strstr(bks[b].label, "amx") && !inf_amx_int8_kind(INF_PACK_Q8_0);
+        if (!bf16_tiles)
+            CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone", bks[b].label,
+                      inf_dtype_get(type)->name, T);
         be->release_weight(be, &w);
     }
     free(x), free(yb), free(y1), free(data);
