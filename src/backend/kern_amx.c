@@ -153,6 +153,11 @@ static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq
                 _tile_zero(3);
                 if (np == 2) {
                     for (int64_t kg = 0; kg < nkg; kg++) {
+                        if (tb == tc && kg + 2 < nkg) /* B streams from DRAM on the first token block */
+                            for (int l = 0; l < 1024; l += 64) {
+                                _mm_prefetch((const char *)bsrc[0] + (size_t)(kg + 2) * 1024 + l, _MM_HINT_T0);
+                                _mm_prefetch((const char *)bsrc[1] + (size_t)(kg + 2) * 1024 + l, _MM_HINT_T0);
+                            }
                         _tile_loadd(4, a0 + 32 * kg, astride);
                         _tile_loadd(5, a1 + 32 * kg, astride);
                         _tile_loadd(6, bsrc[0] + (size_t)kg * 1024, 64);

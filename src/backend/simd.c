@@ -21,7 +21,7 @@
 #include "backend/simd.h"
 #include "util/mem.h"
 
-#define AMX_MIN_T 32      /* tokens from which prefill runs on AMX tiles */
+#define AMX_MIN_T 16      /* tokens from which prefill runs on AMX tiles (padded to 32) */
 #define ELEM_PAR_MIN 32768 /* elementwise ops below this run on one thread */
 
 typedef struct simd_ctx {
