@@ -111,6 +111,7 @@ void inf_kernels_fill_avx2(inf_kernels *k) { (void)k; }
 void inf_kernels_fill_avx512(inf_kernels *k) { (void)k; }
 void inf_kernels_fill_amx(inf_kernels *k) { (void)k; }
 int inf_amx_selftest(void) { return -1; }
+bool inf_amx_int8_kind(inf_pack_kind kind) { (void)kind; return false; }
 #endif
 #if !defined(__aarch64__)
 void inf_kernels_fill_neon(inf_kernels *k) { (void)k; }

@@ -31,6 +31,7 @@
 #ifndef INF_BACKEND_KERNELS_H
 #define INF_BACKEND_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,6 +138,13 @@ void inf_kernels_fill_avx2(inf_kernels *k);
 void inf_kernels_fill_avx512(inf_kernels *k);
 void inf_kernels_fill_amx(inf_kernels *k);
 void inf_kernels_fill_neon(inf_kernels *k);
+
+/* Whether AMX prefill runs this kind on int8 tiles (Q8_0, Q4_0, Q4_K: the
+ * same integers and scaling order as the VNNI kernels, so a row's result does
+ * not depend on its batch) rather than on bf16 tiles (BF16, Q6_K; and every
+ * kind when INFERNO_AMX_BF16=1: about 1.5x faster prefill, but rows then
+ * differ slightly between prefill and decode, i.e. with batching). */
+bool inf_amx_int8_kind(inf_pack_kind kind);
 
 /* AMX self-check: loads the tile configuration, reads it back (STTILECFG) and
  * runs one small BF16 tile product. Returns 0 when both are right. */

@@ -12,6 +12,7 @@
  * F32/F16 weights, tail rows past the last full panel, levels without packed
  * kernels. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,10 +175,13 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
         int64_t n = w->n_in;
         int T32 = (T + 31) & ~31;
         j.use_amx = c->k->matmul_amx && T >= AMX_MIN_T;
-        j.quant_what = (pk->kind == INF_PACK_BF16 || j.use_amx) ? INF_XQ_BF16 : INF_XQ_INT8;
-        INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T * (size_t)n) == 0);
-        INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T * (size_t)(n / 32)) == 0);
-        INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap, sizeof(int32_t) * (size_t)T * (size_t)(n / 16)) == 0);
+        /* AMX runs Q8_0/Q4_0/Q4_K on int8 tiles (the VNNI kernels' exact
+         * integers), BF16 and Q6_K on bf16 tiles */
+        bool bf_tiles = pk->kind == INF_PACK_BF16 || (j.use_amx && !inf_amx_int8_kind(pk->kind));
+        j.quant_what = bf_tiles ? INF_XQ_BF16 : INF_XQ_INT8;
+        INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n) == 0);
+        INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap, sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16)) == 0);
         INF_ASSERT(grow((void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n) == 0);
         c->xq.n = n;
         if (j.use_amx) {
@@ -191,6 +195,9 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
                 c->amx_cap = need;
             }
             memset(c->xq.bf + (size_t)T * (size_t)n, 0, 2 * (size_t)(T32 - T) * (size_t)n);
+            memset(c->xq.q + (size_t)T * (size_t)n, 0, (size_t)(T32 - T) * (size_t)n);
+            memset(c->xq.d + (size_t)T * (size_t)(n / 32), 0, sizeof(float) * (size_t)(T32 - T) * (size_t)(n / 32));
+            memset(c->xq.s16 + (size_t)T * (size_t)(n / 16), 0, sizeof(int32_t) * (size_t)(T32 - T) * (size_t)(n / 16));
         }
         j.pk = pk;
         if (T >= 8) run(c, mm_quant_task, &j, c->nth);

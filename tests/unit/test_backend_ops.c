@@ -170,6 +170,40 @@ static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n
     free(data);
 }
 
+/* Integer weights: a row's result must not depend on the batch it came in
+ * (AMX prefill and VNNI decode compute the same integers and scale them in
+ * the same order), so a server's output does not depend on what else it
+ * batched or what its prefix cache held. */
+static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
+    const int64_t n_in = 512, n_out = 48;
+    const int T = 37;
+    size_t rb;
+    void *data = make_weight_data(type, n_in, n_out, &rb);
+    inf_tensor t = {.name = "w", .type = type, .n_dims = 2, .ne = {n_in, n_out, 1, 1}, .data = data,
+                    .nbytes = rb * (size_t)n_out};
+    float *x = malloc(sizeof(float) * (size_t)(T * n_in));
+    for (int64_t i = 0; i < T * n_in; i++) x[i] = frand();
+    float *yb = malloc(sizeof(float) * (size_t)(T * n_out)), *y1 = malloc(sizeof(float) * (size_t)n_out);
+    for (int b = 0; b < nb; b++) {
+        inf_backend *be = bks[b].be;
+        inf_weight w = {.t = &t, .n_in = n_in, .n_out = n_out, .row_bytes = rb};
+        be->prepare_weight(be, &w);
+        be->matmul(be, yb, x, &w, T);
+        int same = 1;
+        for (int r = 0; r < T; r++) {
+            be->matmul(be, y1, x + r * n_in, &w, 1);
+            same &= !memcmp(y1, yb + r * n_out, sizeof(float) * (size_t)n_out);
+        }
+        /* INFERNO_AMX_BF16=1 trades this for speed on purpose */
+        bool bf16_tiles = (strstr(bks[b].label, "amx") || strstr(bks[b].label, "traced")) && !inf_amx_int8_kind(INF_PACK_Q8_0);
+        if (!bf16_tiles)
+            CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone", bks[b].label,
+                      inf_dtype_get(type)->name, T);
+        be->release_weight(be, &w);
+    }
+    free(x), free(yb), free(y1), free(data);
+}
+
 /* ---- row ops ------------------------------------------------------------------------------ */
 
 static void check_rel(const char *what, const char *label, const float *a, const float *ref, size_t n,
@@ -367,6 +401,10 @@ int main(void) {
                 }
         test_matmul(bks, nb, t, blk == 1 ? 64 : 256, 50, 70); /* > 64 tokens, AMX with a tail */
     }
+
+    test_batch_invariance(bks, nb, INF_Q8_0);
+    test_batch_invariance(bks, nb, INF_Q4_0);
+    test_batch_invariance(bks, nb, INF_Q4_K);
 
     const int row_shapes[][2] = {{1, 1}, {1, 17}, {3, 128}, {7, 33}, {300, 131}, {1, 70001}};
     for (unsigned i = 0; i < sizeof row_shapes / sizeof *row_shapes; i++)
