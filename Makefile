@@ -41,6 +41,9 @@ ISA_AVX2   := -mavx2 -mfma -mf16c
 ISA_AVX512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma -mf16c
 ISA_AMX    := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
 
+# Keep objects of tests and tools (make would delete them as intermediates).
+.SECONDARY:
+
 .PHONY: all lib test demo models asan tsan fuzz fuzz-replay format format-check clean help deps
 
 all: $(INFERNO) $(TOOLS)

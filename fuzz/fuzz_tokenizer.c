@@ -30,7 +30,7 @@ static inf_tokenizer *small_tokenizer(void) {
     int n = 0;
     for (int b = 0; b < 256; b++) {
         char t[5] = {0};
-        tok_utf8_put(t, tok_byte_to_cp((unsigned char)b));
+        inf_utf8_encode(t, tok_byte_to_cp((unsigned char)b));
         v.tokens[n] = strdup(t);
         v.token_type[n++] = INF_TOKEN_NORMAL;
     }

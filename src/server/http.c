@@ -163,7 +163,7 @@ static enum MHD_Result do_metrics(srv_http *h, struct MHD_Connection *c) {
 
 static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const srv_buf *body) {
     json_error_t je;
-    json_t *root = json_loadb(body->data ? body->data : "", body->len, 0, &je);
+    json_t *root = srv_json_parse_body(body->data, body->len, &je);
     json_t *content = json_object_get(root, "content");
     json_t *pieces = json_object_get(root, "with_pieces");
     json_t *special = json_object_get(root, "parse_special");
@@ -205,7 +205,7 @@ static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const 
 
 static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, const srv_buf *body) {
     json_error_t je;
-    json_t *root = json_loadb(body->data ? body->data : "", body->len, 0, &je);
+    json_t *root = srv_json_parse_body(body->data, body->len, &je);
     json_t *toks = json_object_get(root, "tokens");
     if (!json_is_object(root) || !json_is_array(toks)) {
         json_decref(root);

@@ -304,6 +304,20 @@ static int parse_fields(srv_request *r, srv_error *e) {
     return 0;
 }
 
+json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je) {
+    /* jansson stops at a NUL byte as if the input ended there, which would
+     * accept a valid prefix and silently drop the rest: refuse it instead. */
+    const char *nul = body ? memchr(body, 0, len) : NULL;
+    if (nul) {
+        memset(je, 0, sizeof *je);
+        snprintf(je->text, sizeof je->text, "a NUL byte at offset %zu", (size_t)(nul - body));
+        je->line = -1;
+        je->column = -1;
+        return NULL;
+    }
+    return json_loadb(body ? body : "", len, 0, je);
+}
+
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
@@ -311,7 +325,7 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
     r->enable_thinking = true;
     srv_sampling_default(&r->samp);
     json_error_t je;
-    r->root = json_loadb(body, len, 0, &je);
+    r->root = srv_json_parse_body(body, len, &je);
     if (!r->root)
         return srv_error_set(e, 400, "invalid_request_error", NULL, NULL,
                              "malformed JSON in the request body: %s (line %d, column %d)", je.text,

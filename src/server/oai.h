@@ -74,6 +74,10 @@ typedef struct srv_request {
 /* Parses and validates a request body. On success r owns its JSON (free with
  * srv_request_free); on failure returns -1 with a 400 in e and r is empty. */
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e);
+
+/* Parses a request body as JSON (jansson), refusing a body with a NUL byte
+ * (jansson would read only up to it). NULL with je filled on failure. */
+json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je);
 void srv_request_free(srv_request *r);
 
 /* One generated token's log-probabilities, for `logprobs`. */

@@ -9,6 +9,7 @@
 #include <utf8proc.h>
 
 #include "template/tmpl_int.h"
+#include "util/utf8.h"
 
 #define S_ (&R->S)
 
@@ -108,7 +109,7 @@ static tv do_case(tm_rt *R, const tm_str *s, int mode) {
         }
         first = false;
         char enc[4];
-        tm_buf_put(S_, &b, enc, (size_t)tm_utf8_encode(enc, o));
+        tm_buf_put(S_, &b, enc, (size_t)inf_utf8_encode(enc, o));
     }
     return str_val(R, b.p ? b.p : "", b.n);
 }

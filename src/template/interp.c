@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "template/tmpl_int.h"
+#include "util/utf8.h"
 
 inf_tmpl_limits inf_tmpl_default_limits(void) {
     return (inf_tmpl_limits){.max_iterations = 1000000,
@@ -856,21 +857,8 @@ int inf_tmpl_parse(inf_tmpl **out, const char *source, const inf_tmpl_limits *li
         inf_tmpl_free(t);
         return -1;
     }
-    if (!tm_utf8_valid(t->src, k)) {
-        size_t bad = 0;
-        while (bad < k && tm_utf8_valid(t->src, bad + 1))
-            bad++;
-        /* find the first offending byte for the position */
-        for (bad = 0; bad < k;) {
-            unsigned char c = (unsigned char)t->src[bad];
-            int len = c < 0x80             ? 1
-                      : (c & 0xE0) == 0xC0 ? 2
-                      : (c & 0xF0) == 0xE0 ? 3
-                      : (c & 0xF8) == 0xF0 ? 4
-                                           : 0;
-            if (!len || bad + (size_t)len > k || !tm_utf8_valid(t->src + bad, (size_t)len)) break;
-            bad += (size_t)len;
-        }
+    size_t bad = inf_utf8_valid_prefix(t->src, k);
+    if (bad < k) {
         tm_fail(&t->S, (long)bad, "invalid UTF-8 in template source");
     }
     long n_tok;

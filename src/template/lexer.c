@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "template/tmpl_int.h"
+#include "util/utf8.h"
 
 typedef struct lexer {
     tm_state *S;
@@ -139,7 +140,7 @@ static void lex_string(lexer *L, tm_token *t, size_t from, size_t to) {
                 for (; k < 3 && i < to && s[i] >= '0' && s[i] <= '7'; k++, i++)
                     cp = cp * 8 + (uint32_t)(s[i] - '0');
                 i--;
-                o += tm_utf8_encode(o, cp);
+                o += inf_utf8_encode(o, cp);
                 continue;
             }
             *o++ = '\\'; /* unknown escapes stay as written */
@@ -159,7 +160,7 @@ static void lex_string(lexer *L, tm_token *t, size_t from, size_t to) {
         if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             tm_fail(L->S, (long)i - 1, "escape \\%c names an invalid code point", c);
         i += (size_t)hex;
-        o += tm_utf8_encode(o, cp);
+        o += inf_utf8_encode(o, cp);
     }
     *o = 0;
     t->p = out;

@@ -174,9 +174,6 @@ void tm_format_float(char out[32], double f);
 size_t tm_utf8_count(const char *p, size_t n);
 /* Decodes one code point at p (valid UTF-8 assumed); returns its byte length. */
 int tm_utf8_decode(const char *p, size_t n, uint32_t *cp);
-int tm_utf8_encode(char out[4], uint32_t cp);
-/* True when p[0..n) is valid UTF-8 (no surrogates, no overlongs). */
-bool tm_utf8_valid(const char *p, size_t n);
 
 /* ---- tokens --------------------------------------------------------------- */
 typedef enum {

@@ -80,7 +80,6 @@ int tok_cp_to_byte(uint32_t cp);
 /* Decodes one UTF-8 code point at s (known valid); returns its length. */
 int tok_utf8_next(const unsigned char *s, uint32_t *cp);
 /* Encodes cp; returns bytes written (1..4). */
-int tok_utf8_put(char *out, uint32_t cp);
 
 /* BPE of one pre-token's raw bytes -> ids appended to out (grown as needed). */
 typedef struct tok_ids {

@@ -120,7 +120,7 @@ static uint32_t token_len(const inf_tokenizer *t, int32_t id) {
 static int build_bpe(inf_tokenizer *t, const inf_vocab_desc *v, inf_err *err) {
     for (int b = 0; b < 256; b++) {
         char s[4];
-        int l = tok_utf8_put(s, tok_byte_to_cp((unsigned char)b));
+        int l = inf_utf8_encode(s, tok_byte_to_cp((unsigned char)b));
         if ((t->byte_id[b] = text_find(t, s, (size_t)l)) < 0)
             return inf_fail(err,
                             "tokenizer: no token for byte 0x%02x (\"%.*s\"); not a byte-level "

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "modelfile/model.h"
+#include "util/utf8.h"
 #include "util/err.h"
 
 typedef struct inf_tokenizer inf_tokenizer;
@@ -82,10 +83,7 @@ int32_t inf_tok_eot(const inf_tokenizer *t); /* -1 when none */
 bool inf_tok_add_bos(const inf_tokenizer *t);
 size_t inf_tok_max_token_bytes(const inf_tokenizer *t); /* longest token, in bytes */
 
-/* Checks that s[0..len) is UTF-8 (no overlongs, surrogates or code points
- * past U+10FFFF). Returns len when valid, else the offset of the first byte
- * of the first bad sequence. */
-size_t inf_utf8_valid_prefix(const char *s, size_t len);
+/* inf_utf8_valid_prefix (util/utf8.h) checks text before encoding. */
 
 /* ---- streaming detokenizer ----
  *

@@ -85,6 +85,14 @@ static void test_chat_ok(void) {
 }
 
 static void test_chat_bad(void) {
+    { /* a NUL byte: jansson alone would accept the valid JSON before it */
+        static const char body[] = "{\"prompt\":\"a\"}\0{\"max_tokens\":\"x\"}";
+        srv_request r;
+        srv_error e;
+        CHECK_INT(srv_request_parse(&r, SRV_COMPLETION, body, sizeof body - 1, &e), -1);
+        CHECK_INT(e.status, 400);
+        CHECK(strstr(e.msg, "NUL byte") != NULL);
+    }
     bad(SRV_CHAT, "{\"messages\": [", NULL); /* malformed JSON */
     bad(SRV_CHAT, "[1,2]", NULL);            /* not an object */
     bad(SRV_CHAT, "", NULL);                 /* empty body */

@@ -31,7 +31,7 @@ static void make_small(small_vocab *s, const char *const *merges, int n_merges) 
     s->v.token_type = calloc(512, sizeof *s->v.token_type);
     for (int b = 0; b < 256; b++) {
         char t[5] = {0};
-        tok_utf8_put(t, tok_byte_to_cp((unsigned char)b));
+        inf_utf8_encode(t, tok_byte_to_cp((unsigned char)b));
         add_token(s, t, INF_TOKEN_NORMAL);
     }
     s->v.merges = calloc((size_t)n_merges + 1, sizeof *s->v.merges);
