@@ -73,8 +73,7 @@ inf_isa inf_isa_best(void) {
     bool avx2 = f->avx2 && f->fma && f->f16c;
     bool avx512 = avx2 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq &&
                   f->avx512bf16 && f->avx512vnni;
-    if (avx512 && f->amx_tile && f->amx_bf16 && f->amx_int8 && f->amx_permitted)
-        return INF_ISA_AMX;
+    if (avx512 && f->amx_tile && f->amx_bf16 && f->amx_int8 && f->amx_permitted) return INF_ISA_AMX;
     if (avx512) return INF_ISA_AVX512;
     if (avx2) return INF_ISA_AVX2;
     return INF_ISA_SCALAR;

@@ -33,14 +33,16 @@ static const tile_config g_cfg __attribute__((aligned(64))) = {
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
 
-static inline void load_cfg(void) { _tile_loadconfig(&g_cfg); }
+static inline void load_cfg(void) {
+    _tile_loadconfig(&g_cfg);
+}
 
 #define TOKEN_CHUNK 256
 
 /* lane r of the result = (bf16(lo[r]), bf16(hi[r])) */
 static inline __m512i pair_bf16(__m512 lo, __m512 hi) {
     static const uint16_t order[32] __attribute__((aligned(64))) = {
-        0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+        0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
         8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     const __m512i idx = _mm512_load_si512(order);
     return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
@@ -69,7 +71,8 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
         __m512 off = _mm512_set1_ps(128.0f);
         for (int c = 0; c < 8; c++) {
             __m512i w = _mm512_loadu_si512(gp + 64 * c);
-            for (int j = 0; j < 4; j++) f[j] = _mm512_mul_ps(_mm512_sub_ps(byte_lane(w, j), off), A);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_mul_ps(_mm512_sub_ps(byte_lane(w, j), off), A);
             emit4(dst + 128 * c, f);
         }
         break;
@@ -83,10 +86,13 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
                        : _mm512_mul_ps(A, _mm512_set1_ps(8.0f));
         for (int c = 0; c < 4; c++) {
             __m512i w = _mm512_loadu_si512(gp + 64 * c);
-            __m512i lo = _mm512_and_si512(w, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
-            for (int j = 0; j < 4; j++) f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
+            __m512i lo = _mm512_and_si512(w, m0f),
+                    hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
             emit4(dst + 256 * c, f);
-            for (int j = 0; j < 4; j++) f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
             emit4(dst + 256 * c + 128, f);
         }
         break;
@@ -100,20 +106,23 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
             __m512i n0 = _mm512_loadu_si512(gp), n1 = _mm512_loadu_si512(gp + 64);
             __m512i h = _mm512_loadu_si512(gp + 128);
             __m512i q[4];
-            q[0] = _mm512_or_si512(_mm512_and_si512(n0, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+            q[0] = _mm512_or_si512(_mm512_and_si512(n0, m0f),
+                                   _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
             q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
                                    _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
             q[2] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
             q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
                                    _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
             for (int i = 0; i < 4; i++) {
-                for (int j = 0; j < 4; j++) f[j] = _mm512_fmsub_ps(byte_lane(q[i], j), A, B);
+                for (int j = 0; j < 4; j++)
+                    f[j] = _mm512_fmsub_ps(byte_lane(q[i], j), A, B);
                 emit4(dst + 512 * half + 128 * i, f);
             }
         }
         break;
     }
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -164,10 +173,13 @@ static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq
                 _tile_zero(3);
                 if (np == 2) {
                     for (int64_t kg = 0; kg < nkg; kg++) {
-                        if (tb == tc && kg + 2 < nkg) /* B streams from DRAM on the first token block */
+                        if (tb == tc &&
+                            kg + 2 < nkg) /* B streams from DRAM on the first token block */
                             for (int l = 0; l < 1024; l += 64) {
-                                _mm_prefetch((const char *)bsrc[0] + (size_t)(kg + 2) * 1024 + l, _MM_HINT_T0);
-                                _mm_prefetch((const char *)bsrc[1] + (size_t)(kg + 2) * 1024 + l, _MM_HINT_T0);
+                                _mm_prefetch((const char *)bsrc[0] + (size_t)(kg + 2) * 1024 + l,
+                                             _MM_HINT_T0);
+                                _mm_prefetch((const char *)bsrc[1] + (size_t)(kg + 2) * 1024 + l,
+                                             _MM_HINT_T0);
                             }
                         _tile_loadd(4, a0 + 32 * kg, astride);
                         _tile_loadd(5, a1 + 32 * kg, astride);
@@ -233,23 +245,26 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
     const int64_t n = xq->n, ng = pk->n_groups;
     const size_t pbytes = (size_t)ng * pk->group_bytes;
     uint8_t *sp = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    int32_t *cbuf = (int32_t *)sp;                  /* [4][16][16] */
-    float *acc = (float *)(sp + 4096);              /* [32 tokens][32 outputs] */
-    uint8_t *bexp = sp + 8192;                      /* [2][ng][512] unpacked nibbles */
+    int32_t *cbuf = (int32_t *)sp;     /* [4][16][16] */
+    float *acc = (float *)(sp + 4096); /* [32 tokens][32 outputs] */
+    uint8_t *bexp = sp + 8192;         /* [2][ng][512] unpacked nibbles */
     const bool nib = pk->kind != INF_PACK_Q8_0;
     _tile_loadconfig(&g_cfg_int8);
     for (int64_t p = p0; p < p1; p += 2) {
         int np = p1 - p >= 2 ? 2 : 1;
-        const uint8_t *panel[2] = {pk->data + (size_t)p * pbytes, pk->data + (size_t)(p + np - 1) * pbytes};
+        const uint8_t *panel[2] = {pk->data + (size_t)p * pbytes,
+                                   pk->data + (size_t)(p + np - 1) * pbytes};
         if (nib)
             for (int i = 0; i < np; i++)
                 for (int64_t g = 0; g < ng; g++)
-                    unpack_nibbles(bexp + ((size_t)i * ng + g) * 512, panel[i] + (size_t)g * pk->group_bytes);
+                    unpack_nibbles(bexp + ((size_t)i * ng + g) * 512,
+                                   panel[i] + (size_t)g * pk->group_bytes);
         for (int tb = 0; tb < T; tb += 32) {
             memset(acc, 0, 32 * 32 * sizeof(float));
             const int8_t *a0 = xq->q + (size_t)tb * (size_t)n;
             for (int64_t g = 0; g < ng; g++) {
-                const uint8_t *gp[2] = {panel[0] + (size_t)g * pk->group_bytes, panel[1] + (size_t)g * pk->group_bytes};
+                const uint8_t *gp[2] = {panel[0] + (size_t)g * pk->group_bytes,
+                                        panel[1] + (size_t)g * pk->group_bytes};
                 const uint8_t *b0 = nib ? bexp + (size_t)g * 512 : gp[0];
                 const uint8_t *b1 = nib ? bexp + ((size_t)ng + g) * 512 : gp[1];
                 _tile_zero(0);
@@ -274,16 +289,17 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
                 __m512 A[2], B[2];
                 for (int i = 0; i < np; i++) {
                     A[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb)));
-                    B[i] = pk->kind == INF_PACK_Q4_K
-                               ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb + 32)))
-                               : _mm512_setzero_ps();
+                    B[i] = pk->kind == INF_PACK_Q4_K ? _mm512_cvtph_ps(_mm256_loadu_si256(
+                                                           (const __m256i *)(gp[i] + qb + 32)))
+                                                     : _mm512_setzero_ps();
                 }
                 const int off = pk->kind == INF_PACK_Q8_0 ? 128 : 8;
                 const int32_t *sr = xq->s16 + (size_t)tb * (size_t)(n / 16) + 2 * g;
                 const float *dr = xq->d + (size_t)tb * (size_t)(n / 32) + g;
                 for (int t = 0; t < 32; t++) {
                     const int32_t *c = cbuf + (t < 16 ? 0 : 512) + (size_t)(t % 16) * 16;
-                    int32_t s = sr[(size_t)t * (size_t)(n / 16)] + sr[(size_t)t * (size_t)(n / 16) + 1];
+                    int32_t s =
+                        sr[(size_t)t * (size_t)(n / 16)] + sr[(size_t)t * (size_t)(n / 16) + 1];
                     float dx = dr[(size_t)t * (size_t)(n / 32)];
                     __m512 vdx = _mm512_set1_ps(dx);
                     float *a = acc + (size_t)t * 32;
@@ -292,15 +308,18 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
                         for (int i = 0; i < np; i++) {
                             __m512 av = _mm512_load_ps(a + 16 * i);
                             __m512i ai = _mm512_load_si512(c + 256 * i);
-                            av = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai), A[i]), vdx, av);
+                            av = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai), A[i]), vdx,
+                                                 av);
                             _mm512_store_ps(a + 16 * i, _mm512_fnmadd_ps(B[i], vdxs, av));
                         }
                     } else {
                         __m512i corr = _mm512_set1_epi32(off * s);
                         for (int i = 0; i < np; i++) {
                             __m512i v = _mm512_sub_epi32(_mm512_load_si512(c + 256 * i), corr);
-                            _mm512_store_ps(a + 16 * i, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A[i]), vdx,
-                                                                        _mm512_load_ps(a + 16 * i)));
+                            _mm512_store_ps(
+                                a + 16 * i,
+                                _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A[i]), vdx,
+                                                _mm512_load_ps(a + 16 * i)));
                         }
                     }
                 }
@@ -308,7 +327,8 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
             int rows = T - tb < 32 ? T - tb : 32;
             for (int t = 0; t < rows; t++)
                 for (int i = 0; i < np; i++)
-                    _mm512_storeu_ps(y + (size_t)(tb + t) * (size_t)ldy + 16 * (p + i), _mm512_load_ps(acc + (size_t)t * 32 + 16 * i));
+                    _mm512_storeu_ps(y + (size_t)(tb + t) * (size_t)ldy + 16 * (p + i),
+                                     _mm512_load_ps(acc + (size_t)t * 32 + 16 * i));
         }
     }
     _tile_release();
@@ -325,14 +345,16 @@ int inf_amx_selftest(void) {
     /* one tile product: A = all 1.0, B = all 2.0 -> C = 32 * 2 = 64 */
     uint16_t a[16 * 32] __attribute__((aligned(64))), b[16 * 32] __attribute__((aligned(64)));
     float c[256] __attribute__((aligned(64)));
-    for (int i = 0; i < 16 * 32; i++) a[i] = 0x3f80, b[i] = 0x4000;
+    for (int i = 0; i < 16 * 32; i++)
+        a[i] = 0x3f80, b[i] = 0x4000;
     _tile_zero(0);
     _tile_loadd(4, a, 64);
     _tile_loadd(6, b, 64);
     _tile_dpbf16ps(0, 4, 6);
     _tile_stored(0, c, 64);
     _tile_release();
-    for (int i = 0; i < 256; i++) ok &= c[i] == 64.0f;
+    for (int i = 0; i < 256; i++)
+        ok &= c[i] == 64.0f;
     return ok ? 0 : -1;
 }
 
@@ -343,7 +365,8 @@ bool inf_amx_int8_kind(inf_pack_kind kind) {
         const char *e = getenv("INFERNO_AMX_BF16");
         g_amx_bf16_only = e && *e && strcmp(e, "0") != 0;
     }
-    return !g_amx_bf16_only && (kind == INF_PACK_Q8_0 || kind == INF_PACK_Q4_0 || kind == INF_PACK_Q4_K);
+    return !g_amx_bf16_only &&
+           (kind == INF_PACK_Q8_0 || kind == INF_PACK_Q4_0 || kind == INF_PACK_Q4_K);
 }
 
 void inf_kernels_fill_amx(inf_kernels *k) {

@@ -34,7 +34,8 @@ static inline __m256 exp256(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -45,9 +46,11 @@ static float a2_dot_f32(const float *a, const float *b, int n) {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     float s = hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -58,7 +61,8 @@ static void a2_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
         const uint16_t *h = (const uint16_t *)row + k0;
         for (; i + 8 <= n; i += 8)
             _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-        for (; i < n; i++) dst[i] = inf_f16_to_f32(h[i]);
+        for (; i < n; i++)
+            dst[i] = inf_f16_to_f32(h[i]);
         return;
     }
     case INF_BF16: {
@@ -67,7 +71,8 @@ static void a2_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
             __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
             _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
         }
-        for (; i < n; i++) dst[i] = inf_bf16_to_f32(h[i]);
+        for (; i < n; i++)
+            dst[i] = inf_bf16_to_f32(h[i]);
         return;
     }
     case INF_Q8_0: {
@@ -87,7 +92,8 @@ static void a2_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
             __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
             for (int j = 0; j < 16; j += 8) {
                 __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
-                __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
+                __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)),
+                                              _mm256_set1_epi32(8));
                 __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), _mm256_set1_epi32(8));
                 _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
                 _mm256_storeu_ps(dst + i + 16 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
@@ -109,8 +115,10 @@ static void a2_rmsnorm_row(float *out, const float *x, const float *w, int n, fl
     __m256 vi = _mm256_set1_ps(inv);
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi), _mm256_loadu_ps(w + i)));
-    for (; i < n; i++) out[i] = x[i] * inv * w[i];
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi),
+                                                _mm256_loadu_ps(w + i)));
+    for (; i < n; i++)
+        out[i] = x[i] * inv * w[i];
 }
 
 static void a2_rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s) {
@@ -153,13 +161,16 @@ static void a2_swiglu(float *out, const float *gate, const float *up, int64_t n)
 
 static void a2_add(float *y, const float *x, int64_t n) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
-    for (; i < n; i++) y[i] += x[i];
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+    for (; i < n; i++)
+        y[i] += x[i];
 }
 
 static void a2_softmax(float *x, int n) {
     float m = -INFINITY;
-    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
     __m256 vm = _mm256_set1_ps(m), sum = _mm256_setzero_ps();
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -168,9 +179,11 @@ static void a2_softmax(float *x, int n) {
         _mm256_storeu_ps(x + i, e);
     }
     float s = hsum8(sum);
-    for (; i < n; i++) s += x[i] = expf(x[i] - m);
+    for (; i < n; i++)
+        s += x[i] = expf(x[i] - m);
     float inv = 1.0f / s;
-    for (i = 0; i < n; i++) x[i] *= inv;
+    for (i = 0; i < n; i++)
+        x[i] *= inv;
 }
 
 /* Online softmax over 64-key tiles, one query row at a time, vector dots and axpys. */
@@ -191,7 +204,8 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             }
             if (tmax > m) {
                 float corr = expf(m - tmax);
-                for (int i = 0; i < hd; i++) acc[i] *= corr;
+                for (int i = 0; i < hd; i++)
+                    acc[i] *= corr;
                 l *= corr;
                 m = tmax;
             }
@@ -202,12 +216,15 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
                 __m256 vp = _mm256_set1_ps(p);
                 int i = 0;
                 for (; i + 8 <= hd; i += 8)
-                    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
-                for (; i < hd; i++) acc[i] += p * v[i];
+                    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i),
+                                                              _mm256_loadu_ps(acc + i)));
+                for (; i < hd; i++)
+                    acc[i] += p * v[i];
             }
         }
         float inv = 1.0f / l;
-        for (int i = 0; i < hd; i++) it->out[r][i] = acc[i] * inv;
+        for (int i = 0; i < hd; i++)
+            it->out[r][i] = acc[i] * inv;
     }
 }
 

@@ -53,7 +53,9 @@ static float a5_dot_f32(const float *a, const float *b, int n) {
 
 static void a5_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
     switch (t) {
-    case INF_F32: memcpy(dst, (const float *)row + k0, sizeof(float) * (size_t)n); return;
+    case INF_F32:
+        memcpy(dst, (const float *)row + k0, sizeof(float) * (size_t)n);
+        return;
     case INF_F16: {
         const uint16_t *h = (const uint16_t *)row + k0;
         for (int i = 0; i < n; i += 16) {
@@ -78,7 +80,8 @@ static void a5_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
             __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
             __m128i lo = _mm_loadu_si128((const __m128i *)b->qs);
             __m128i hi = _mm_loadu_si128((const __m128i *)(b->qs + 16));
-            _mm512_storeu_ps(dst + i, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
+            _mm512_storeu_ps(dst + i,
+                             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
             _mm512_storeu_ps(dst + i + 16,
                              _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi))));
         }
@@ -149,15 +152,16 @@ static inline __m512i bcast4(const void *p) {
     return _mm512_set1_epi32(v);
 }
 
-static inline __attribute__((always_inline)) void
-panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-          int t0, const int TB) {
+static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ldy,
+                                                            const inf_packed *pk,
+                                                            const uint8_t *panel, const inf_xq *xq,
+                                                            int t0, const int TB) {
     const int64_t n = xq->n;
     const int8_t *xqr[4];
     const float *dr[4];
     const int32_t *sr[4];
     __m512 acc[4];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xqr[t] = xq->q + (size_t)(t0 + t) * (size_t)n;
         dr[t] = xq->d + (size_t)(t0 + t) * (size_t)(n / 32);
@@ -169,19 +173,20 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
         __m512i ai[4];
-        #pragma GCC unroll 4
-        for (int t = 0; t < TB; t++) ai[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int t = 0; t < TB; t++)
+            ai[t] = _mm512_setzero_si512();
         switch (pk->kind) {
         case INF_PACK_Q8_0: {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int c = 0; c < 8; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);
-                #pragma GCC unroll 4
+#pragma GCC unroll 4
                 for (int t = 0; t < TB; t++)
                     ai[t] = _mm512_dpbusd_epi32(ai[t], w, bcast4(xqr[t] + 32 * g + 4 * c));
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 512)));
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
@@ -192,12 +197,12 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         }
         case INF_PACK_Q4_0:
         case INF_PACK_Q4_K: {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int c = 0; c < 4; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);
                 __m512i lo = _mm512_and_si512(w, m0f);
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
-                #pragma GCC unroll 4
+#pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
                     ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
@@ -205,7 +210,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
             if (pk->kind == INF_PACK_Q4_0) {
-                #pragma GCC unroll 4
+#pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                     __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(8 * s));
@@ -214,11 +219,12 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 }
             } else {
                 __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 288)));
-                #pragma GCC unroll 4
+#pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
                     __m512 dx = _mm512_set1_ps(dr[t][g]);
-                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
+                    acc[t] =
+                        _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
                     acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][g] * (float)s), acc[t]);
                 }
             }
@@ -235,7 +241,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             __m512i q2 = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
             __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
                                          _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 const int8_t *xg = xqr[t] + 16 * g;
                 ai[t] = _mm512_dpbusd_epi32(ai[t], q0, bcast4(xg));
@@ -244,7 +250,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 ai[t] = _mm512_dpbusd_epi32(ai[t], q3, bcast4(xg + 12));
             }
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][g]));
                 acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
@@ -252,20 +258,23 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
-        default: break;
+        default:
+            break;
         }
     }
-    #pragma GCC unroll 4
-    for (int t = 0; t < TB; t++) _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, acc[t]);
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, acc[t]);
 }
 
-static inline __attribute__((always_inline)) void
-panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-           int t0, const int TB) {
+static inline __attribute__((always_inline)) void panel_bf16(float *y, int64_t ldy,
+                                                             const inf_packed *pk,
+                                                             const uint8_t *panel, const inf_xq *xq,
+                                                             int t0, const int TB) {
     const int64_t n = xq->n;
     const uint16_t *xr[4];
     __m512 acc[4], acc2[4];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xr[t] = xq->bf + (size_t)(t0 + t) * (size_t)n;
         acc[t] = _mm512_setzero_ps();
@@ -273,18 +282,19 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < 16; c += 2) {
             __m512bh w0 = (__m512bh)_mm512_loadu_si512(gp + 64 * c);
             __m512bh w1 = (__m512bh)_mm512_loadu_si512(gp + 64 * c + 64);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 acc[t] = _mm512_dpbf16_ps(acc[t], w0, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c));
-                acc2[t] = _mm512_dpbf16_ps(acc2[t], w1, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c + 2));
+                acc2[t] =
+                    _mm512_dpbf16_ps(acc2[t], w1, (__m512bh)bcast4(xr[t] + 32 * g + 2 * c + 2));
             }
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < TB; t++)
         _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, _mm512_add_ps(acc[t], acc2[t]));
 }
@@ -297,18 +307,32 @@ static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         float *yp = y + 16 * p;
         int t = 0;
         if (pk->kind == INF_PACK_BF16) {
-            for (; t + 4 <= T; t += 4) panel_bf16(yp, ldy, pk, panel, xq, t, 4);
+            for (; t + 4 <= T; t += 4)
+                panel_bf16(yp, ldy, pk, panel, xq, t, 4);
             switch (T - t) {
-            case 3: panel_bf16(yp, ldy, pk, panel, xq, t, 3); break;
-            case 2: panel_bf16(yp, ldy, pk, panel, xq, t, 2); break;
-            case 1: panel_bf16(yp, ldy, pk, panel, xq, t, 1); break;
+            case 3:
+                panel_bf16(yp, ldy, pk, panel, xq, t, 3);
+                break;
+            case 2:
+                panel_bf16(yp, ldy, pk, panel, xq, t, 2);
+                break;
+            case 1:
+                panel_bf16(yp, ldy, pk, panel, xq, t, 1);
+                break;
             }
         } else {
-            for (; t + 4 <= T; t += 4) panel_int(yp, ldy, pk, panel, xq, t, 4);
+            for (; t + 4 <= T; t += 4)
+                panel_int(yp, ldy, pk, panel, xq, t, 4);
             switch (T - t) {
-            case 3: panel_int(yp, ldy, pk, panel, xq, t, 3); break;
-            case 2: panel_int(yp, ldy, pk, panel, xq, t, 2); break;
-            case 1: panel_int(yp, ldy, pk, panel, xq, t, 1); break;
+            case 3:
+                panel_int(yp, ldy, pk, panel, xq, t, 3);
+                break;
+            case 2:
+                panel_int(yp, ldy, pk, panel, xq, t, 2);
+                break;
+            case 1:
+                panel_int(yp, ldy, pk, panel, xq, t, 1);
+                break;
             }
         }
     }
@@ -367,12 +391,14 @@ static void a5_add(float *y, const float *x, int64_t n) {
 static void a5_softmax(float *x, int n) {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16)
-        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
+        mx = _mm512_max_ps(
+            mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
     __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
     __m512 sum = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
         __mmask16 m = tail_mask(n - i);
-        __m512 e = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm)));
+        __m512 e =
+            _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm)));
         sum = _mm512_add_ps(sum, e);
         _mm512_mask_storeu_ps(x + i, m, e);
     }
@@ -397,7 +423,8 @@ static inline __m512 reduce16(__m512 v[16]) {
                              _mm512_shuffle_f32x4(a[i], a[i + 4], 0xdd));
     /* b[i]: lane0 v[i], lane1 v[i+8], lane2 v[i+4], lane3 v[i+12]; 4 partials each */
     for (int i = 0; i < 2; i++)
-        c[i] = _mm512_add_ps(_mm512_unpacklo_ps(b[i], b[i + 2]), _mm512_unpackhi_ps(b[i], b[i + 2]));
+        c[i] =
+            _mm512_add_ps(_mm512_unpacklo_ps(b[i], b[i + 2]), _mm512_unpackhi_ps(b[i], b[i + 2]));
     /* c[i] per 128-bit lane: [x(i) p0, x(i+2) p0, x(i) p1, x(i+2) p1] */
     __m512 d = _mm512_add_ps(
         _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(c[0]), _mm512_castps_pd(c[1]))),
@@ -410,13 +437,15 @@ static inline __m512 reduce16(__m512 v[16]) {
 
 /* Scores of RB rows (r0..) against the 64 keys of the tile: K^T columns are
  * loaded once per d and shared by the rows. */
-static inline __attribute__((always_inline)) void
-scores_rows(float *st, const inf_attn_rows *it, int r0, const int RB, const float *kt, const int hd) {
+static inline __attribute__((always_inline)) void scores_rows(float *st, const inf_attn_rows *it,
+                                                              int r0, const int RB, const float *kt,
+                                                              const int hd) {
     __m512 a[4][4];
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) a[r][c] = _mm512_setzero_ps();
+        for (int c = 0; c < 4; c++)
+            a[r][c] = _mm512_setzero_ps();
     for (int d = 0; d < hd; d++) {
         const float *col = kt + (size_t)d * INF_KV_TILE;
         __m512 k0 = _mm512_load_ps(col), k1 = _mm512_load_ps(col + 16);
@@ -433,18 +462,21 @@ scores_rows(float *st, const inf_attn_rows *it, int r0, const int RB, const floa
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) _mm512_store_ps(st + (size_t)(r0 + r) * INF_KV_TILE + 16 * c, a[r][c]);
+        for (int c = 0; c < 4; c++)
+            _mm512_store_ps(st + (size_t)(r0 + r) * INF_KV_TILE + 16 * c, a[r][c]);
 }
 
 /* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows. */
-static inline __attribute__((always_inline)) void
-pv_rows(float *acc, const float *st, int r0, const int RB, const float *const *vrow, int nj, const int hd) {
+static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int r0,
+                                                          const int RB, const float *const *vrow,
+                                                          int nj, const int hd) {
     const int nv = hd / 16;
     __m512 av[2][16];
 #pragma GCC unroll 2
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 16
-        for (int i = 0; i < nv; i++) av[r][i] = _mm512_load_ps(acc + (size_t)(r0 + r) * hd + 16 * i);
+        for (int i = 0; i < nv; i++)
+            av[r][i] = _mm512_load_ps(acc + (size_t)(r0 + r) * hd + 16 * i);
     for (int j = 0; j < nj; j++) {
         const float *v = vrow[j];
         __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * INF_KV_TILE + j]);
@@ -459,7 +491,8 @@ pv_rows(float *acc, const float *st, int r0, const int RB, const float *const *v
 #pragma GCC unroll 2
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 16
-        for (int i = 0; i < nv; i++) _mm512_store_ps(acc + (size_t)(r0 + r) * hd + 16 * i, av[r][i]);
+        for (int i = 0; i < nv; i++)
+            _mm512_store_ps(acc + (size_t)(r0 + r) * hd + 16 * i, av[r][i]);
 }
 
 /* Scores of one row against the tile's keys read in place (few rows: a
@@ -470,7 +503,8 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
     const int nv = hd / 16;
     __m512 qv[16];
 #pragma GCC unroll 16
-    for (int i = 0; i < nv; i++) qv[i] = _mm512_loadu_ps(q + 16 * i);
+    for (int i = 0; i < nv; i++)
+        qv[i] = _mm512_loadu_ps(q + 16 * i);
     for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
         if (kb >= nk) {
             _mm512_store_ps(s + kb, _mm512_setzero_ps());
@@ -483,7 +517,8 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
             if (kb + j < nk) {
                 const float *k = krow[kb + j];
 #pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
+                for (int i = 0; i < nv; i++)
+                    a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
             }
         }
         _mm512_store_ps(s + kb, reduce16(a));
@@ -496,15 +531,16 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
  * the online-softmax update per row, and P.V for 2 rows at a time. A row
  * inactive in a tile (all its keys before it) gets p = 0 there, so its sums
  * are unchanged; each row's arithmetic is fixed by its own keys. */
-static inline __attribute__((always_inline)) void
-attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale, float *scratch) {
+static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows *it,
+                                                            const inf_kv_view *kv, const int hd,
+                                                            float scale, float *scratch) {
     const int R = it->R, nv = hd / 16;
     float *st = scratch;                      /* [R][64] scores, then probabilities */
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
-    float *kt = acc + (size_t)R * hd;                  /* [hd][64] K^T of the tile */
-    float *vt = kt + (size_t)INF_KV_TILE * hd;         /* [64][hd] */
+    float *kt = acc + (size_t)R * hd;          /* [hd][64] K^T of the tile */
+    float *vt = kt + (size_t)INF_KV_TILE * hd; /* [64][hd] */
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
@@ -522,21 +558,27 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
                 vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
             }
             for (; r < R; r++)
-                if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
+                if (it->lim[r] > t0)
+                    scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
         } else {
             for (int j = 0; j < nk; j++) {
                 const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
                 const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-                for (int d = 0; d < hd; d++) kt[(size_t)d * INF_KV_TILE + j] = ks[d];
+                for (int d = 0; d < hd; d++)
+                    kt[(size_t)d * INF_KV_TILE + j] = ks[d];
 #pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) _mm512_store_ps(vt + (size_t)j * hd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
+                for (int i = 0; i < nv; i++)
+                    _mm512_store_ps(vt + (size_t)j * hd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
                 vrow[j] = vt + (size_t)j * hd;
             }
             if (nk < INF_KV_TILE)
                 for (int d = 0; d < hd; d++)
-                    memset(kt + (size_t)d * INF_KV_TILE + nk, 0, sizeof(float) * (size_t)(INF_KV_TILE - nk));
-            for (; r + 4 <= R; r += 4) scores_rows(st, it, r, 4, kt, hd);
-            for (; r < R; r++) scores_rows(st, it, r, 1, kt, hd);
+                    memset(kt + (size_t)d * INF_KV_TILE + nk, 0,
+                           sizeof(float) * (size_t)(INF_KV_TILE - nk));
+            for (; r + 4 <= R; r += 4)
+                scores_rows(st, it, r, 4, kt, hd);
+            for (; r < R; r++)
+                scores_rows(st, it, r, 1, kt, hd);
         }
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
@@ -560,28 +602,33 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
                 __m512 corr = exp512(_mm512_set1_ps(m - tmax));
                 float *a = acc + (size_t)r * hd;
 #pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) _mm512_store_ps(a + 16 * i, _mm512_mul_ps(_mm512_load_ps(a + 16 * i), corr));
+                for (int i = 0; i < nv; i++)
+                    _mm512_store_ps(a + 16 * i, _mm512_mul_ps(_mm512_load_ps(a + 16 * i), corr));
                 l *= _mm512_cvtss_f32(corr);
                 m = tmax;
             }
             __m512 vm = _mm512_set1_ps(m), lsum = _mm512_setzero_ps();
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
-                __m512 pc = _mm512_maskz_mov_ps(tail_mask(nkr - 16 * c), exp512(_mm512_sub_ps(sv[c], vm)));
+                __m512 pc =
+                    _mm512_maskz_mov_ps(tail_mask(nkr - 16 * c), exp512(_mm512_sub_ps(sv[c], vm)));
                 lsum = _mm512_add_ps(lsum, pc);
                 _mm512_store_ps(s + 16 * c, pc);
             }
             ml[2 * r] = m;
             ml[2 * r + 1] = l + _mm512_reduce_add_ps(lsum);
         }
-        for (r = 0; r + 2 <= R; r += 2) pv_rows(acc, st, r, 2, vrow, nk, hd);
-        for (; r < R; r++) pv_rows(acc, st, r, 1, vrow, nk, hd);
+        for (r = 0; r + 2 <= R; r += 2)
+            pv_rows(acc, st, r, 2, vrow, nk, hd);
+        for (; r < R; r++)
+            pv_rows(acc, st, r, 1, vrow, nk, hd);
     }
     for (int r = 0; r < R; r++) {
         __m512 inv = _mm512_set1_ps(1.0f / ml[2 * r + 1]);
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++)
-            _mm512_storeu_ps(it->out[r] + 16 * i, _mm512_mul_ps(_mm512_load_ps(acc + (size_t)r * hd + 16 * i), inv));
+            _mm512_storeu_ps(it->out[r] + 16 * i,
+                             _mm512_mul_ps(_mm512_load_ps(acc + (size_t)r * hd + 16 * i), inv));
     }
 }
 
@@ -589,12 +636,24 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
 static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
     switch (hd) {
-    case 64: attn_body(it, kv, 64, scale, scratch); return;
-    case 128: attn_body(it, kv, 128, scale, scratch); return;
-    case 256: attn_body(it, kv, 256, scale, scratch); return;
-    case 16: attn_body(it, kv, 16, scale, scratch); return;
-    case 32: attn_body(it, kv, 32, scale, scratch); return;
-    case 96: attn_body(it, kv, 96, scale, scratch); return;
+    case 64:
+        attn_body(it, kv, 64, scale, scratch);
+        return;
+    case 128:
+        attn_body(it, kv, 128, scale, scratch);
+        return;
+    case 256:
+        attn_body(it, kv, 256, scale, scratch);
+        return;
+    case 16:
+        attn_body(it, kv, 16, scale, scratch);
+        return;
+    case 32:
+        attn_body(it, kv, 32, scale, scratch);
+        return;
+    case 96:
+        attn_body(it, kv, 96, scale, scratch);
+        return;
     }
     inf_kernels g;
     inf_kernels_fill_generic(&g);
@@ -608,10 +667,12 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
         /* self-check of the lane bookkeeping in reduce16 */
         __m512 v[16];
         float out[16];
-        for (int i = 0; i < 16; i++) v[i] = _mm512_set1_ps((float)i);
+        for (int i = 0; i < 16; i++)
+            v[i] = _mm512_set1_ps((float)i);
         _mm512_storeu_ps(out, reduce16(v));
         int ok = 1;
-        for (int i = 0; i < 16; i++) ok &= out[i] == 16.0f * (float)i;
+        for (int i = 0; i < 16; i++)
+            ok &= out[i] == 16.0f * (float)i;
         a5_reduce16_ok = ok;
     }
     k->dot_f32 = a5_dot_f32;

@@ -10,7 +10,8 @@
 
 static float g_dot_f32(const float *a, const float *b, int n) {
     float s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -22,9 +23,11 @@ static void g_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int 
 
 static void g_rmsnorm_row(float *out, const float *x, const float *w, int n, float eps) {
     float ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    for (int i = 0; i < n; i++)
+        ss += x[i] * x[i];
     float inv = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int i = 0; i < n; i++) out[i] = x[i] * inv * w[i];
+    for (int i = 0; i < n; i++)
+        out[i] = x[i] * inv * w[i];
 }
 
 static void g_rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s) {
@@ -40,26 +43,31 @@ static void g_rope_row(float *x, int n_heads, int head_dim, const float *c, cons
 }
 
 static void g_swiglu(float *out, const float *gate, const float *up, int64_t n) {
-    for (int64_t i = 0; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+    for (int64_t i = 0; i < n; i++)
+        out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 static void g_add(float *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    for (int64_t i = 0; i < n; i++)
+        y[i] += x[i];
 }
 
 static void g_softmax(float *x, int n) {
     float m = -INFINITY;
-    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
     float s = 0;
-    for (int i = 0; i < n; i++) s += x[i] = expf(x[i] - m);
+    for (int i = 0; i < n; i++)
+        s += x[i] = expf(x[i] - m);
     float inv = 1.0f / s;
-    for (int i = 0; i < n; i++) x[i] *= inv;
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
 }
 
 /* Online softmax over 64-key tiles, one query row at a time. */
 static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                         float *scratch) {
-    float *s = scratch;       /* [INF_KV_TILE] */
+    float *s = scratch;           /* [INF_KV_TILE] */
     float *acc = s + INF_KV_TILE; /* [hd] */
     for (int r = 0; r < it->R; r++) {
         const float *q = it->q[r];
@@ -71,13 +79,15 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
             for (int j = t0; j < t1; j++) {
                 const float *k = inf_kv_k_row(kv, j) + it->kv_off;
                 float d = 0;
-                for (int i = 0; i < hd; i++) d += q[i] * k[i];
+                for (int i = 0; i < hd; i++)
+                    d += q[i] * k[i];
                 s[j - t0] = d * scale;
                 if (s[j - t0] > tmax) tmax = s[j - t0];
             }
             if (tmax > m) {
                 float corr = expf(m - tmax);
-                for (int i = 0; i < hd; i++) acc[i] *= corr;
+                for (int i = 0; i < hd; i++)
+                    acc[i] *= corr;
                 l *= corr;
                 m = tmax;
             }
@@ -85,11 +95,13 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
                 float p = expf(s[j - t0] - m);
                 l += p;
                 const float *v = inf_kv_v_row(kv, j) + it->kv_off;
-                for (int i = 0; i < hd; i++) acc[i] += p * v[i];
+                for (int i = 0; i < hd; i++)
+                    acc[i] += p * v[i];
             }
         }
         float inv = 1.0f / l;
-        for (int i = 0; i < hd; i++) it->out[r][i] = acc[i] * inv;
+        for (int i = 0; i < hd; i++)
+            it->out[r][i] = acc[i] * inv;
     }
 }
 
@@ -107,14 +119,27 @@ void inf_kernels_fill_generic(inf_kernels *k) {
 }
 
 #if !defined(__x86_64__)
-void inf_kernels_fill_avx2(inf_kernels *k) { (void)k; }
-void inf_kernels_fill_avx512(inf_kernels *k) { (void)k; }
-void inf_kernels_fill_amx(inf_kernels *k) { (void)k; }
-int inf_amx_selftest(void) { return -1; }
-bool inf_amx_int8_kind(inf_pack_kind kind) { (void)kind; return false; }
+void inf_kernels_fill_avx2(inf_kernels *k) {
+    (void)k;
+}
+void inf_kernels_fill_avx512(inf_kernels *k) {
+    (void)k;
+}
+void inf_kernels_fill_amx(inf_kernels *k) {
+    (void)k;
+}
+int inf_amx_selftest(void) {
+    return -1;
+}
+bool inf_amx_int8_kind(inf_pack_kind kind) {
+    (void)kind;
+    return false;
+}
 #endif
 #if !defined(__aarch64__)
-void inf_kernels_fill_neon(inf_kernels *k) { (void)k; }
+void inf_kernels_fill_neon(inf_kernels *k) {
+    (void)k;
+}
 #endif
 
 static inf_kernels g_tables[INF_ISA_AMX + 1];

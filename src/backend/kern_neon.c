@@ -38,9 +38,11 @@ static float ne_dot_f32(const float *a, const float *b, int n) {
         s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
         s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
     }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    for (; i + 4 <= n; i += 4)
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
     float s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -49,14 +51,18 @@ static void ne_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
     switch (t) {
     case INF_F16: {
         const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
-        for (; i < n; i++) dst[i] = inf_f16_to_f32(h[i]);
+        for (; i + 4 <= n; i += 4)
+            vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
+        for (; i < n; i++)
+            dst[i] = inf_f16_to_f32(h[i]);
         return;
     }
     case INF_BF16: {
         const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h + i), 16)));
-        for (; i < n; i++) dst[i] = inf_bf16_to_f32(h[i]);
+        for (; i + 4 <= n; i += 4)
+            vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h + i), 16)));
+        for (; i < n; i++)
+            dst[i] = inf_bf16_to_f32(h[i]);
         return;
     }
     case INF_Q8_0: {
@@ -66,7 +72,8 @@ static void ne_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
             for (int j = 0; j < 32; j += 8) {
                 int16x8_t q = vmovl_s8(vld1_s8(b->qs + j));
                 vst1q_f32(dst + i + j, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d));
-                vst1q_f32(dst + i + j + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d));
+                vst1q_f32(dst + i + j + 4,
+                          vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d));
             }
         }
         return;
@@ -76,7 +83,8 @@ static void ne_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
         for (; i < n; i += 32, b++) {
             float d = inf_f16_to_f32(b->d);
             uint8x16_t q = vld1q_u8(b->qs);
-            int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8));
+            int8x16_t lo =
+                vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8));
             int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
             int8x16_t parts[2] = {lo, hi};
             for (int h = 0; h < 2; h++) {
@@ -102,8 +110,10 @@ static void ne_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int
 static void ne_rmsnorm_row(float *out, const float *x, const float *w, int n, float eps) {
     float inv = 1.0f / sqrtf(ne_dot_f32(x, x, n) / (float)n + eps);
     int i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_n_f32(vld1q_f32(x + i), inv), vld1q_f32(w + i)));
-    for (; i < n; i++) out[i] = x[i] * inv * w[i];
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(out + i, vmulq_f32(vmulq_n_f32(vld1q_f32(x + i), inv), vld1q_f32(w + i)));
+    for (; i < n; i++)
+        out[i] = x[i] * inv * w[i];
 }
 
 static void ne_rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s) {
@@ -132,7 +142,8 @@ static inline float32x4_t swiglu4(float32x4_t g, float32x4_t u) {
 
 static void ne_swiglu(float *out, const float *gate, const float *up, int64_t n) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, swiglu4(vld1q_f32(gate + i), vld1q_f32(up + i)));
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(out + i, swiglu4(vld1q_f32(gate + i), vld1q_f32(up + i)));
     if (i < n) {
         float g[4] = {0}, u[4] = {0}, o[4];
         memcpy(g, gate + i, sizeof(float) * (size_t)(n - i));
@@ -144,13 +155,16 @@ static void ne_swiglu(float *out, const float *gate, const float *up, int64_t n)
 
 static void ne_add(float *y, const float *x, int64_t n) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vld1q_f32(x + i)));
-    for (; i < n; i++) y[i] += x[i];
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vld1q_f32(x + i)));
+    for (; i < n; i++)
+        y[i] += x[i];
 }
 
 static void ne_softmax(float *x, int n) {
     float m = -INFINITY;
-    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
     float32x4_t vm = vdupq_n_f32(m), sum = vdupq_n_f32(0);
     int i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -159,13 +173,16 @@ static void ne_softmax(float *x, int n) {
         vst1q_f32(x + i, e);
     }
     float s = vaddvq_f32(sum);
-    for (; i < n; i++) s += x[i] = expf(x[i] - m);
+    for (; i < n; i++)
+        s += x[i] = expf(x[i] - m);
     float inv = 1.0f / s;
-    for (i = 0; i < n; i++) x[i] *= inv;
+    for (i = 0; i < n; i++)
+        x[i] *= inv;
 }
 
 /* Online softmax over 64-key tiles, one query row at a time. */
-static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale, float *scratch) {
+static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
+                         float *scratch) {
     float *s = scratch;
     float *acc = s + INF_KV_TILE;
     for (int r = 0; r < it->R; r++) {
@@ -181,7 +198,8 @@ static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             }
             if (tmax > m) {
                 float corr = expf(m - tmax);
-                for (int i = 0; i < hd; i++) acc[i] *= corr;
+                for (int i = 0; i < hd; i++)
+                    acc[i] *= corr;
                 l *= corr;
                 m = tmax;
             }
@@ -190,12 +208,15 @@ static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
                 l += p;
                 const float *v = inf_kv_v_row(kv, j) + it->kv_off;
                 int i = 0;
-                for (; i + 4 <= hd; i += 4) vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), vld1q_f32(v + i), p));
-                for (; i < hd; i++) acc[i] += p * v[i];
+                for (; i + 4 <= hd; i += 4)
+                    vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), vld1q_f32(v + i), p));
+                for (; i < hd; i++)
+                    acc[i] += p * v[i];
             }
         }
         float inv = 1.0f / l;
-        for (int i = 0; i < hd; i++) it->out[r][i] = acc[i] * inv;
+        for (int i = 0; i < hd; i++)
+            it->out[r][i] = acc[i] * inv;
     }
 }
 

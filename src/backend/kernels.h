@@ -38,10 +38,11 @@
 #include "backend/backend.h"
 #include "backend/cpu_features.h"
 
-#define INF_PANEL 16    /* output rows per packed panel */
-#define INF_CHUNK 256   /* k elements dequantized at a time on the generic path */
-#define INF_KV_TILE 64  /* keys per flash-attention tile */
-#define INF_ATTN_MAX_R 128 /* query vectors per attention work item: each K/V tile is reused this often */
+#define INF_PANEL 16   /* output rows per packed panel */
+#define INF_CHUNK 256  /* k elements dequantized at a time on the generic path */
+#define INF_KV_TILE 64 /* keys per flash-attention tile */
+#define INF_ATTN_MAX_R                                                                             \
+    128 /* query vectors per attention work item: each K/V tile is reused this often */
 
 typedef enum inf_pack_kind {
     INF_PACK_BF16 = 1,
@@ -57,8 +58,8 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
-    uint8_t *data;      /* [n_panels][n_groups][group_bytes], page aligned (huge pages if allowed) */
-    size_t mapped;      /* bytes mapped at data */
+    uint8_t *data; /* [n_panels][n_groups][group_bytes], page aligned (huge pages if allowed) */
+    size_t mapped; /* bytes mapped at data */
 } inf_packed;
 
 /* Builds the packed form of w (NULL when its type has none or n_in does not
@@ -72,22 +73,22 @@ void inf_packed_free(inf_packed *p);
 #define INF_XQ_INT8 1
 #define INF_XQ_BF16 2
 typedef struct inf_xq {
-    int64_t n;       /* row length (multiple of 32) */
-    int8_t *q;       /* [T][n] */
-    float *d;        /* [T][n/32] */
-    int32_t *s16;    /* [T][n/16] */
-    uint16_t *bf;    /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
+    int64_t n;    /* row length (multiple of 32) */
+    int8_t *q;    /* [T][n] */
+    float *d;     /* [T][n/32] */
+    int32_t *s16; /* [T][n/16] */
+    uint16_t *bf; /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
 } inf_xq;
 
 /* One attention work item: R query vectors that read the same KV head.
  * Query r sees keys 0..lim[r]-1 (lim[r] >= 1). */
 typedef struct inf_attn_rows {
     int R;
-    const float *q[INF_ATTN_MAX_R];   /* [R] -> head_dim floats */
-    float *out[INF_ATTN_MAX_R];       /* [R] -> head_dim floats */
+    const float *q[INF_ATTN_MAX_R]; /* [R] -> head_dim floats */
+    float *out[INF_ATTN_MAX_R];     /* [R] -> head_dim floats */
     int lim[INF_ATTN_MAX_R];
-    int kv_off;           /* kv_head * head_dim */
-    int max_lim;          /* max of lim */
+    int kv_off;  /* kv_head * head_dim */
+    int max_lim; /* max of lim */
 } inf_attn_rows;
 
 /* Floats of attention scratch one thread needs for an item of R rows. */

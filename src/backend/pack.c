@@ -20,12 +20,13 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
 
 /* One row's group g: q[k] in the packed kernels' unsigned form, and the
  * per-row scale A (and offset scale B for Q4_K) as f16 bits. */
-static void fetch_group(inf_pack_kind kind, const uint8_t *row, int64_t g, uint8_t *q,
-                        uint16_t *A, uint16_t *B) {
+static void fetch_group(inf_pack_kind kind, const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A,
+                        uint16_t *B) {
     switch (kind) {
     case INF_PACK_Q8_0: {
         const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + g;
-        for (int k = 0; k < 32; k++) q[k] = (uint8_t)(b->qs[k] + 128);
+        for (int k = 0; k < 32; k++)
+            q[k] = (uint8_t)(b->qs[k] + 128);
         *A = b->d;
         break;
     }
@@ -43,7 +44,8 @@ static void fetch_group(inf_pack_kind kind, const uint8_t *row, int64_t g, uint8
         int sub = (int)(g % 8), sc, m;
         q4k_scale_min(b->scales, sub, &sc, &m);
         const uint8_t *qs = b->qs + 32 * (sub / 2);
-        for (int k = 0; k < 32; k++) q[k] = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
+        for (int k = 0; k < 32; k++)
+            q[k] = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
         *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
         *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
         break;
@@ -61,7 +63,8 @@ static void fetch_group(inf_pack_kind kind, const uint8_t *row, int64_t g, uint8
         *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)b->scales[s]);
         break;
     }
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -86,12 +89,29 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
     int group = 32;
     size_t gbytes;
     switch (w->t->type) {
-    case INF_BF16: kind = INF_PACK_BF16; gbytes = 1024; break;
-    case INF_Q8_0: kind = INF_PACK_Q8_0; gbytes = 544; break;
-    case INF_Q4_0: kind = INF_PACK_Q4_0; gbytes = 288; break;
-    case INF_Q4_K: kind = INF_PACK_Q4_K; gbytes = 320; break;
-    case INF_Q6_K: kind = INF_PACK_Q6_K; gbytes = 224; group = 16; break;
-    default: return NULL;
+    case INF_BF16:
+        kind = INF_PACK_BF16;
+        gbytes = 1024;
+        break;
+    case INF_Q8_0:
+        kind = INF_PACK_Q8_0;
+        gbytes = 544;
+        break;
+    case INF_Q4_0:
+        kind = INF_PACK_Q4_0;
+        gbytes = 288;
+        break;
+    case INF_Q4_K:
+        kind = INF_PACK_Q4_K;
+        gbytes = 320;
+        break;
+    case INF_Q6_K:
+        kind = INF_PACK_Q6_K;
+        gbytes = 224;
+        group = 16;
+        break;
+    default:
+        return NULL;
     }
     if (w->n_in % group || w->n_out < INF_PANEL) return NULL;
     inf_packed *p = inf_alloc(sizeof *p);
@@ -112,34 +132,39 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
             uint8_t *dst = p->data + ((size_t)pi * (size_t)p->n_groups + (size_t)g) * gbytes;
             if (kind == INF_PACK_BF16) {
                 for (int r = 0; r < INF_PANEL; r++) {
-                    const uint16_t *row = (const uint16_t *)(base + (size_t)(16 * pi + r) * w->row_bytes);
-                    for (int c = 0; c < 16; c++) memcpy(dst + 64 * c + 4 * r, row + 32 * g + 2 * c, 4);
+                    const uint16_t *row =
+                        (const uint16_t *)(base + (size_t)(16 * pi + r) * w->row_bytes);
+                    for (int c = 0; c < 16; c++)
+                        memcpy(dst + 64 * c + 4 * r, row + 32 * g + 2 * c, 4);
                 }
                 continue;
             }
             uint8_t q[INF_PANEL][32];
             uint16_t A[INF_PANEL], B[INF_PANEL];
             for (int r = 0; r < INF_PANEL; r++)
-                fetch_group(kind, base + (size_t)(16 * pi + r) * w->row_bytes, g, q[r], &A[r], &B[r]);
+                fetch_group(kind, base + (size_t)(16 * pi + r) * w->row_bytes, g, q[r], &A[r],
+                            &B[r]);
             size_t qbytes;
             if (kind == INF_PACK_Q8_0) {
                 for (int c = 0; c < 8; c++)
                     for (int r = 0; r < 16; r++)
-                        for (int j = 0; j < 4; j++) dst[64 * c + 4 * r + j] = q[r][4 * c + j];
+                        for (int j = 0; j < 4; j++)
+                            dst[64 * c + 4 * r + j] = q[r][4 * c + j];
                 qbytes = 512;
             } else {
                 int nchunks = group / 8;
                 for (int c = 0; c < nchunks; c++)
                     for (int r = 0; r < 16; r++)
                         for (int j = 0; j < 4; j++)
-                            dst[64 * c + 4 * r + j] =
-                                (uint8_t)((q[r][8 * c + j] & 0xF) | (q[r][8 * c + 4 + j] & 0xF) << 4);
+                            dst[64 * c + 4 * r + j] = (uint8_t)((q[r][8 * c + j] & 0xF) |
+                                                                (q[r][8 * c + 4 + j] & 0xF) << 4);
                 qbytes = 64 * (size_t)nchunks;
                 if (kind == INF_PACK_Q6_K) {
                     for (int r = 0; r < 16; r++)
                         for (int j = 0; j < 4; j++) {
                             int h = 0;
-                            for (int i = 0; i < 4; i++) h |= ((q[r][4 * i + j] >> 4) & 3) << (2 * i);
+                            for (int i = 0; i < 4; i++)
+                                h |= ((q[r][4 * i + j] >> 4) & 3) << (2 * i);
                             dst[128 + 4 * r + j] = (uint8_t)h;
                         }
                     qbytes = 192;

@@ -37,15 +37,15 @@ typedef struct worker {
 
 struct inf_pool {
     int n;
-    worker *workers;           /* [n-1] */
-    _Atomic unsigned gen;      /* bumped once per job (the futex word) */
-    _Atomic uint64_t state;    /* job generation << 32 | CLOSED | workers active in it */
-    _Atomic int next;          /* next unclaimed chunk */
-    _Atomic int sleeping;      /* workers inside futex wait */
-    _Atomic unsigned done;     /* bumped when the last active worker leaves a closed job (futex word) */
+    worker *workers;        /* [n-1] */
+    _Atomic unsigned gen;   /* bumped once per job (the futex word) */
+    _Atomic uint64_t state; /* job generation << 32 | CLOSED | workers active in it */
+    _Atomic int next;       /* next unclaimed chunk */
+    _Atomic int sleeping;   /* workers inside futex wait */
+    _Atomic unsigned done; /* bumped when the last active worker leaves a closed job (futex word) */
     _Atomic int caller_waiting;
     _Atomic int stop;
-    inf_pool_fn fn;            /* the current job; stable while any worker is active */
+    inf_pool_fn fn; /* the current job; stable while any worker is active */
     void *arg;
     int n_chunks;
 };
@@ -128,16 +128,20 @@ void inf_pool_free(inf_pool *p) {
     atomic_store(&p->stop, 1);
     atomic_fetch_add(&p->gen, 1);
     futex_wake_all(&p->gen);
-    for (int i = 1; i < p->n; i++) pthread_join(p->workers[i - 1].thread, NULL);
+    for (int i = 1; i < p->n; i++)
+        pthread_join(p->workers[i - 1].thread, NULL);
     free(p->workers);
     free(p);
 }
 
-int inf_pool_size(const inf_pool *p) { return p ? p->n : 1; }
+int inf_pool_size(const inf_pool *p) {
+    return p ? p->n : 1;
+}
 
 void inf_pool_run(inf_pool *p, inf_pool_fn fn, void *arg, int n_chunks) {
     if (!p || p->n == 1 || n_chunks <= 1) {
-        for (int k = 0; k < n_chunks; k++) fn(arg, k, n_chunks, 0);
+        for (int k = 0; k < n_chunks; k++)
+            fn(arg, k, n_chunks, 0);
         return;
     }
     p->fn = fn;
@@ -185,7 +189,8 @@ int inf_physical_cores(void) {
             if (fscanf(f, "%d", &core) != 1) core = -1;
             fclose(f);
         }
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
+                 c);
         f = fopen(path, "r");
         if (f) {
             if (fscanf(f, "%d", &pkg) != 1) pkg = 0;
@@ -196,7 +201,8 @@ int inf_physical_cores(void) {
             continue;
         }
         int key = pkg * 4096 + core, dup = 0;
-        for (int i = 0; i < n_seen; i++) dup |= seen_core[i] == key;
+        for (int i = 0; i < n_seen; i++)
+            dup |= seen_core[i] == key;
         if (!dup && n_seen < 1024) seen_core[n_seen++] = key;
         if (!dup) count++;
     }

@@ -16,7 +16,9 @@ int inf_backend_create(inf_backend **out, const inf_backend_opts *o, inf_err *er
     if (o->isa) {
         inf_isa want;
         if (inf_isa_parse(o->isa, &want) != 0)
-            return inf_fail(err, "--isa: unknown level '%s' (expected amx, avx512, avx2, neon or scalar)", o->isa);
+            return inf_fail(
+                err, "--isa: unknown level '%s' (expected amx, avx512, avx2, neon or scalar)",
+                o->isa);
         isa = inf_isa_clamp(want);
     }
     inf_backend *be;
@@ -28,7 +30,8 @@ int inf_backend_create(inf_backend **out, const inf_backend_opts *o, inf_err *er
         be = inf_backend_simd_create(isa, nth, !strcmp(name, "pool"));
         if (!be) return inf_fail(err, "backend %s: out of memory", name);
     } else {
-        return inf_fail(err, "--backend: unknown backend '%s' (expected scalar, simd or pool)", name);
+        return inf_fail(err, "--backend: unknown backend '%s' (expected scalar, simd or pool)",
+                        name);
     }
     if (o->trace) {
         inf_backend *tr = inf_trace_wrap(be);

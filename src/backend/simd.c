@@ -22,7 +22,7 @@
 #include "backend/simd.h"
 #include "util/mem.h"
 
-#define AMX_MIN_T 16      /* tokens from which prefill runs on AMX tiles (padded to 32) */
+#define AMX_MIN_T 16       /* tokens from which prefill runs on AMX tiles (padded to 32) */
 #define ELEM_PAR_MIN 32768 /* elementwise ops below this run on one thread */
 
 typedef struct simd_ctx {
@@ -40,13 +40,17 @@ typedef struct simd_ctx {
     size_t thr_cap;      /* floats */
 } simd_ctx;
 
-static simd_ctx *ctx_of(const inf_backend *be) { return (simd_ctx *)be->ctx; }
+static simd_ctx *ctx_of(const inf_backend *be) {
+    return (simd_ctx *)be->ctx;
+}
 
 /* fn over chunks 0..n_chunks-1, on the pool when there is one */
 static void run(simd_ctx *c, inf_pool_fn fn, void *arg, int n_chunks) {
-    if (c->pool) inf_pool_run(c->pool, fn, arg, n_chunks);
+    if (c->pool)
+        inf_pool_run(c->pool, fn, arg, n_chunks);
     else
-        for (int k = 0; k < n_chunks; k++) fn(arg, k, n_chunks, 0);
+        for (int k = 0; k < n_chunks; k++)
+            fn(arg, k, n_chunks, 0);
 }
 
 /* chunks for n units of work: a few per thread, so a late thread's share is small */
@@ -118,7 +122,8 @@ static void generic_rows(const inf_kernels *k, float *y, const float *x, const i
     const inf_dtype type = w->t->type;
     for (int64_t o = r0; o < r1; o++) {
         const uint8_t *row = (const uint8_t *)w->t->data + (size_t)o * w->row_bytes;
-        for (int t = 0; t < T; t++) y[(size_t)t * (size_t)n_out + (size_t)o] = 0;
+        for (int t = 0; t < T; t++)
+            y[(size_t)t * (size_t)n_out + (size_t)o] = 0;
         for (int64_t k0 = 0; k0 < n_in; k0 += INF_CHUNK) {
             int n = (int)(n_in - k0 < INF_CHUNK ? n_in - k0 : INF_CHUNK);
             const float *wv;
@@ -129,7 +134,8 @@ static void generic_rows(const inf_kernels *k, float *y, const float *x, const i
                 wv = buf;
             }
             for (int t = 0; t < T; t++)
-                y[(size_t)t * (size_t)n_out + (size_t)o] += k->dot_f32(x + (size_t)t * (size_t)n_in + k0, wv, n);
+                y[(size_t)t * (size_t)n_out + (size_t)o] +=
+                    k->dot_f32(x + (size_t)t * (size_t)n_in + k0, wv, n);
         }
     }
 }
@@ -154,7 +160,8 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
             slice(pairs, ith, nth, &lo, &hi);
             lo *= 2;
             hi = hi * 2 < np ? hi * 2 : np;
-            if (lo < hi) k->matmul_amx(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi, c->amx_scratch[tid]);
+            if (lo < hi)
+                k->matmul_amx(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi, c->amx_scratch[tid]);
         } else {
             slice(np, ith, nth, &lo, &hi);
             if (lo < hi) k->matmul_packed(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi);
@@ -166,10 +173,12 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
     if (lo < hi) generic_rows(k, j->y, j->x, j->w, j->T, done + lo, done + hi, c->thr_scratch[tid]);
 }
 
-static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T) {
+static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w,
+                        int T) {
     simd_ctx *c = ctx_of(be);
     mm_job j = {.c = c, .y = y, .x = x, .w = w, .T = T};
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) == 0);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) ==
+               0);
     const inf_packed *pk = c->k->has_packed ? w->packed : NULL;
     if (pk) {
         int64_t n = w->n_in;
@@ -180,8 +189,10 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
         bool bf_tiles = pk->kind == INF_PACK_BF16 || (j.use_amx && !inf_amx_int8_kind(pk->kind));
         j.quant_what = bf_tiles ? INF_XQ_BF16 : INF_XQ_INT8;
         INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n) == 0);
-        INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
-        INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap, sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap,
+                        sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap,
+                        sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16)) == 0);
         INF_ASSERT(grow((void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n) == 0);
         c->xq.n = n;
         if (j.use_amx) {
@@ -196,12 +207,16 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
             }
             memset(c->xq.bf + (size_t)T * (size_t)n, 0, 2 * (size_t)(T32 - T) * (size_t)n);
             memset(c->xq.q + (size_t)T * (size_t)n, 0, (size_t)(T32 - T) * (size_t)n);
-            memset(c->xq.d + (size_t)T * (size_t)(n / 32), 0, sizeof(float) * (size_t)(T32 - T) * (size_t)(n / 32));
-            memset(c->xq.s16 + (size_t)T * (size_t)(n / 16), 0, sizeof(int32_t) * (size_t)(T32 - T) * (size_t)(n / 16));
+            memset(c->xq.d + (size_t)T * (size_t)(n / 32), 0,
+                   sizeof(float) * (size_t)(T32 - T) * (size_t)(n / 32));
+            memset(c->xq.s16 + (size_t)T * (size_t)(n / 16), 0,
+                   sizeof(int32_t) * (size_t)(T32 - T) * (size_t)(n / 16));
         }
         j.pk = pk;
-        if (T >= 8) run(c, mm_quant_task, &j, c->nth);
-        else mm_quant_task(&j, 0, 1, 0);
+        if (T >= 8)
+            run(c, mm_quant_task, &j, c->nth);
+        else
+            mm_quant_task(&j, 0, 1, 0);
     }
     int64_t units = pk ? (j.use_amx ? (pk->n_panels + 1) / 2 : pk->n_panels) : w->n_out / INF_PANEL;
     run(c, mm_task, &j, n_chunks_for(c, units));
@@ -229,12 +244,14 @@ static void rms_task(void *arg, int ith, int nth, int tid) {
         j->c->k->rmsnorm_row(j->out + r * j->n, j->x + r * j->n, j->w, j->n, j->eps);
 }
 
-static void simd_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows,
-                         int n, float eps) {
+static void simd_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w,
+                         int rows, int n, float eps) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = out, .x = x, .w = w, .rows = rows, .n = n, .eps = eps};
-    if ((int64_t)rows * n >= ELEM_PAR_MIN && rows > 1) run(c, rms_task, &j, n_chunks_for(c, rows));
-    else rms_task(&j, 0, 1, 0);
+    if ((int64_t)rows * n >= ELEM_PAR_MIN && rows > 1)
+        run(c, rms_task, &j, n_chunks_for(c, rows));
+    else
+        rms_task(&j, 0, 1, 0);
 }
 
 static void rope_task(void *arg, int ith, int nth, int tid) {
@@ -244,16 +261,25 @@ static void rope_task(void *arg, int ith, int nth, int tid) {
     slice(j->rows, ith, nth, &lo, &hi);
     for (int64_t t = lo; t < hi; t++)
         j->c->k->rope_row(j->out + t * (int64_t)j->n_heads * j->head_dim, j->n_heads, j->head_dim,
-                          j->cos_tab + (int64_t)j->pos[t] * half, j->sin_tab + (int64_t)j->pos[t] * half);
+                          j->cos_tab + (int64_t)j->pos[t] * half,
+                          j->sin_tab + (int64_t)j->pos[t] * half);
 }
 
 static void simd_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
                       int head_dim, const float *cos_tab, const float *sin_tab) {
     simd_ctx *c = ctx_of(be);
-    row_job j = {.c = c, .out = x, .pos = pos, .rows = T, .n_heads = n_heads, .head_dim = head_dim,
-                 .cos_tab = cos_tab, .sin_tab = sin_tab};
-    if ((int64_t)T * n_heads * head_dim >= ELEM_PAR_MIN && T > 1) run(c, rope_task, &j, n_chunks_for(c, T));
-    else rope_task(&j, 0, 1, 0);
+    row_job j = {.c = c,
+                 .out = x,
+                 .pos = pos,
+                 .rows = T,
+                 .n_heads = n_heads,
+                 .head_dim = head_dim,
+                 .cos_tab = cos_tab,
+                 .sin_tab = sin_tab};
+    if ((int64_t)T * n_heads * head_dim >= ELEM_PAR_MIN && T > 1)
+        run(c, rope_task, &j, n_chunks_for(c, T));
+    else
+        rope_task(&j, 0, 1, 0);
 }
 
 /* elementwise slices start at multiples of 64 so every element meets the same vector code */
@@ -272,11 +298,14 @@ static void swiglu_task(void *arg, int ith, int nth, int tid) {
     if (lo < hi) j->c->k->swiglu(j->out + lo, j->x + lo, j->y2 + lo, hi - lo);
 }
 
-static void simd_swiglu(const inf_backend *be, float *out, const float *gate, const float *up, int64_t n) {
+static void simd_swiglu(const inf_backend *be, float *out, const float *gate, const float *up,
+                        int64_t n) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = out, .x = gate, .y2 = up, .len = n};
-    if (n >= ELEM_PAR_MIN) run(c, swiglu_task, &j, n_chunks_for(c, n / 4096));
-    else swiglu_task(&j, 0, 1, 0);
+    if (n >= ELEM_PAR_MIN)
+        run(c, swiglu_task, &j, n_chunks_for(c, n / 4096));
+    else
+        swiglu_task(&j, 0, 1, 0);
 }
 
 static void add_task(void *arg, int ith, int nth, int tid) {
@@ -290,11 +319,15 @@ static void add_task(void *arg, int ith, int nth, int tid) {
 static void simd_add(const inf_backend *be, float *y, const float *x, int64_t n) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c, .out = y, .x = x, .len = n};
-    if (n >= ELEM_PAR_MIN) run(c, add_task, &j, n_chunks_for(c, n / 4096));
-    else add_task(&j, 0, 1, 0);
+    if (n >= ELEM_PAR_MIN)
+        run(c, add_task, &j, n_chunks_for(c, n / 4096));
+    else
+        add_task(&j, 0, 1, 0);
 }
 
-static void simd_softmax(const inf_backend *be, float *x, int n) { ctx_of(be)->k->softmax(x, n); }
+static void simd_softmax(const inf_backend *be, float *x, int n) {
+    ctx_of(be)->k->softmax(x, n);
+}
 
 /* ---- attention ------------------------------------------------------------------------------ */
 
@@ -326,7 +359,8 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
         it.R = 0;
         it.kv_off = g * s->head_dim;
         it.max_lim = 0;
-        int h0 = g * group + hc * j->hpi, h1 = h0 + j->hpi < (g + 1) * group ? h0 + j->hpi : (g + 1) * group;
+        int h0 = g * group + hc * j->hpi,
+            h1 = h0 + j->hpi < (g + 1) * group ? h0 + j->hpi : (g + 1) * group;
         int t1 = (qbk + 1) * j->qb < j->T ? (qbk + 1) * j->qb : j->T;
         for (int t = qbk * j->qb; t < t1; t++)
             for (int h = h0; h < h1; h++) {
@@ -340,8 +374,8 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
     }
 }
 
-static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
-                     const inf_attn_shape *s) {
+static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view *kv, int pos0,
+                     int T, const inf_attn_shape *s) {
     attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T};
     int group = s->n_head / s->n_head_kv;
     j.hpi = group < INF_ATTN_MAX_R ? group : INF_ATTN_MAX_R;
@@ -349,17 +383,18 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
     j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
     j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk;
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK) == 0);
+    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) +
+                                         INF_CHUNK) == 0);
     run(c, attn_task, &j, j.n_items);
 }
 
-static void simd_attn_prefill(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
-                              int pos0, int T, const inf_attn_shape *s) {
+static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
+                              const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
     attn_run(ctx_of(be), out, q, kv, pos0, T, s);
 }
 
-static void simd_attn_decode(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
-                             int n_keys, const inf_attn_shape *s) {
+static void simd_attn_decode(const inf_backend *be, float *out, const float *q,
+                             const inf_kv_view *kv, int n_keys, const inf_attn_shape *s) {
     attn_run(ctx_of(be), out, q, kv, n_keys - 1, 1, s);
 }
 
@@ -379,7 +414,8 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     c->amx_scratch = calloc((size_t)c->nth, sizeof *c->amx_scratch);
     c->thr_scratch = calloc((size_t)c->nth, sizeof *c->thr_scratch);
     if (!c->amx_scratch || !c->thr_scratch) goto fail;
-    snprintf(c->name, sizeof c->name, "%s-%s", pool || c->pool ? "pool" : "simd", inf_isa_name(c->k->isa));
+    snprintf(c->name, sizeof c->name, "%s-%s", pool || c->pool ? "pool" : "simd",
+             inf_isa_name(c->k->isa));
     be->name = c->name;
     be->ctx = c;
     be->prepare_weight = simd_prepare_weight;
@@ -423,7 +459,13 @@ void inf_backend_simd_free(inf_backend *be) {
     free(be);
 }
 
-bool inf_backend_is_simd(const inf_backend *be) { return be && be->matmul == simd_matmul; }
+bool inf_backend_is_simd(const inf_backend *be) {
+    return be && be->matmul == simd_matmul;
+}
 
-int inf_backend_simd_threads(const inf_backend *be) { return ctx_of(be)->nth; }
-inf_isa inf_backend_simd_isa(const inf_backend *be) { return ctx_of(be)->k->isa; }
+int inf_backend_simd_threads(const inf_backend *be) {
+    return ctx_of(be)->nth;
+}
+inf_isa inf_backend_simd_isa(const inf_backend *be) {
+    return ctx_of(be)->k->isa;
+}

@@ -22,10 +22,10 @@ enum {
 #define N_TYPES 8
 #define N_OPS (OP_MATMUL0 + 2 * N_TYPES)
 
-static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed", "rmsnorm", "rope",
-                                                 "attn_prefill", "attn_decode", "swiglu", "add",
-                                                 "softmax"};
-static const inf_dtype type_slots[N_TYPES] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0,
+static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed",        "rmsnorm",
+                                                 "rope",           "attn_prefill", "attn_decode",
+                                                 "swiglu",         "add",          "softmax"};
+static const inf_dtype type_slots[N_TYPES] = {INF_F32,  INF_F16,  INF_BF16, INF_Q8_0,
                                               INF_Q4_0, INF_Q4_K, INF_Q6_K, (inf_dtype)-1};
 
 typedef struct trace_ctx {
@@ -34,7 +34,9 @@ typedef struct trace_ctx {
     unsigned long long ns[N_OPS];
 } trace_ctx;
 
-static trace_ctx *tc(const inf_backend *be) { return (trace_ctx *)be->ctx; }
+static trace_ctx *tc(const inf_backend *be) {
+    return (trace_ctx *)be->ctx;
+}
 
 #define TIMED(be, op, call)                                                                        \
     do {                                                                                           \
@@ -55,7 +57,8 @@ static void tr_release(const inf_backend *be, inf_weight *w) {
     const inf_backend *in = tc(be)->inner;
     if (in->release_weight) in->release_weight(in, w);
 }
-static void tr_embed(const inf_backend *be, float *out, const inf_tensor *table, const int32_t *ids, int T) {
+static void tr_embed(const inf_backend *be, float *out, const inf_tensor *table, const int32_t *ids,
+                     int T) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_EMBED, in->embed(in, out, table, ids, T));
 }
@@ -66,18 +69,18 @@ static void tr_matmul(const inf_backend *be, float *y, const float *x, const inf
         if (type_slots[i] == w->t->type) slot = i;
     TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul(in, y, x, w, T));
 }
-static void tr_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows, int n,
-                       float eps) {
+static void tr_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows,
+                       int n, float eps) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_RMSNORM, in->rmsnorm(in, out, x, w, rows, n, eps));
 }
-static void tr_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads, int head_dim,
-                    const float *cos_tab, const float *sin_tab) {
+static void tr_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
+                    int head_dim, const float *cos_tab, const float *sin_tab) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_ROPE, in->rope(in, x, pos, T, n_heads, head_dim, cos_tab, sin_tab));
 }
-static void tr_attn_prefill(const inf_backend *be, float *out, const float *q, const inf_kv_view *kv,
-                            int pos0, int T, const inf_attn_shape *s) {
+static void tr_attn_prefill(const inf_backend *be, float *out, const float *q,
+                            const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_ATTN_PREFILL, in->attn_prefill(in, out, q, kv, pos0, T, s));
 }
@@ -86,7 +89,8 @@ static void tr_attn_decode(const inf_backend *be, float *out, const float *q, co
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_ATTN_DECODE, in->attn_decode(in, out, q, kv, n_keys, s));
 }
-static void tr_swiglu(const inf_backend *be, float *out, const float *gate, const float *up, int64_t n) {
+static void tr_swiglu(const inf_backend *be, float *out, const float *gate, const float *up,
+                      int64_t n) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_SWIGLU, in->swiglu(in, out, gate, up, n));
 }
@@ -136,7 +140,9 @@ void inf_trace_reset(inf_backend *tr) {
     memset(c->ns, 0, sizeof c->ns);
 }
 
-const inf_backend *inf_trace_inner(const inf_backend *tr) { return tc(tr)->inner; }
+const inf_backend *inf_trace_inner(const inf_backend *tr) {
+    return tc(tr)->inner;
+}
 
 static void op_name(int op, char *buf, size_t cap) {
     if (op < OP_MATMUL0) {
@@ -169,15 +175,16 @@ size_t inf_trace_format(const inf_backend *tr, char *buf, size_t cap) {
 #define APPEND(...)                                                                                \
     do {                                                                                           \
         if (len < cap) {                                                                           \
-            int w_ = snprintf(buf + len, cap - len, __VA_ARGS__);                                 \
-            if (w_ > 0) len += (size_t)w_ < cap - len ? (size_t)w_ : cap - len - 1;               \
+            int w_ = snprintf(buf + len, cap - len, __VA_ARGS__);                                  \
+            if (w_ > 0) len += (size_t)w_ < cap - len ? (size_t)w_ : cap - len - 1;                \
         }                                                                                          \
     } while (0)
     APPEND("%-22s %10s %12s %7s\n", "op", "calls", "total ms", "share");
     for (int i = 0; i < n; i++) {
         char name[40];
         op_name(order[i], name, sizeof name);
-        APPEND("%-22s %10llu %12.2f %6.1f%%\n", name, c->calls[order[i]], (double)c->ns[order[i]] * 1e-6,
+        APPEND("%-22s %10llu %12.2f %6.1f%%\n", name, c->calls[order[i]],
+               (double)c->ns[order[i]] * 1e-6,
                total ? 100.0 * (double)c->ns[order[i]] / (double)total : 0.0);
     }
     APPEND("%-22s %10s %12.2f %6.1f%%\n", "total", "", (double)total * 1e-6, 100.0);
@@ -188,4 +195,6 @@ size_t inf_trace_format(const inf_backend *tr, char *buf, size_t cap) {
     return len;
 }
 
-bool inf_trace_is(const inf_backend *be) { return be && be->matmul == tr_matmul; }
+bool inf_trace_is(const inf_backend *be) {
+    return be && be->matmul == tr_matmul;
+}

@@ -54,21 +54,22 @@ typedef struct bench_args {
 } bench_args;
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: inferno bench -m MODEL[,MODEL...] [options]\n"
-            "\n"
-            "  -m, --model LIST        GGUF files or Hugging Face folders (default %s)\n"
-            "  -p, --n-prompt LIST     prompt lengths for ppN tests (default 512; 0 = none)\n"
-            "  -n, --n-gen LIST        generated tokens for tgN tests (default 128; 0 = none)\n"
-            "  -t, --threads LIST      pool threads (default: the physical cores we may use)\n"
-            "  --backend LIST          pool (default), simd, scalar\n"
-            "  --isa LEVEL             force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
-            "  -r, --repetitions N     timed repetitions per test (default 5)\n"
-            "  -b, --batch-size N      rows per forward call in a prefill (default 512)\n"
-            "  -o, --output md|json    output format (default md)\n"
-            "  --no-ttft               skip the time-to-first-token prompts (17, 511, 2044 tokens)\n"
-            "  --trace                 print the per-op histogram of each model/backend on stderr\n",
-            INF_DEFAULT_MODEL);
+    fprintf(
+        f,
+        "usage: inferno bench -m MODEL[,MODEL...] [options]\n"
+        "\n"
+        "  -m, --model LIST        GGUF files or Hugging Face folders (default %s)\n"
+        "  -p, --n-prompt LIST     prompt lengths for ppN tests (default 512; 0 = none)\n"
+        "  -n, --n-gen LIST        generated tokens for tgN tests (default 128; 0 = none)\n"
+        "  -t, --threads LIST      pool threads (default: the physical cores we may use)\n"
+        "  --backend LIST          pool (default), simd, scalar\n"
+        "  --isa LEVEL             force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
+        "  -r, --repetitions N     timed repetitions per test (default 5)\n"
+        "  -b, --batch-size N      rows per forward call in a prefill (default 512)\n"
+        "  -o, --output md|json    output format (default md)\n"
+        "  --no-ttft               skip the time-to-first-token prompts (17, 511, 2044 tokens)\n"
+        "  --trace                 print the per-op histogram of each model/backend on stderr\n",
+        INF_DEFAULT_MODEL);
 }
 
 static int parse_ints(const char *s, int_list *l) {
@@ -80,8 +81,10 @@ static int parse_ints(const char *s, int_list *l) {
         long v = strtol(p, &end, 10);
         if (errno || end == p || v < 0 || v > INT_MAX || l->n == MAX_LIST) return -1;
         l->v[l->n++] = (int)v;
-        if (*end == ',') end++;
-        else if (*end) return -1;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
         p = end;
     }
     return l->n ? 0 : -1;
@@ -111,22 +114,36 @@ static int parse_args(bench_args *a, int argc, char **argv) {
             usage(stdout);
             return 1;
         }
-        if (IS("--no-ttft")) { a->ttft = false; continue; }
-        if (IS("--trace")) { a->trace = true; continue; }
+        if (IS("--no-ttft")) {
+            a->ttft = false;
+            continue;
+        }
+        if (IS("--trace")) {
+            a->trace = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "inferno bench: %s needs a value (see --help)\n", f);
             return -1;
         }
         char *v = argv[++i];
         int bad = 0;
-        if (IS("-m") || IS("--model")) bad = parse_strs(v, &a->models);
-        else if (IS("-p") || IS("--n-prompt")) bad = parse_ints(v, &a->prompts);
-        else if (IS("-n") || IS("--n-gen")) bad = parse_ints(v, &a->gens);
-        else if (IS("-t") || IS("--threads")) bad = parse_ints(v, &a->threads);
-        else if (IS("--backend")) bad = parse_strs(v, &a->backends);
-        else if (IS("--isa")) a->isa = v;
-        else if (IS("-r") || IS("--repetitions")) bad = (a->reps = atoi(v)) < 1;
-        else if (IS("-b") || IS("--batch-size")) bad = (a->n_batch = atoi(v)) < 1;
+        if (IS("-m") || IS("--model"))
+            bad = parse_strs(v, &a->models);
+        else if (IS("-p") || IS("--n-prompt"))
+            bad = parse_ints(v, &a->prompts);
+        else if (IS("-n") || IS("--n-gen"))
+            bad = parse_ints(v, &a->gens);
+        else if (IS("-t") || IS("--threads"))
+            bad = parse_ints(v, &a->threads);
+        else if (IS("--backend"))
+            bad = parse_strs(v, &a->backends);
+        else if (IS("--isa"))
+            a->isa = v;
+        else if (IS("-r") || IS("--repetitions"))
+            bad = (a->reps = atoi(v)) < 1;
+        else if (IS("-b") || IS("--batch-size"))
+            bad = (a->n_batch = atoi(v)) < 1;
         else if (IS("-o") || IS("--output")) {
             a->output = v;
             bad = strcmp(v, "md") && strcmp(v, "json");
@@ -146,8 +163,8 @@ static int parse_args(bench_args *a, int argc, char **argv) {
 /* ---- model facts ---- */
 
 typedef struct model_facts {
-    char type[64];     /* "qwen3 0.6B BF16" */
-    uint64_t size;     /* bytes of all tensors */
+    char type[64]; /* "qwen3 0.6B BF16" */
+    uint64_t size; /* bytes of all tensors */
     uint64_t n_params;
     uint64_t decode_bytes; /* weight bytes one decode step reads */
 } model_facts;
@@ -157,7 +174,8 @@ static void model_facts_get(const inf_model_file *mf, model_facts *mfx) {
     for (int i = 0; i < mf->n_tensors; i++) {
         const inf_tensor *t = &mf->tensors[i];
         uint64_t ne = 1;
-        for (int d = 0; d < t->n_dims; d++) ne *= (uint64_t)t->ne[d];
+        for (int d = 0; d < t->n_dims; d++)
+            ne *= (uint64_t)t->ne[d];
         mfx->n_params += ne;
         mfx->size += t->nbytes;
         if (t != mf->token_embd && t != mf->output) mfx->decode_bytes += t->nbytes;
@@ -168,8 +186,10 @@ static void model_facts_get(const inf_model_file *mf, model_facts *mfx) {
     const inf_dtype_info *ti = inf_dtype_get(rep->type);
     double b = (double)mfx->n_params / 1e9;
     char label[16];
-    if (b < 1) snprintf(label, sizeof label, "%.1fB", b);
-    else snprintf(label, sizeof label, "%.0fB", b);
+    if (b < 1)
+        snprintf(label, sizeof label, "%.1fB", b);
+    else
+        snprintf(label, sizeof label, "%.0fB", b);
     snprintf(mfx->type, sizeof mfx->type, "%s %s %s", mf->arch ? mf->arch : "qwen3",
              mf->hp.n_layer <= 4 ? "tiny" : label, ti ? ti->name : "?");
 }
@@ -184,7 +204,8 @@ typedef struct sample_set {
 static void stats(const sample_set *s, int tokens, double *avg_ts, double *sd_ts, double *avg_ns,
                   double *sd_ns) {
     double m = 0, mn = 0;
-    for (int i = 0; i < s->n; i++) m += tokens / (s->ns[i] * 1e-9), mn += s->ns[i];
+    for (int i = 0; i < s->n; i++)
+        m += tokens / (s->ns[i] * 1e-9), mn += s->ns[i];
     m /= s->n;
     mn /= s->n;
     double v = 0, vn = 0;
@@ -216,7 +237,8 @@ static int argmax(const float *x, int n) {
 static int run_pp(inf_session *s, int n_prompt, int n_vocab, uint64_t *ns, inf_err *err) {
     static int32_t toks[65536];
     if (n_prompt > 65536) return inf_fail(err, "-p %d: at most 65536", n_prompt);
-    for (int i = 0; i < n_prompt; i++) toks[i] = rand_token(n_vocab);
+    for (int i = 0; i < n_prompt; i++)
+        toks[i] = rand_token(n_vocab);
     inf_kv_cache_truncate(s->kv, 0);
     uint64_t t0 = inf_now_ns();
     if (inf_session_prefill(s, toks, n_prompt, err)) return -1;
@@ -238,13 +260,16 @@ static int run_tg(inf_session *s, int n_gen, int n_vocab, uint64_t *ns, inf_err 
 }
 
 /* deterministic English-like text of about n_tokens tokens, tokenized and cut to n_tokens */
-static int make_prompt(const inf_tokenizer *tok, int n_tokens, int32_t **ids, int *n_ids, inf_err *err) {
+static int make_prompt(const inf_tokenizer *tok, int n_tokens, int32_t **ids, int *n_ids,
+                       inf_err *err) {
     static const char *const words[] = {
-        "the", "engine", "reads", "every", "weight", "once", "per", "step", "and", "a",
-        "cache", "holds", "keys", "values", "for", "each", "layer", "while", "tokens", "flow",
-        "through", "attention", "which", "mixes", "information", "across", "positions", "in",
-        "order", "to", "predict", "next", "word", "of", "story", "about", "river", "mountain",
-        "small", "village", "where", "people", "build", "machines", "that", "think", "quietly"};
+        "the",       "engine",   "reads",    "every",       "weight",  "once",      "per",
+        "step",      "and",      "a",        "cache",       "holds",   "keys",      "values",
+        "for",       "each",     "layer",    "while",       "tokens",  "flow",      "through",
+        "attention", "which",    "mixes",    "information", "across",  "positions", "in",
+        "order",     "to",       "predict",  "next",        "word",    "of",        "story",
+        "about",     "river",    "mountain", "small",       "village", "where",     "people",
+        "build",     "machines", "that",     "think",       "quietly"};
     size_t nw = sizeof words / sizeof *words, cap = (size_t)n_tokens * 12 + 64, len = 0;
     char *text = malloc(cap);
     if (!text) return inf_fail(err, "out of memory");
@@ -252,7 +277,8 @@ static int make_prompt(const inf_tokenizer *tok, int n_tokens, int32_t **ids, in
     for (int w = 0; len + 16 < cap && w < n_tokens * 2; w++) {
         r = r * 1664525u + 1013904223u;
         const char *word = words[(r >> 10) % nw];
-        len += (size_t)snprintf(text + len, cap - len, "%s%s", w ? ((r >> 20) % 9 == 0 ? ". " : " ") : "", word);
+        len += (size_t)snprintf(text + len, cap - len, "%s%s",
+                                w ? ((r >> 20) % 9 == 0 ? ". " : " ") : "", word);
     }
     int rc = inf_tok_encode(tok, text, len, false, ids, n_ids, err);
     free(text);
@@ -274,22 +300,26 @@ typedef struct row {
 } row;
 
 static void print_md_header(void) {
-    printf("| %-30s | %10s | %10s | %-16s | %7s | %15s | %20s |\n", "model", "size", "params", "backend",
-           "threads", "test", "t/s");
-    printf("| ------------------------------ | ---------: | ---------: | ---------------- | ------: | "
-           "--------------: | -------------------: |\n");
+    printf("| %-30s | %10s | %10s | %-16s | %7s | %15s | %20s |\n", "model", "size", "params",
+           "backend", "threads", "test", "t/s");
+    printf(
+        "| ------------------------------ | ---------: | ---------: | ---------------- | ------: | "
+        "--------------: | -------------------: |\n");
 }
 
 static void print_md_row(const row *r) {
     char size[32], params[32], test[32], ts[48];
     snprintf(size, sizeof size, "%.2f GiB", (double)r->mfx->size / (1024.0 * 1024 * 1024));
-    if (r->mfx->size < (1ull << 30)) snprintf(size, sizeof size, "%.2f MiB", (double)r->mfx->size / (1024.0 * 1024));
+    if (r->mfx->size < (1ull << 30))
+        snprintf(size, sizeof size, "%.2f MiB", (double)r->mfx->size / (1024.0 * 1024));
     snprintf(params, sizeof params, "%.2f M", (double)r->mfx->n_params / 1e6);
-    if (r->n_gen == 0) snprintf(test, sizeof test, "pp%d", r->n_prompt);
-    else snprintf(test, sizeof test, "tg%d", r->n_gen);
+    if (r->n_gen == 0)
+        snprintf(test, sizeof test, "pp%d", r->n_prompt);
+    else
+        snprintf(test, sizeof test, "tg%d", r->n_gen);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg_ts, r->sd_ts);
-    printf("| %-30s | %10s | %10s | %-16s | %7d | %15s | %20s |\n", r->mfx->type, size, params, r->backend,
-           r->threads, test, ts);
+    printf("| %-30s | %10s | %10s | %-16s | %7d | %15s | %20s |\n", r->mfx->type, size, params,
+           r->backend, r->threads, test, ts);
     fflush(stdout);
 }
 
@@ -337,15 +367,17 @@ static json_t *row_json(const row *r, const bench_args *a) {
 
 /* ---- one model x backend x threads ---- */
 
-static int bench_one(const bench_args *a, const char *path, inf_model_file *mf, const model_facts *mfx,
-                     const inf_tokenizer *tok, const char *backend, int threads, json_t *jrows,
-                     json_t *jttft, inf_err *err) {
+static int bench_one(const bench_args *a, const char *path, inf_model_file *mf,
+                     const model_facts *mfx, const inf_tokenizer *tok, const char *backend,
+                     int threads, json_t *jrows, json_t *jttft, inf_err *err) {
     inf_backend_opts o = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace};
     inf_backend *be;
     if (inf_backend_create(&be, &o, err)) return -1;
     int max_p = 0, max_n = 0;
-    for (int i = 0; i < a->prompts.n; i++) max_p = a->prompts.v[i] > max_p ? a->prompts.v[i] : max_p;
-    for (int i = 0; i < a->gens.n; i++) max_n = a->gens.v[i] > max_n ? a->gens.v[i] : max_n;
+    for (int i = 0; i < a->prompts.n; i++)
+        max_p = a->prompts.v[i] > max_p ? a->prompts.v[i] : max_p;
+    for (int i = 0; i < a->gens.n; i++)
+        max_n = a->gens.v[i] > max_n ? a->gens.v[i] : max_n;
     int n_ctx = max_p > max_n ? max_p : max_n;
     if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
     n_ctx = (n_ctx + 255) & ~255;
@@ -367,8 +399,11 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf, 
         for (int i = 0; i < l->n; i++) {
             int n = l->v[i];
             if (n == 0) continue;
-            row r = {.model_filename = path, .mfx = mfx, .threads = threads,
-                     .n_prompt = pass == 0 ? n : 0, .n_gen = pass == 1 ? n : 0};
+            row r = {.model_filename = path,
+                     .mfx = mfx,
+                     .threads = threads,
+                     .n_prompt = pass == 0 ? n : 0,
+                     .n_gen = pass == 1 ? n : 0};
             snprintf(r.backend, sizeof r.backend, "%s", desc);
             char *sp_ = strstr(r.backend, " (traced)");
             if (sp_) *sp_ = 0;
@@ -379,8 +414,10 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf, 
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
             }
             stats(&r.samples, n, &r.avg_ts, &r.sd_ts, &r.avg_ns, &r.sd_ns);
-            if (!strcmp(a->output, "md")) print_md_row(&r);
-            else json_array_append_new(jrows, row_json(&r, a));
+            if (!strcmp(a->output, "md"))
+                print_md_row(&r);
+            else
+                json_array_append_new(jrows, row_json(&r, a));
         }
     }
     if (a->ttft) {
@@ -422,13 +459,16 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf, 
             double gbs = ((double)mfx->decode_bytes + kv_bytes) / per_tok / 1e9;
             if (!strcmp(a->output, "md")) {
                 if (i == 0)
-                    printf("\n| %-30s | %-16s | %7s | %13s | %12s | %15s | %19s | %12s |\n"
-                           "| ------------------------------ | ---------------- | ------: | ------------: | "
-                           "-----------: | --------------: | ------------------: | -----------: |\n",
-                           "model", "backend", "threads", "prompt tokens", "TTFT ms", "prefill tok/s",
-                           "decode tok/s @depth", "decode GB/s");
-                printf("| %-30s | %-16s | %7d | %13d | %12.1f | %15.1f | %19.2f | %12.1f |\n", mfx->type, desc,
-                       threads, n_ids, ttft * 1e3, n_ids / ttft, 1.0 / per_tok, gbs);
+                    printf(
+                        "\n| %-30s | %-16s | %7s | %13s | %12s | %15s | %19s | %12s |\n"
+                        "| ------------------------------ | ---------------- | ------: | "
+                        "------------: | "
+                        "-----------: | --------------: | ------------------: | -----------: |\n",
+                        "model", "backend", "threads", "prompt tokens", "TTFT ms", "prefill tok/s",
+                        "decode tok/s @depth", "decode GB/s");
+                printf("| %-30s | %-16s | %7d | %13d | %12.1f | %15.1f | %19.2f | %12.1f |\n",
+                       mfx->type, desc, threads, n_ids, ttft * 1e3, n_ids / ttft, 1.0 / per_tok,
+                       gbs);
                 fflush(stdout);
             } else {
                 json_t *jo = json_object();
@@ -486,8 +526,8 @@ int cmd_bench(int argc, char **argv) {
             for (int ti = 0; ti < a.threads.n && !status; ti++) {
                 bool pool = !strcmp(a.backends.v[bi], "pool");
                 if (!pool && ti > 0) continue; /* -t only matters to the pool */
-                if (bench_one(&a, a.models.v[mi], mf, &mfx, tok, a.backends.v[bi], pool ? a.threads.v[ti] : 1,
-                              jrows, jttft, &err)) {
+                if (bench_one(&a, a.models.v[mi], mf, &mfx, tok, a.backends.v[bi],
+                              pool ? a.threads.v[ti] : 1, jrows, jttft, &err)) {
                     fprintf(stderr, "inferno bench: %s\n", err.msg);
                     status = 1;
                 }

@@ -34,14 +34,15 @@ static int argmax(const float *x, int n) {
 }
 
 /* logits [1 + N_DEC][V]; tokens: in = the decode inputs (NULL: greedy, written to out_tok) */
-static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *prompt, const int32_t *in_tok,
-               int32_t *out_tok, float *logits) {
+static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *prompt,
+               const int32_t *in_tok, int32_t *out_tok, float *logits) {
     inf_qwen3 *m = NULL;
     inf_session *s = NULL;
     inf_err err;
     inf_sampler_params sp = inf_sampler_defaults();
     int V = mf->hp.n_vocab, rc = -1;
-    if (inf_qwen3_create(&m, mf, be, 64, N_PROMPT, &err) || inf_session_create(&s, m, 64, &sp, &err)) {
+    if (inf_qwen3_create(&m, mf, be, 64, N_PROMPT, &err) ||
+        inf_session_create(&s, m, 64, &sp, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -61,8 +62,10 @@ done:
 }
 
 int main(void) {
-    static const char *const types[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"};
-    const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX};
+    static const char *const types[] = {"f32",  "f16",  "bf16", "q8_0",
+                                        "q4_0", "q4_k", "q6_k", "q4_k_m"};
+    const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
+                              INF_ISA_AMX};
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         char path[128];
         snprintf(path, sizeof path, "models/tiny-%s.gguf", types[ti]);
@@ -76,7 +79,8 @@ int main(void) {
         size_t n = (size_t)(1 + N_DEC) * V;
         float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
         int32_t prompt[N_PROMPT], greedy[N_DEC], got_greedy[N_DEC];
-        for (int i = 0; i < N_PROMPT; i++) prompt[i] = (i * 7919 + 13) % V;
+        for (int i = 0; i < N_PROMPT; i++)
+            prompt[i] = (i * 7919 + 13) % V;
         CHECK(run(mf, inf_backend_scalar(), prompt, NULL, greedy, ref) == 0);
         bool exact_types = !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16");
         double tol = exact_types ? 1e-3 : !strcmp(types[ti], "bf16") ? 1e-2 : 4e-2;
@@ -100,12 +104,14 @@ int main(void) {
                     double rel = d / (hi - lo);
                     worst = rel > worst || rel != rel ? rel : worst;
                 }
-                CHECK_MSG(worst <= tol, "%s on %s: logits differ by %.4g of their range (tolerance %g)", path,
+                CHECK_MSG(worst <= tol,
+                          "%s on %s: logits differ by %.4g of their range (tolerance %g)", path,
                           be->name, worst, tol);
                 if (exact_types)
-                    CHECK_MSG(!memcmp(greedy, got_greedy, sizeof greedy), "%s on %s: greedy tokens differ", path,
-                              be->name);
-                printf("%-28s %-14s x%d: max |logit diff| = %.2e of the range\n", path, be->name, nth, worst);
+                    CHECK_MSG(!memcmp(greedy, got_greedy, sizeof greedy),
+                              "%s on %s: greedy tokens differ", path, be->name);
+                printf("%-28s %-14s x%d: max |logit diff| = %.2e of the range\n", path, be->name,
+                       nth, worst);
                 inf_backend_simd_free(be);
             }
         }

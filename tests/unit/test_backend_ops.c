@@ -36,12 +36,15 @@ static uint32_t rnd(void) {
     rng ^= rng << 17;
     return (uint32_t)rng;
 }
-static float frand(void) { return (float)(rnd() >> 8) / 16777216.0f * 2.0f - 1.0f; }
+static float frand(void) {
+    return (float)(rnd() >> 8) / 16777216.0f * 2.0f - 1.0f;
+}
 
 /* n floats with GUARD canary floats on each side */
 static float *galloc(size_t n) {
     float *p = malloc(sizeof(float) * (n + 2 * GUARD));
-    for (size_t i = 0; i < n + 2 * GUARD; i++) memcpy(&p[i], &CANARY, 4);
+    for (size_t i = 0; i < n + 2 * GUARD; i++)
+        memcpy(&p[i], &CANARY, 4);
     return p + GUARD;
 }
 static int guards_ok(const float *p, size_t n) {
@@ -50,7 +53,9 @@ static int guards_ok(const float *p, size_t n) {
         if (memcmp(&b[i], &CANARY, 4) || memcmp(&p[n + i], &CANARY, 4)) return 0;
     return 1;
 }
-static void gfree(float *p) { free(p - GUARD); }
+static void gfree(float *p) {
+    free(p - GUARD);
+}
 
 typedef struct bk {
     inf_backend *be;
@@ -63,18 +68,22 @@ static void *make_weight_data(inf_dtype t, int64_t n_in, int64_t n_out, size_t *
     *row_bytes = inf_dtype_row_bytes(t, n_in);
     size_t total = *row_bytes * (size_t)n_out;
     uint8_t *d = malloc(total + 1);
-    for (size_t i = 0; i < total; i++) d[i] = (uint8_t)rnd();
+    for (size_t i = 0; i < total; i++)
+        d[i] = (uint8_t)rnd();
     for (int64_t o = 0; o < n_out; o++) {
         uint8_t *row = d + (size_t)o * *row_bytes;
         switch (t) {
         case INF_F32:
-            for (int64_t i = 0; i < n_in; i++) ((float *)row)[i] = frand();
+            for (int64_t i = 0; i < n_in; i++)
+                ((float *)row)[i] = frand();
             break;
         case INF_F16:
-            for (int64_t i = 0; i < n_in; i++) ((uint16_t *)row)[i] = inf_f32_to_f16(frand());
+            for (int64_t i = 0; i < n_in; i++)
+                ((uint16_t *)row)[i] = inf_f32_to_f16(frand());
             break;
         case INF_BF16:
-            for (int64_t i = 0; i < n_in; i++) ((uint16_t *)row)[i] = inf_f32_to_bf16(frand());
+            for (int64_t i = 0; i < n_in; i++)
+                ((uint16_t *)row)[i] = inf_f32_to_bf16(frand());
             break;
         case INF_Q8_0:
             for (int64_t b = 0; b < n_in / 32; b++) {
@@ -86,7 +95,8 @@ static void *make_weight_data(inf_dtype t, int64_t n_in, int64_t n_out, size_t *
             break;
         case INF_Q4_0:
             for (int64_t b = 0; b < n_in / 32; b++)
-                ((inf_block_q4_0 *)row)[b].d = inf_f32_to_f16(0.001f + 0.01f * (float)(rnd() % 100) / 100);
+                ((inf_block_q4_0 *)row)[b].d =
+                    inf_f32_to_f16(0.001f + 0.01f * (float)(rnd() % 100) / 100);
             break;
         case INF_Q4_K:
             for (int64_t b = 0; b < n_in / 256; b++) {
@@ -106,13 +116,16 @@ static void *make_weight_data(inf_dtype t, int64_t n_in, int64_t n_out, size_t *
 /* the error bound of the integer/bf16 paths for output (t, o) */
 static double mm_bound(inf_dtype type, const float *wrow, const float *x, int64_t n) {
     double b = 0, mag = 0;
-    for (int64_t i = 0; i < n; i++) mag += fabs((double)wrow[i] * x[i]);
+    for (int64_t i = 0; i < n; i++)
+        mag += fabs((double)wrow[i] * x[i]);
     if (type == INF_F32 || type == INF_F16) return 1e-5 * mag + 1e-6;
     for (int64_t i = 0; i < n; i += 32) {
         double amax = 0;
         int m = n - i < 32 ? (int)(n - i) : 32;
-        for (int j = 0; j < m; j++) amax = fmax(amax, fabs(x[i + j]));
-        for (int j = 0; j < m; j++) b += fabs(wrow[i + j]) * (fabs(x[i + j]) / 128.0 + amax / 254.0);
+        for (int j = 0; j < m; j++)
+            amax = fmax(amax, fabs(x[i + j]));
+        for (int j = 0; j < m; j++)
+            b += fabs(wrow[i + j]) * (fabs(x[i + j]) / 128.0 + amax / 254.0);
     }
     return b + 1e-5 * mag + 1e-6;
 }
@@ -120,16 +133,22 @@ static double mm_bound(inf_dtype type, const float *wrow, const float *x, int64_
 static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n_out, int T) {
     size_t rb;
     void *data = make_weight_data(type, n_in, n_out, &rb);
-    inf_tensor t = {.name = "w", .type = type, .n_dims = 2, .ne = {n_in, n_out, 1, 1}, .data = data,
+    inf_tensor t = {.name = "w",
+                    .type = type,
+                    .n_dims = 2,
+                    .ne = {n_in, n_out, 1, 1},
+                    .data = data,
                     .nbytes = rb * (size_t)n_out};
     float *x = malloc(sizeof(float) * (size_t)(T * n_in));
-    for (int64_t i = 0; i < T * n_in; i++) x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
+    for (int64_t i = 0; i < T * n_in; i++)
+        x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
     float *ref = malloc(sizeof(float) * (size_t)(T * n_out));
     inf_weight w0 = {.t = &t, .n_in = n_in, .n_out = n_out, .row_bytes = rb};
     const inf_backend *sc = inf_backend_scalar();
     sc->matmul(sc, ref, x, &w0, T);
     float *wrows = malloc(sizeof(float) * (size_t)(n_in * n_out));
-    for (int64_t o = 0; o < n_out; o++) inf_dequantize_row(type, wrows + o * n_in, (uint8_t *)data + o * rb, n_in);
+    for (int64_t o = 0; o < n_out; o++)
+        inf_dequantize_row(type, wrows + o * n_in, (uint8_t *)data + o * rb, n_in);
     float *prev = NULL;
     for (int b = 0; b < nb; b++) {
         inf_backend *be = bks[b].be;
@@ -152,8 +171,8 @@ static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n
                 }
             }
         CHECK_MSG(bad < 0, "%s matmul %s n_out=%lld n_in=%lld T=%d: [%d] %g vs ref %g (diff %g)",
-                  bks[b].label, inf_dtype_get(type)->name, (long long)n_out, (long long)n_in, T, bad,
-                  bad >= 0 ? y[bad] : 0.0, bad >= 0 ? ref[bad] : 0.0, worst);
+                  bks[b].label, inf_dtype_get(type)->name, (long long)n_out, (long long)n_in, T,
+                  bad, bad >= 0 ? y[bad] : 0.0, bad >= 0 ? ref[bad] : 0.0, worst);
         /* pool entries follow their simd twin in bks: bit-identical */
         if (prev && strstr(bks[b].label, "pool"))
             CHECK_MSG(!memcmp(prev, y, sizeof(float) * (size_t)(T * n_out)),
@@ -179,11 +198,17 @@ static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
     const int T = 37;
     size_t rb;
     void *data = make_weight_data(type, n_in, n_out, &rb);
-    inf_tensor t = {.name = "w", .type = type, .n_dims = 2, .ne = {n_in, n_out, 1, 1}, .data = data,
+    inf_tensor t = {.name = "w",
+                    .type = type,
+                    .n_dims = 2,
+                    .ne = {n_in, n_out, 1, 1},
+                    .data = data,
                     .nbytes = rb * (size_t)n_out};
     float *x = malloc(sizeof(float) * (size_t)(T * n_in));
-    for (int64_t i = 0; i < T * n_in; i++) x[i] = frand();
-    float *yb = malloc(sizeof(float) * (size_t)(T * n_out)), *y1 = malloc(sizeof(float) * (size_t)n_out);
+    for (int64_t i = 0; i < T * n_in; i++)
+        x[i] = frand();
+    float *yb = malloc(sizeof(float) * (size_t)(T * n_out)),
+          *y1 = malloc(sizeof(float) * (size_t)n_out);
     for (int b = 0; b < nb; b++) {
         inf_backend *be = bks[b].be;
         inf_weight w = {.t = &t, .n_in = n_in, .n_out = n_out, .row_bytes = rb};
@@ -195,10 +220,11 @@ static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
             same &= !memcmp(y1, yb + r * n_out, sizeof(float) * (size_t)n_out);
         }
         /* INFERNO_AMX_BF16=1 trades this for speed on purpose */
-        bool bf16_tiles = (strstr(bks[b].label, "amx") || strstr(bks[b].label, "traced")) && !inf_amx_int8_kind(INF_PACK_Q8_0);
+        bool bf16_tiles = (strstr(bks[b].label, "amx") || strstr(bks[b].label, "traced")) &&
+                          !inf_amx_int8_kind(INF_PACK_Q8_0);
         if (!bf16_tiles)
-            CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone", bks[b].label,
-                      inf_dtype_get(type)->name, T);
+            CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone",
+                      bks[b].label, inf_dtype_get(type)->name, T);
         be->release_weight(be, &w);
     }
     free(x), free(yb), free(y1), free(data);
@@ -206,8 +232,8 @@ static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
 
 /* ---- row ops ------------------------------------------------------------------------------ */
 
-static void check_rel(const char *what, const char *label, const float *a, const float *ref, size_t n,
-                      double rel, double abs_tol) {
+static void check_rel(const char *what, const char *label, const float *a, const float *ref,
+                      size_t n, double rel, double abs_tol) {
     size_t bad = n;
     for (size_t i = 0; i < n && bad == n; i++)
         if (!(fabs((double)a[i] - ref[i]) <= rel * fabs(ref[i]) + abs_tol)) bad = i;
@@ -218,9 +244,12 @@ static void check_rel(const char *what, const char *label, const float *a, const
 static void test_row_ops(bk *bks, int nb, int rows, int n) {
     const inf_backend *sc = inf_backend_scalar();
     size_t N = (size_t)rows * n;
-    float *x = malloc(sizeof(float) * N), *x2 = malloc(sizeof(float) * N), *w = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < N; i++) x[i] = frand() * 3, x2[i] = frand() * 3;
-    for (int i = 0; i < n; i++) w[i] = frand();
+    float *x = malloc(sizeof(float) * N), *x2 = malloc(sizeof(float) * N),
+          *w = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < N; i++)
+        x[i] = frand() * 3, x2[i] = frand() * 3;
+    for (int i = 0; i < n; i++)
+        w[i] = frand();
     float *ref = malloc(sizeof(float) * N);
     float *prev[5] = {0};
     uint64_t seed = rng; /* every backend sees the same rope input */
@@ -260,11 +289,13 @@ static void test_row_ops(bk *bks, int nb, int rows, int n) {
         CHECK(guards_ok(y, N));
         check_rel("softmax", bks[b].label, y, ref, N, 2e-5, 1e-9);
         outs[3] = y;
-        /* rope: rows = T, n = n_heads * head_dim with head_dim = 2 * (n / 4) ... use heads of n/2 */
+        /* rope: rows = T, n = n_heads * head_dim with head_dim = 2 * (n / 4) ... use heads of n/2
+         */
         int head_dim = (n / 2) & ~1, n_heads = 2;
         if (head_dim >= 2) {
             int half = head_dim / 2, n_ctx = rows + 7;
-            float *ct = malloc(sizeof(float) * (size_t)n_ctx * half), *st = malloc(sizeof(float) * (size_t)n_ctx * half);
+            float *ct = malloc(sizeof(float) * (size_t)n_ctx * half),
+                  *st = malloc(sizeof(float) * (size_t)n_ctx * half);
             for (int p = 0; p < n_ctx; p++)
                 for (int i = 0; i < half; i++) {
                     double f = p * pow(10000.0, -2.0 * i / head_dim);
@@ -272,10 +303,12 @@ static void test_row_ops(bk *bks, int nb, int rows, int n) {
                     st[p * half + i] = (float)sin(f);
                 }
             int32_t *pos = malloc(sizeof(int32_t) * (size_t)rows);
-            for (int t = 0; t < rows; t++) pos[t] = (t * 5 + 3) % n_ctx;
+            for (int t = 0; t < rows; t++)
+                pos[t] = (t * 5 + 3) % n_ctx;
             size_t M = (size_t)rows * n_heads * head_dim;
             float *xr = malloc(sizeof(float) * M);
-            for (size_t i = 0; i < M; i++) xr[i] = frand();
+            for (size_t i = 0; i < M; i++)
+                xr[i] = frand();
             float *rr = malloc(sizeof(float) * M);
             memcpy(rr, xr, sizeof(float) * M);
             sc->rope(sc, rr, pos, rows, n_heads, head_dim, ct, st);
@@ -290,10 +323,14 @@ static void test_row_ops(bk *bks, int nb, int rows, int n) {
             outs[4] = galloc(1);
         }
         if (prev[0] && strstr(bks[b].label, "pool")) {
-            CHECK_MSG(!memcmp(prev[0], outs[0], sizeof(float) * N), "%s rmsnorm not bit-identical", bks[b].label);
-            CHECK_MSG(!memcmp(prev[1], outs[1], sizeof(float) * N), "%s swiglu not bit-identical", bks[b].label);
-            CHECK_MSG(!memcmp(prev[2], outs[2], sizeof(float) * N), "%s add not bit-identical", bks[b].label);
-            CHECK_MSG(!memcmp(prev[3], outs[3], sizeof(float) * N), "%s softmax not bit-identical", bks[b].label);
+            CHECK_MSG(!memcmp(prev[0], outs[0], sizeof(float) * N), "%s rmsnorm not bit-identical",
+                      bks[b].label);
+            CHECK_MSG(!memcmp(prev[1], outs[1], sizeof(float) * N), "%s swiglu not bit-identical",
+                      bks[b].label);
+            CHECK_MSG(!memcmp(prev[2], outs[2], sizeof(float) * N), "%s add not bit-identical",
+                      bks[b].label);
+            CHECK_MSG(!memcmp(prev[3], outs[3], sizeof(float) * N), "%s softmax not bit-identical",
+                      bks[b].label);
             if (head_dim >= 2)
                 CHECK_MSG(!memcmp(prev[4], outs[4], sizeof(float) * (size_t)rows * 2 * head_dim),
                           "%s rope not bit-identical", bks[b].label);
@@ -303,29 +340,40 @@ static void test_row_ops(bk *bks, int nb, int rows, int n) {
             prev[i] = outs[i];
         }
     }
-    for (int i = 0; i < 5; i++) gfree(prev[i]);
+    for (int i = 0; i < 5; i++)
+        gfree(prev[i]);
     free(x), free(x2), free(w), free(ref);
 }
 
 /* ---- attention ---------------------------------------------------------------------------- */
 
-static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, int pos0, int T, int paged) {
+static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, int pos0, int T,
+                           int paged) {
     const inf_backend *sc = inf_backend_scalar();
     int n_keys = pos0 + T, kvw = n_head_kv * hd, qw = n_head * hd;
     int block = 16, n_blocks = (n_keys + block - 1) / block + 1;
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
-    for (int i = 0; i < n_blocks; i++) table[i] = (i * 7 + 3) % n_blocks; /* a permutation (n_blocks odd or not) */
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = (i * 7 + 3) % n_blocks; /* a permutation (n_blocks odd or not) */
     /* make it a true permutation */
-    for (int i = 0; i < n_blocks; i++) table[i] = n_blocks - 1 - i;
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = n_blocks - 1 - i;
     int rows_alloc = paged ? n_blocks * block : n_keys;
     int stride = kvw + 3;
-    float *K = malloc(sizeof(float) * (size_t)rows_alloc * stride), *V = malloc(sizeof(float) * (size_t)rows_alloc * stride);
-    for (size_t i = 0; i < (size_t)rows_alloc * stride; i++) K[i] = frand(), V[i] = frand();
-    inf_kv_view kv = {.k = K, .v = V, .row_stride = stride, .block_size = block,
+    float *K = malloc(sizeof(float) * (size_t)rows_alloc * stride),
+          *V = malloc(sizeof(float) * (size_t)rows_alloc * stride);
+    for (size_t i = 0; i < (size_t)rows_alloc * stride; i++)
+        K[i] = frand(), V[i] = frand();
+    inf_kv_view kv = {.k = K,
+                      .v = V,
+                      .row_stride = stride,
+                      .block_size = block,
                       .block_table = paged ? table : NULL};
-    inf_attn_shape s = {.n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd)};
+    inf_attn_shape s = {
+        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd)};
     float *q = malloc(sizeof(float) * (size_t)T * qw);
-    for (size_t i = 0; i < (size_t)T * qw; i++) q[i] = frand() * 2;
+    for (size_t i = 0; i < (size_t)T * qw; i++)
+        q[i] = frand() * 2;
     float *ref = malloc(sizeof(float) * (size_t)T * qw);
     sc->attn_prefill(sc, ref, q, &kv, pos0, T, &s);
     float *refd = malloc(sizeof(float) * (size_t)qw);
@@ -346,8 +394,10 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
         CHECK(guards_ok(yd, (size_t)qw));
         check_rel("decode", bks[b].label, yd, refd, (size_t)qw, 2e-4, 2e-5);
         if (prev && strstr(bks[b].label, "pool")) {
-            CHECK_MSG(!memcmp(prev, y, sizeof(float) * (size_t)T * qw), "%s %s not bit-identical", bks[b].label, what);
-            CHECK_MSG(!memcmp(prevd, yd, sizeof(float) * (size_t)qw), "%s %s decode not bit-identical", bks[b].label, what);
+            CHECK_MSG(!memcmp(prev, y, sizeof(float) * (size_t)T * qw), "%s %s not bit-identical",
+                      bks[b].label, what);
+            CHECK_MSG(!memcmp(prevd, yd, sizeof(float) * (size_t)qw),
+                      "%s %s decode not bit-identical", bks[b].label, what);
         }
         if (prev) gfree(prev), gfree(prevd);
         prev = y;
@@ -357,14 +407,17 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
     free(table), free(K), free(V), free(q), free(ref), free(refd);
 }
 
-/* ---- the pool itself -------------------------------------------------------------------------- */
+/* ---- the pool itself --------------------------------------------------------------------------
+ */
 
 int main(void) {
     inf_isa best = inf_isa_best();
     printf("cpu: best level %s\n", inf_isa_name(best));
-    if (best == INF_ISA_AMX) CHECK_MSG(inf_amx_selftest() == 0, "AMX tile config read-back / tile product");
+    if (best == INF_ISA_AMX)
+        CHECK_MSG(inf_amx_selftest() == 0, "AMX tile config read-back / tile product");
 
-    const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX, INF_ISA_NEON};
+    const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX,
+                              INF_ISA_NEON};
     bk bks[16];
     int nb = 0;
     for (unsigned i = 0; i < sizeof levels / sizeof *levels; i++) {
@@ -438,6 +491,7 @@ int main(void) {
     inf_backend_free(be);
 
     inf_trace_free(bks[nb - 1].be);
-    for (int i = 0; i < nb - 1; i++) inf_backend_simd_free(bks[i].be);
+    for (int i = 0; i < nb - 1; i++)
+        inf_backend_simd_free(bks[i].be);
     return th_report();
 }
