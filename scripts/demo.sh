@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/make-models.sh
-build/inferno inspect models/tiny-q8_0.gguf | head -n 20
+build/inferno inspect models/tiny-q8_0.gguf | sed -n 1,20p
 echo
 build/inferno run -m models/tiny-q8_0.gguf -p "Why is the sky blue?" -n 48 --seed 42
