@@ -331,7 +331,7 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
         case M_KEYS:
         case M_VALUES: {
             tm_list *l = tm_list_new(S_, d->n);
-            memcpy(l->v, m->id == M_KEYS ? d->k : d->v, (size_t)d->n * sizeof(tv));
+            tm_memcpy(l->v, m->id == M_KEYS ? d->k : d->v, (size_t)d->n * sizeof(tv));
             l->n = d->n;
             return tv_list(l);
         }
@@ -478,8 +478,8 @@ tv tm_call_func(tm_rt *R, int id, tm_args *a, long pos) {
             const tm_dict *src = a->v[0].u.d;
             tm_charge(R, pos, (size_t)src->n * 16);
             d = tm_dict_new(S_, src->n + a->n_kw);
-            memcpy(d->k, src->k, (size_t)src->n * sizeof(tv));
-            memcpy(d->v, src->v, (size_t)src->n * sizeof(tv));
+            tm_memcpy(d->k, src->k, (size_t)src->n * sizeof(tv));
+            tm_memcpy(d->v, src->v, (size_t)src->n * sizeof(tv));
             d->n = src->n;
         }
         for (int i = 0; i < a->n_kw; i++)
@@ -609,7 +609,7 @@ static tv attr_path(tm_rt *R, tv v, const tm_str *path, long pos) {
 
 static tv make_list(tm_rt *R, const tv *items, long n) {
     tm_list *l = tm_list_new(S_, n);
-    if (n) memcpy(l->v, items, (size_t)n * sizeof(tv));
+    tm_memcpy(l->v, items, (size_t)n * sizeof(tv));
     l->n = n;
     return tv_list(l);
 }
@@ -647,8 +647,8 @@ static void merge_sort(sort_ctx *c, tv *items, tv *keys, tv *tmp_i, tv *tmp_k, l
         else
             tmp_i[k] = items[j], tmp_k[k++] = keys[j++];
     }
-    memcpy(items, tmp_i, (size_t)n * sizeof(tv));
-    memcpy(keys, tmp_k, (size_t)n * sizeof(tv));
+    tm_memcpy(items, tmp_i, (size_t)n * sizeof(tv));
+    tm_memcpy(keys, tmp_k, (size_t)n * sizeof(tv));
 }
 
 static tv html_escape(tm_rt *R, tv v) {
@@ -870,7 +870,7 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
             return items[best];
         }
         tv *out = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
-        memcpy(out, items, (size_t)n * sizeof(tv));
+        tm_memcpy(out, items, (size_t)n * sizeof(tv));
         tv *ti = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)),
            *tk = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
         merge_sort(&c, out, keys, ti, tk, n);

@@ -288,7 +288,7 @@ static void eval_args(tm_rt *R, tm_frame *f, const tm_node *n, tm_args *a) {
     for (int i = 0; i < a->n_kw; i++) {
         const tm_node *k = n->kwargs.v[i];
         char *name = tm_alloc(&R->S, k->name_len + 1);
-        memcpy(name, k->name, k->name_len);
+        tm_memcpy(name, k->name, k->name_len);
         a->kw[i] = name;
         a->kv[i] = eval(R, f, k->a);
     }
@@ -427,8 +427,8 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
             tm_fail(&R->S, pos, "string longer than the limit of %zu bytes", R->t->lim.max_output);
         tm_charge(R, pos, n);
         tm_str *c = tm_alloc(&R->S, sizeof *c + n + 1);
-        memcpy(c->p, a.u.s->p, a.u.s->len);
-        memcpy(c->p + a.u.s->len, b.u.s->p, b.u.s->len);
+        tm_memcpy(c->p, a.u.s->p, a.u.s->len);
+        tm_memcpy(c->p + a.u.s->len, b.u.s->p, b.u.s->len);
         c->len = n;
         tv r = {.t = TV_STR};
         r.u.s = c;
@@ -437,8 +437,8 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
     if (op == OP_ADD && a.t == TV_LIST && b.t == TV_LIST && a.tuple == b.tuple) {
         tm_charge(R, pos, (size_t)(a.u.l->n + b.u.l->n) * 16);
         tm_list *l = tm_list_new(&R->S, a.u.l->n + b.u.l->n);
-        memcpy(l->v, a.u.l->v, (size_t)a.u.l->n * sizeof(tv));
-        memcpy(l->v + a.u.l->n, b.u.l->v, (size_t)b.u.l->n * sizeof(tv));
+        tm_memcpy(l->v, a.u.l->v, (size_t)a.u.l->n * sizeof(tv));
+        tm_memcpy(l->v + a.u.l->n, b.u.l->v, (size_t)b.u.l->n * sizeof(tv));
         l->n = a.u.l->n + b.u.l->n;
         tv r = tv_list(l);
         r.tuple = a.tuple;
@@ -456,13 +456,13 @@ static tv arith(tm_rt *R, int op, tv a, tv b, long pos) {
             tv r = tv_strn(&R->S, "", 0);
             r.u.s = tm_alloc(&R->S, sizeof(tm_str) + unit * (size_t)k + 1);
             for (int64_t i = 0; i < k; i++)
-                memcpy(r.u.s->p + unit * (size_t)i, a.u.s->p, unit);
+                tm_memcpy(r.u.s->p + unit * (size_t)i, a.u.s->p, unit);
             r.u.s->len = unit * (size_t)k;
             return r;
         }
         tm_list *l = tm_list_new(&R->S, a.u.l->n * (long)k);
         for (int64_t i = 0; i < k; i++)
-            memcpy(l->v + a.u.l->n * i, a.u.l->v, unit);
+            tm_memcpy(l->v + a.u.l->n * i, a.u.l->v, unit);
         l->n = a.u.l->n * (long)k;
         return tv_list(l);
     }
@@ -919,7 +919,7 @@ int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *
         free(R);
         return inf_fail(err, "template: out of memory");
     }
-    if (buf.n) memcpy(s, buf.p, buf.n);
+    tm_memcpy(s, buf.p, buf.n);
     s[buf.n] = 0;
     *out = s;
     if (out_len) *out_len = buf.n;

@@ -175,6 +175,12 @@ size_t tm_utf8_count(const char *p, size_t n);
 /* Decodes one code point at p (valid UTF-8 assumed); returns its byte length. */
 int tm_utf8_decode(const char *p, size_t n, uint32_t *cp);
 
+/* memcpy that accepts an empty copy from NULL (an empty list or dict has no
+ * storage; memcpy itself requires valid pointers even for 0 bytes). */
+static inline void tm_memcpy(void *dst, const void *src, size_t n) {
+    if (n) memcpy(dst, src, n);
+}
+
 /* ---- tokens --------------------------------------------------------------- */
 typedef enum {
     TK_EOF,

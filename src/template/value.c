@@ -102,7 +102,7 @@ tm_list *tm_list_new(tm_state *S, long cap) {
 void tm_list_push(tm_state *S, tm_list *l, tv v) {
     if (l->n == l->cap) {
         tv *nv = tm_alloc(S, (size_t)l->cap * 2 * sizeof(tv));
-        memcpy(nv, l->v, (size_t)l->n * sizeof(tv));
+        tm_memcpy(nv, l->v, (size_t)l->n * sizeof(tv));
         l->v = nv;
         l->cap *= 2;
     }
@@ -146,8 +146,8 @@ void tm_dict_set(tm_state *S, tm_dict *d, tv key, tv val) {
     if (d->n == d->cap) {
         tv *nk = tm_alloc(S, (size_t)d->cap * 2 * sizeof(tv));
         tv *nv = tm_alloc(S, (size_t)d->cap * 2 * sizeof(tv));
-        memcpy(nk, d->k, (size_t)d->n * sizeof(tv));
-        memcpy(nv, d->v, (size_t)d->n * sizeof(tv));
+        tm_memcpy(nk, d->k, (size_t)d->n * sizeof(tv));
+        tm_memcpy(nv, d->v, (size_t)d->n * sizeof(tv));
         d->k = nk, d->v = nv, d->cap *= 2;
     }
     d->k[d->n] = key;
@@ -303,11 +303,11 @@ void tm_buf_put(tm_state *S, tm_buf *b, const char *p, size_t n) {
         while (cap < b->n + n + 1)
             cap *= 2;
         char *np = tm_alloc(S, cap);
-        if (b->n) memcpy(np, b->p, b->n);
+        tm_memcpy(np, b->p, b->n);
         b->p = np;
         b->cap = cap;
     }
-    memcpy(b->p + b->n, p, n);
+    tm_memcpy(b->p + b->n, p, n);
     b->n += n;
     b->p[b->n] = 0;
 }
