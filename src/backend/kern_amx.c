@@ -129,7 +129,7 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
 static size_t amx_scratch_bytes(const inf_packed *pk) {
     int64_t n_in = pk->n_groups * pk->group;
     size_t bf16 = 2 * (size_t)(n_in / 32) * 1024 + 64 * 16 * 4 * 4 + 128;
-    size_t int8 = 8192 + 2 * (size_t)pk->n_groups * 512 + 128;
+    size_t int8 = 12288 + 2 * (size_t)pk->n_groups * 512 + 128;
     return bf16 > int8 ? bf16 : int8;
 }
 
@@ -217,112 +217,140 @@ static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq
 }
 
 /* int8: tiles 0-3 C (16 x 16 i32), 4-5 A (16 tokens x 32 int8 activations: one
- * group), 6-7 B (8 k-quads x 16 outputs: one packed Q8_0 group as stored) */
+ * group), 6-7 B (8 k-quads x 16 outputs: one group, see unpack_group) */
 static const tile_config g_cfg_int8 __attribute__((aligned(64))) = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 8, 8},
 };
 
-/* Q4_0/Q4_K nibble group -> 8 rows of 64 bytes (k-quads in order): quad 2c is
+/* One packed group as 8 rows of 64 bytes (k-quads in order) for a B tile.
+ * Q8_0 and Q4_0 become signed bytes (w, and q - 8) so the tiles give
+ * sum x*w with no offset correction; Q4_K keeps its unsigned nibbles (its
+ * minimum is applied apart, as in the VNNI kernel). Nibble groups: quad 2c is
  * chunk c's low nibbles, quad 2c+1 its high nibbles (see kernels.h). */
-static inline void unpack_nibbles(uint8_t *dst, const uint8_t *gp) {
+static inline void unpack_group(uint8_t *dst, inf_pack_kind kind, const uint8_t *gp) {
+    if (kind == INF_PACK_Q8_0) {
+        const __m512i x80 = _mm512_set1_epi8((char)0x80);
+        for (int c = 0; c < 8; c++)
+            _mm512_store_si512(dst + 64 * c,
+                               _mm512_xor_si512(_mm512_loadu_si512(gp + 64 * c), x80));
+        return;
+    }
     const __m512i m0f = _mm512_set1_epi8(0x0f);
+    const __m512i off = _mm512_set1_epi8(kind == INF_PACK_Q4_0 ? 8 : 0);
     for (int c = 0; c < 4; c++) {
         __m512i w = _mm512_loadu_si512(gp + 64 * c);
-        _mm512_store_si512(dst + 128 * c, _mm512_and_si512(w, m0f));
-        _mm512_store_si512(dst + 128 * c + 64, _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f));
+        __m512i lo = _mm512_and_si512(w, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+        _mm512_store_si512(dst + 128 * c, _mm512_sub_epi8(lo, off));
+        _mm512_store_si512(dst + 128 * c + 64, _mm512_sub_epi8(hi, off));
+    }
+}
+
+/* The integer sums of one group for 32 tokens x (16 or 32) outputs into cb:
+ * [tokens 0-15 | panel 0], [0-15 | 1], [16-31 | 0], [16-31 | 1], 16 x 16 each. */
+static inline void group_tiles(int32_t *cb, const int8_t *a, const uint8_t *b0,
+                               const uint8_t *b1, int np, bool sgn) {
+    _tile_zero(0);
+    _tile_zero(2);
+    _tile_loadd(4, a, 32);
+    _tile_loadd(5, a + 512, 32);
+    _tile_loadd(6, b0, 64);
+    if (sgn) {
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(2, 5, 6);
+    } else {
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(2, 5, 6);
+    }
+    if (np == 2) {
+        _tile_zero(1);
+        _tile_zero(3);
+        _tile_loadd(7, b1, 64);
+        if (sgn) {
+            _tile_dpbssd(1, 4, 7);
+            _tile_dpbssd(3, 5, 7);
+        } else {
+            _tile_dpbsud(1, 4, 7);
+            _tile_dpbsud(3, 5, 7);
+        }
+        _tile_stored(1, cb + 256, 64);
+        _tile_stored(3, cb + 768, 64);
+    }
+    _tile_stored(0, cb, 64);
+    _tile_stored(2, cb + 512, 64);
+}
+
+/* acc[t][16i + r] += scaled sums of one group, in the VNNI kernel's operations and order. */
+static inline __attribute__((always_inline)) void
+group_scale(float *acc, const int32_t *cb, const float *dv, const int32_t *sv, const __m512 A[2],
+            const __m512 B[2], int np, bool q4k) {
+    for (int t = 0; t < 32; t++) {
+        const int32_t *c = cb + (t < 16 ? 0 : 512) + (size_t)(t % 16) * 16;
+        const __m512 vdx = _mm512_set1_ps(dv[t]);
+        float *a = acc + (size_t)t * 32;
+        if (q4k) {
+            const __m512 vdxs = _mm512_set1_ps(dv[t] * (float)sv[t]);
+            for (int i = 0; i < np; i++) {
+                __m512 av = _mm512_load_ps(a + 16 * i);
+                __m512 ci = _mm512_cvtepi32_ps(_mm512_load_si512(c + 256 * i));
+                av = _mm512_fmadd_ps(_mm512_mul_ps(ci, A[i]), vdx, av);
+                _mm512_store_ps(a + 16 * i, _mm512_fnmadd_ps(B[i], vdxs, av));
+            }
+        } else {
+            for (int i = 0; i < np; i++) {
+                __m512 ci = _mm512_cvtepi32_ps(_mm512_load_si512(c + 256 * i));
+                _mm512_store_ps(a + 16 * i, _mm512_fmadd_ps(_mm512_mul_ps(ci, A[i]), vdx,
+                                                             _mm512_load_ps(a + 16 * i)));
+            }
+        }
     }
 }
 
 /* Integer weights (Q8_0, Q4_0, Q4_K) on AMX-INT8 tiles: per group of 32 k the
- * tile sums are the exact integers the VNNI kernel computes, and the float
- * scaling below repeats its operations in its order, so prefill on tiles and
- * decode on VNNI give bit-identical rows (results do not depend on how rows
- * are batched). */
+ * tile sums are the exact integers the VNNI kernel computes (sum x*w; for
+ * Q4_K sum x*q), and the float scaling repeats its operations in its order,
+ * so prefill on tiles and decode on VNNI give bit-identical rows (results do
+ * not depend on how rows are batched). The tiles of group g+1 are issued
+ * before the scaling of group g, into the other half of a double buffer, so
+ * the tile unit and the vector units work at the same time. */
 static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                             int64_t p0, int64_t p1, void *scratch) {
     const int64_t n = xq->n, ng = pk->n_groups;
-    const size_t pbytes = (size_t)ng * pk->group_bytes;
+    const size_t pbytes = (size_t)ng * pk->group_bytes, gb = pk->group_bytes;
     uint8_t *sp = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    int32_t *cbuf = (int32_t *)sp;     /* [4][16][16] */
-    float *acc = (float *)(sp + 4096); /* [32 tokens][32 outputs] */
-    uint8_t *bexp = sp + 8192;         /* [2][ng][512] unpacked nibbles */
-    const bool nib = pk->kind != INF_PACK_Q8_0;
+    int32_t *cbuf = (int32_t *)sp;      /* [2][4][16][16] */
+    float *acc = (float *)(sp + 8192);  /* [32 tokens][32 outputs] */
+    uint8_t *bexp = sp + 12288;         /* [2][ng][512] B tiles */
+    const bool q4k = pk->kind == INF_PACK_Q4_K, sgn = !q4k;
+    const size_t qb = pk->kind == INF_PACK_Q8_0 ? 512 : 256; /* offset of the scales */
     _tile_loadconfig(&g_cfg_int8);
     for (int64_t p = p0; p < p1; p += 2) {
-        int np = p1 - p >= 2 ? 2 : 1;
+        const int np = p1 - p >= 2 ? 2 : 1;
         const uint8_t *panel[2] = {pk->data + (size_t)p * pbytes,
                                    pk->data + (size_t)(p + np - 1) * pbytes};
-        if (nib)
-            for (int i = 0; i < np; i++)
-                for (int64_t g = 0; g < ng; g++)
-                    unpack_nibbles(bexp + ((size_t)i * ng + g) * 512,
-                                   panel[i] + (size_t)g * pk->group_bytes);
+        for (int i = 0; i < np; i++)
+            for (int64_t g = 0; g < ng; g++)
+                unpack_group(bexp + ((size_t)i * ng + g) * 512, pk->kind,
+                             panel[i] + (size_t)g * gb);
+        const uint8_t *b0 = bexp, *b1 = bexp + (size_t)ng * 512;
         for (int tb = 0; tb < T; tb += 32) {
             memset(acc, 0, 32 * 32 * sizeof(float));
-            const int8_t *a0 = xq->q + (size_t)tb * (size_t)n;
+            const int8_t *a0 = xq->qT + (size_t)tb * (size_t)n; /* [ng][32][32] */
+            const float *dT = xq->dT + (size_t)(tb / 32) * (size_t)ng * 32;
+            const int32_t *sT = xq->sT + (size_t)(tb / 32) * (size_t)ng * 32;
+            group_tiles(cbuf, a0, b0, b1, np, sgn);
             for (int64_t g = 0; g < ng; g++) {
-                const uint8_t *gp[2] = {panel[0] + (size_t)g * pk->group_bytes,
-                                        panel[1] + (size_t)g * pk->group_bytes};
-                const uint8_t *b0 = nib ? bexp + (size_t)g * 512 : gp[0];
-                const uint8_t *b1 = nib ? bexp + ((size_t)ng + g) * 512 : gp[1];
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
-                _tile_loadd(4, a0 + 32 * g, n);
-                _tile_loadd(5, a0 + 16 * (size_t)n + 32 * g, n);
-                _tile_loadd(6, b0, 64);
-                _tile_dpbsud(0, 4, 6);
-                _tile_dpbsud(2, 5, 6);
-                if (np == 2) {
-                    _tile_loadd(7, b1, 64);
-                    _tile_dpbsud(1, 4, 7);
-                    _tile_dpbsud(3, 5, 7);
-                }
-                _tile_stored(0, cbuf, 64);
-                _tile_stored(1, cbuf + 256, 64);
-                _tile_stored(2, cbuf + 512, 64);
-                _tile_stored(3, cbuf + 768, 64);
-                size_t qb = nib ? 256 : 512;
-                __m512 A[2], B[2];
+                if (g + 1 < ng)
+                    group_tiles(cbuf + 1024 * ((g + 1) & 1), a0 + 1024 * (g + 1),
+                                b0 + (size_t)(g + 1) * 512, b1 + (size_t)(g + 1) * 512, np, sgn);
+                __m512 A[2], B[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
                 for (int i = 0; i < np; i++) {
-                    A[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp[i] + qb)));
-                    B[i] = pk->kind == INF_PACK_Q4_K ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                                                           (const __m256i *)(gp[i] + qb + 32)))
-                                                     : _mm512_setzero_ps();
+                    const uint8_t *gp = panel[i] + (size_t)g * gb;
+                    A[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb)));
+                    if (q4k) B[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb + 32)));
                 }
-                const int off = pk->kind == INF_PACK_Q8_0 ? 128 : 8;
-                const int32_t *sr = xq->s16 + (size_t)tb * (size_t)(n / 16) + 2 * g;
-                const float *dr = xq->d + (size_t)tb * (size_t)(n / 32) + g;
-                for (int t = 0; t < 32; t++) {
-                    const int32_t *c = cbuf + (t < 16 ? 0 : 512) + (size_t)(t % 16) * 16;
-                    int32_t s =
-                        sr[(size_t)t * (size_t)(n / 16)] + sr[(size_t)t * (size_t)(n / 16) + 1];
-                    float dx = dr[(size_t)t * (size_t)(n / 32)];
-                    __m512 vdx = _mm512_set1_ps(dx);
-                    float *a = acc + (size_t)t * 32;
-                    if (pk->kind == INF_PACK_Q4_K) {
-                        __m512 vdxs = _mm512_set1_ps(dx * (float)s);
-                        for (int i = 0; i < np; i++) {
-                            __m512 av = _mm512_load_ps(a + 16 * i);
-                            __m512i ai = _mm512_load_si512(c + 256 * i);
-                            av = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai), A[i]), vdx,
-                                                 av);
-                            _mm512_store_ps(a + 16 * i, _mm512_fnmadd_ps(B[i], vdxs, av));
-                        }
-                    } else {
-                        __m512i corr = _mm512_set1_epi32(off * s);
-                        for (int i = 0; i < np; i++) {
-                            __m512i v = _mm512_sub_epi32(_mm512_load_si512(c + 256 * i), corr);
-                            _mm512_store_ps(
-                                a + 16 * i,
-                                _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A[i]), vdx,
-                                                _mm512_load_ps(a + 16 * i)));
-                        }
-                    }
-                }
+                group_scale(acc, cbuf + 1024 * (g & 1), dT + 32 * g, sT + 32 * g, A, B, np, q4k);
             }
             int rows = T - tb < 32 ? T - tb : 32;
             for (int t = 0; t < rows; t++)

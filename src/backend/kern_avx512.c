@@ -140,6 +140,12 @@ static void a5_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
             s16[2 * b] = _mm512_reduce_add_epi32(q0);
             s16[2 * b + 1] = _mm512_reduce_add_epi32(q1);
             d[b] = db;
+            if (what & INF_XQ_TILES) {
+                size_t i = ((size_t)(t / 32) * (size_t)(n / 32) + (size_t)b) * 32 + (size_t)(t % 32);
+                xq->dT[i] = db;
+                xq->sT[i] = s16[2 * b] + s16[2 * b + 1];
+                memcpy(xq->qT + 32 * i, q + 32 * b, 32);
+            }
         }
     }
 }

@@ -72,12 +72,19 @@ void inf_packed_free(inf_packed *p);
  * per 16 (the offset corrections of the unsigned weight forms). */
 #define INF_XQ_INT8 1
 #define INF_XQ_BF16 2
+#define INF_XQ_TILES 4 /* with INT8: also dT, sT and qT, the layout the AMX kernel reads */
 typedef struct inf_xq {
     int64_t n;    /* row length (multiple of 32) */
     int8_t *q;    /* [T][n] */
     float *d;     /* [T][n/32] */
     int32_t *s16; /* [T][n/16] */
     uint16_t *bf; /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
+    /* d and the sums of q per 32, by blocks of 32 rows: element (t, b) at
+     * [t / 32][b][t % 32], so a token block's scales for one k block are contiguous */
+    float *dT;   /* [T rounded up to 32 / 32][n/32][32] */
+    int32_t *sT; /* same layout */
+    int8_t *qT;  /* q in the same order, 32 bytes per element: one group of 32
+                    tokens is 1 KiB, two contiguous A tiles */
 } inf_xq;
 
 /* One attention work item: R query vectors that read the same KV head.

@@ -33,7 +33,7 @@ typedef struct simd_ctx {
 
     /* workspace, grown on first use of a larger shape, never per token after */
     inf_xq xq;
-    size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap;
+    size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
     float **thr_scratch; /* [nth] attention + dequant scratch */
@@ -187,13 +187,18 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
         /* AMX runs Q8_0/Q4_0/Q4_K on int8 tiles (the VNNI kernels' exact
          * integers), BF16 and Q6_K on bf16 tiles */
         bool bf_tiles = pk->kind == INF_PACK_BF16 || (j.use_amx && !inf_amx_int8_kind(pk->kind));
-        j.quant_what = bf_tiles ? INF_XQ_BF16 : INF_XQ_INT8;
+        j.quant_what = bf_tiles ? INF_XQ_BF16 : INF_XQ_INT8 | (j.use_amx ? INF_XQ_TILES : 0);
         INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n) == 0);
         INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap,
                         sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
         INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap,
                         sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16)) == 0);
         INF_ASSERT(grow((void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n) == 0);
+        INF_ASSERT(grow((void **)&c->xq.dT, &c->xq_dT_cap,
+                        sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.sT, &c->xq_sT_cap,
+                        sizeof(int32_t) * (size_t)T32 * (size_t)(n / 32)) == 0);
+        INF_ASSERT(grow((void **)&c->xq.qT, &c->xq_qT_cap, (size_t)T32 * (size_t)n) == 0);
         c->xq.n = n;
         if (j.use_amx) {
             size_t need = c->k->amx_scratch_bytes(pk);
@@ -211,6 +216,11 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
                    sizeof(float) * (size_t)(T32 - T) * (size_t)(n / 32));
             memset(c->xq.s16 + (size_t)T * (size_t)(n / 16), 0,
                    sizeof(int32_t) * (size_t)(T32 - T) * (size_t)(n / 16));
+            /* the last token block's scales, whose rows past T stay 0 */
+            size_t last = (size_t)(T32 - 32) * (size_t)(n / 32);
+            memset(c->xq.dT + last, 0, sizeof(float) * 32 * (size_t)(n / 32));
+            memset(c->xq.sT + last, 0, sizeof(int32_t) * 32 * (size_t)(n / 32));
+            memset(c->xq.qT + 32 * last, 0, 32 * 32 * (size_t)(n / 32));
         }
         j.pk = pk;
         if (T >= 8)
@@ -455,6 +465,9 @@ void inf_backend_simd_free(inf_backend *be) {
     inf_free(c->xq.d);
     inf_free(c->xq.s16);
     inf_free(c->xq.bf);
+    inf_free(c->xq.dT);
+    inf_free(c->xq.sT);
+    inf_free(c->xq.qT);
     free(c);
     free(be);
 }
