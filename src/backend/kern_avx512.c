@@ -3,6 +3,7 @@
  * flash attention. Compiled with -mavx512*; only called after detection. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "backend/kernels.h"
@@ -452,37 +453,6 @@ static inline __m512 reduce16(__m512 v[16]) {
     return _mm512_permutexvar_ps(idx, d);
 }
 
-/* Scores of RB rows (r0..) against the 64 keys of the tile: K^T columns are
- * loaded once per d and shared by the rows. */
-static inline __attribute__((always_inline)) void scores_rows(float *st, const inf_attn_rows *it,
-                                                              int r0, const int RB, const float *kt,
-                                                              const int hd) {
-    __m512 a[4][4];
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++)
-            a[r][c] = _mm512_setzero_ps();
-    for (int d = 0; d < hd; d++) {
-        const float *col = kt + (size_t)d * INF_KV_TILE;
-        __m512 k0 = _mm512_load_ps(col), k1 = _mm512_load_ps(col + 16);
-        __m512 k2 = _mm512_load_ps(col + 32), k3 = _mm512_load_ps(col + 48);
-#pragma GCC unroll 4
-        for (int r = 0; r < RB; r++) {
-            __m512 q = _mm512_set1_ps(it->q[r0 + r][d]);
-            a[r][0] = _mm512_fmadd_ps(q, k0, a[r][0]);
-            a[r][1] = _mm512_fmadd_ps(q, k1, a[r][1]);
-            a[r][2] = _mm512_fmadd_ps(q, k2, a[r][2]);
-            a[r][3] = _mm512_fmadd_ps(q, k3, a[r][3]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; r++)
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++)
-            _mm512_store_ps(st + (size_t)(r0 + r) * INF_KV_TILE + 16 * c, a[r][c]);
-}
-
 /* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows. */
 static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int r0,
                                                           const int RB, const float *const *vrow,
@@ -542,12 +512,11 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
     }
 }
 
-/* One attention work item. Per 64-key tile: K is transposed and V copied
- * into contiguous scratch (cache rows are often exactly 4 KiB apart, which
- * maps a tile's keys to the same L1 sets), then scores for 4 rows at a time,
- * the online-softmax update per row, and P.V for 2 rows at a time. A row
- * inactive in a tile (all its keys before it) gets p = 0 there, so its sums
- * are unchanged; each row's arithmetic is fixed by its own keys. */
+/* A work item of few rows (decode: R < 8). Per 64-key tile: scores of each
+ * row against the keys read in place, the online-softmax update per row, and
+ * P.V for 2 rows at a time. A row inactive in a tile (all its keys before
+ * it) gets p = 0 there, so its sums are unchanged; each row's arithmetic is
+ * fixed by its own keys. */
 static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows *it,
                                                             const inf_kv_view *kv, const int hd,
                                                             float scale, float *scratch) {
@@ -556,47 +525,22 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
-    float *kt = acc + (size_t)R * hd;          /* [hd][64] K^T of the tile */
-    float *vt = kt + (size_t)INF_KV_TILE * hd; /* [64][hd] */
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
         memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
     }
     const __m512 vscale = _mm512_set1_ps(scale);
-    const int direct = R < 8;
     const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
     for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         int r = 0;
-        if (direct) {
-            for (int j = 0; j < nk; j++) {
-                krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-                vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-            }
-            for (; r < R; r++)
-                if (it->lim[r] > t0)
-                    scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
-        } else {
-            for (int j = 0; j < nk; j++) {
-                const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-                const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-                for (int d = 0; d < hd; d++)
-                    kt[(size_t)d * INF_KV_TILE + j] = ks[d];
-#pragma GCC unroll 16
-                for (int i = 0; i < nv; i++)
-                    _mm512_store_ps(vt + (size_t)j * hd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
-                vrow[j] = vt + (size_t)j * hd;
-            }
-            if (nk < INF_KV_TILE)
-                for (int d = 0; d < hd; d++)
-                    memset(kt + (size_t)d * INF_KV_TILE + nk, 0,
-                           sizeof(float) * (size_t)(INF_KV_TILE - nk));
-            for (; r + 4 <= R; r += 4)
-                scores_rows(st, it, r, 4, kt, hd);
-            for (; r < R; r++)
-                scores_rows(st, it, r, 1, kt, hd);
+        for (int j = 0; j < nk; j++) {
+            krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+            vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
         }
+        for (; r < R; r++)
+            if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
             float *s = st + (size_t)r * INF_KV_TILE;
@@ -649,29 +593,199 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
     }
 }
 
+/* A work item of many rows (prefill), 32 rows at a time held in the lanes of
+ * two vectors. Per 64-key tile, K and V are copied into contiguous scratch
+ * (cache rows are often exactly 4 KiB apart, which maps a tile's keys to the
+ * same L1 sets). Scores come out as S[j][row] = sum_d q^T[d][row] k[j][d]:
+ * one broadcast of k[j][d] serves 32 rows, and with rows in lanes the online
+ * softmax is vertical (running max and sum per lane, no reductions across
+ * lanes). P.V then adds p[j][row] v[j] into each row's accumulator. Keys at
+ * or past a row's limit get p = 0; every row sees key 0 (lim >= 1), so its
+ * running max is finite from the first tile on. */
+static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows *it,
+                                                             const inf_kv_view *kv, const int hd,
+                                                             float scale, float *scratch) {
+    const int R = it->R, nb = (R + 31) / 32, nv = hd / 16;
+    float *qt = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63); /* [nb][hd][32] */
+    float *acc = qt + (size_t)nb * 32 * hd;                            /* [nb * 32][hd] */
+    float *kc = acc + (size_t)nb * 32 * hd;                            /* [64][hd] keys */
+    float *vc = kc + (size_t)INF_KV_TILE * hd;                         /* [64][hd] values */
+    float *st = vc + (size_t)INF_KV_TILE * hd;                         /* [64][32] s, then p */
+    float *ml = st + 32 * INF_KV_TILE;                                 /* [nb][2][32] m, l */
+    int32_t *limv = (int32_t *)(ml + 64 * (size_t)nb);                 /* [nb * 32] */
+    for (int b = 0; b < nb; b++)
+        for (int r = 0; r < 32; r++) {
+            int rr = 32 * b + r;
+            float *col = qt + (size_t)b * hd * 32 + r;
+            for (int d = 0; d < hd; d++)
+                col[(size_t)d * 32] = rr < R ? it->q[rr][d] : 0.0f;
+            limv[rr] = rr < R ? it->lim[rr] : 1;
+            ml[64 * b + r] = -INFINITY;
+            ml[64 * b + 32 + r] = 0;
+        }
+    memset(acc, 0, sizeof(float) * (size_t)nb * 32 * hd);
+    const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
+        const int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
+        for (int j = 0; j < INF_KV_TILE; j++) {
+            float *kd = kc + (size_t)j * hd, *vd = vc + (size_t)j * hd;
+            if (j < nk) {
+                const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
+                const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) {
+                    _mm512_store_ps(kd + 16 * i, _mm512_loadu_ps(ks + 16 * i));
+                    _mm512_store_ps(vd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
+                }
+            } else if (j < ((nk + 7) & ~7)) {
+                memset(kd, 0, sizeof(float) * (size_t)hd); /* keys the 8-wide loop reads */
+            }
+        }
+        for (int b = 0; b < nb; b++) {
+            const int32_t *lb = limv + 32 * b;
+            int lo = lb[0], hi = lb[0];
+            for (int r = 1; r < 32; r++) {
+                lo = lb[r] < lo ? lb[r] : lo;
+                hi = lb[r] > hi ? lb[r] : hi;
+            }
+            if (hi <= t0) continue; /* no row of the block sees this tile */
+            const float *q0 = qt + (size_t)b * hd * 32;
+            /* scores, 8 keys x 32 rows at a time */
+            for (int j0 = 0; j0 < nk; j0 += 8) {
+                __m512 a[8][2];
+#pragma GCC unroll 8
+                for (int jj = 0; jj < 8; jj++)
+                    a[jj][0] = a[jj][1] = _mm512_setzero_ps();
+                const float *k0 = kc + (size_t)j0 * hd;
+                for (int d = 0; d < hd; d++) {
+                    __m512 qa = _mm512_load_ps(q0 + (size_t)d * 32);
+                    __m512 qb = _mm512_load_ps(q0 + (size_t)d * 32 + 16);
+#pragma GCC unroll 8
+                    for (int jj = 0; jj < 8; jj++) {
+                        __m512 kb = _mm512_set1_ps(k0[(size_t)jj * hd + d]);
+                        a[jj][0] = _mm512_fmadd_ps(qa, kb, a[jj][0]);
+                        a[jj][1] = _mm512_fmadd_ps(qb, kb, a[jj][1]);
+                    }
+                }
+#pragma GCC unroll 8
+                for (int jj = 0; jj < 8; jj++) {
+                    _mm512_store_ps(st + (size_t)(j0 + jj) * 32, a[jj][0]);
+                    _mm512_store_ps(st + (size_t)(j0 + jj) * 32 + 16, a[jj][1]);
+                }
+            }
+            /* online softmax, per lane */
+            const bool full = lo >= t0 + nk;
+            __m512i l0 = _mm512_loadu_si512(lb), l1 = _mm512_loadu_si512(lb + 16);
+            __m512 m0 = _mm512_load_ps(ml + 64 * b), m1 = _mm512_load_ps(ml + 64 * b + 16);
+            __m512 s0, s1, tm0 = ninf, tm1 = ninf;
+            for (int j = 0; j < nk; j++) {
+                s0 = _mm512_mul_ps(_mm512_load_ps(st + (size_t)j * 32), vscale);
+                s1 = _mm512_mul_ps(_mm512_load_ps(st + (size_t)j * 32 + 16), vscale);
+                if (!full) {
+                    __m512i kj = _mm512_set1_epi32(t0 + j);
+                    s0 = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(l0, kj), ninf, s0);
+                    s1 = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(l1, kj), ninf, s1);
+                }
+                _mm512_store_ps(st + (size_t)j * 32, s0);
+                _mm512_store_ps(st + (size_t)j * 32 + 16, s1);
+                tm0 = _mm512_max_ps(tm0, s0);
+                tm1 = _mm512_max_ps(tm1, s1);
+            }
+            __mmask16 up0 = _mm512_cmp_ps_mask(tm0, m0, _CMP_GT_OQ);
+            __mmask16 up1 = _mm512_cmp_ps_mask(tm1, m1, _CMP_GT_OQ);
+            __m512 n0 = _mm512_mask_blend_ps(up0, m0, tm0), n1 = _mm512_mask_blend_ps(up1, m1, tm1);
+            /* corr = e^(m - m'), exactly 1 where the max did not move */
+            __m512 c0 = _mm512_mask_blend_ps(up0, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m0, n0)));
+            __m512 c1 = _mm512_mask_blend_ps(up1, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m1, n1)));
+            __m512 ls0 = _mm512_mul_ps(_mm512_load_ps(ml + 64 * b + 32), c0);
+            __m512 ls1 = _mm512_mul_ps(_mm512_load_ps(ml + 64 * b + 48), c1);
+            for (int j = 0; j < nk; j++) {
+                __m512 sj0 = _mm512_load_ps(st + (size_t)j * 32);
+                __m512 sj1 = _mm512_load_ps(st + (size_t)j * 32 + 16);
+                __m512 p0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(sj0, ninf, _CMP_NEQ_OQ),
+                                                exp512(_mm512_sub_ps(sj0, n0)));
+                __m512 p1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(sj1, ninf, _CMP_NEQ_OQ),
+                                                exp512(_mm512_sub_ps(sj1, n1)));
+                _mm512_store_ps(st + (size_t)j * 32, p0);
+                _mm512_store_ps(st + (size_t)j * 32 + 16, p1);
+                ls0 = _mm512_add_ps(ls0, p0);
+                ls1 = _mm512_add_ps(ls1, p1);
+            }
+            _mm512_store_ps(ml + 64 * b, n0);
+            _mm512_store_ps(ml + 64 * b + 16, n1);
+            _mm512_store_ps(ml + 64 * b + 32, ls0);
+            _mm512_store_ps(ml + 64 * b + 48, ls1);
+            float corr[32] __attribute__((aligned(64)));
+            _mm512_store_ps(corr, c0);
+            _mm512_store_ps(corr + 16, c1);
+            const int rows = R - 32 * b < 32 ? R - 32 * b : 32;
+            if (up0 | up1)
+                for (int r = 0; r < rows; r++) {
+                    if (corr[r] == 1.0f) continue;
+                    float *a = acc + (size_t)(32 * b + r) * hd;
+                    __m512 cr = _mm512_set1_ps(corr[r]);
+#pragma GCC unroll 16
+                    for (int i = 0; i < nv; i++)
+                        _mm512_store_ps(a + 16 * i, _mm512_mul_ps(_mm512_load_ps(a + 16 * i), cr));
+                }
+            /* P.V, 2 rows at a time */
+            for (int r = 0; r < rows; r += 2) {
+                const bool two = r + 1 < rows;
+                float *a0 = acc + (size_t)(32 * b + r) * hd, *a1 = a0 + hd;
+                __m512 av0[16], av1[16];
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) {
+                    av0[i] = _mm512_load_ps(a0 + 16 * i);
+                    av1[i] = two ? _mm512_load_ps(a1 + 16 * i) : _mm512_setzero_ps();
+                }
+                for (int j = 0; j < nk; j++) {
+                    const float *v = vc + (size_t)j * hd;
+                    __m512 p0 = _mm512_set1_ps(st[(size_t)j * 32 + r]);
+                    __m512 p1 = _mm512_set1_ps(st[(size_t)j * 32 + r + 1]);
+#pragma GCC unroll 16
+                    for (int i = 0; i < nv; i++) {
+                        __m512 vv = _mm512_load_ps(v + 16 * i);
+                        av0[i] = _mm512_fmadd_ps(p0, vv, av0[i]);
+                        av1[i] = _mm512_fmadd_ps(p1, vv, av1[i]);
+                    }
+                }
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) {
+                    _mm512_store_ps(a0 + 16 * i, av0[i]);
+                    if (two) _mm512_store_ps(a1 + 16 * i, av1[i]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        int b = r / 32;
+        __m512 inv = _mm512_set1_ps(1.0f / ml[64 * b + 32 + r % 32]);
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++)
+            _mm512_storeu_ps(it->out[r] + 16 * i,
+                             _mm512_mul_ps(_mm512_load_ps(acc + (size_t)r * hd + 16 * i), inv));
+    }
+}
+
 /* head_dim is a compile-time constant in each body so q and the accumulators stay in registers */
 static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
+#define BODY(HD)                                                                                   \
+    case HD:                                                                                       \
+        if (it->R >= 8)                                                                            \
+            attn_lanes(it, kv, HD, scale, scratch);                                                \
+        else                                                                                       \
+            attn_body(it, kv, HD, scale, scratch);                                                 \
+        return;
     switch (hd) {
-    case 64:
-        attn_body(it, kv, 64, scale, scratch);
-        return;
-    case 128:
-        attn_body(it, kv, 128, scale, scratch);
-        return;
-    case 256:
-        attn_body(it, kv, 256, scale, scratch);
-        return;
-    case 16:
-        attn_body(it, kv, 16, scale, scratch);
-        return;
-    case 32:
-        attn_body(it, kv, 32, scale, scratch);
-        return;
-    case 96:
-        attn_body(it, kv, 96, scale, scratch);
-        return;
+        BODY(64)
+        BODY(128)
+        BODY(256)
+        BODY(16)
+        BODY(32)
+        BODY(96)
     }
+#undef BODY
     inf_kernels g;
     inf_kernels_fill_generic(&g);
     g.attn_rows(it, kv, hd, scale, scratch);

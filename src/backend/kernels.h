@@ -100,8 +100,14 @@ typedef struct inf_attn_rows {
 
 /* Floats of attention scratch one thread needs for an item of R rows. */
 static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
-    return 2 * (size_t)head_dim * INF_KV_TILE + (size_t)R * (head_dim + INF_KV_TILE + 2) + 64;
-    /* = K^T and V tiles + per row: accumulator, 64 scores, max and sum; + alignment */
+    size_t rows = (size_t)R, rows32 = ((size_t)R + 31) & ~(size_t)31;
+    /* K and V tiles + per row: accumulator, 64 scores, max and sum; + alignment */
+    size_t by_row = 2 * (size_t)head_dim * INF_KV_TILE + rows * (head_dim + INF_KV_TILE + 2) + 64;
+    /* the same with rows in lanes (blocks of 32): q^T and accumulators per row,
+     * one block's scores, max/sum per row, limits; + alignment */
+    size_t by_lane = 2 * (size_t)head_dim * INF_KV_TILE + 2 * rows32 * (size_t)head_dim +
+                     32 * INF_KV_TILE + 3 * rows32 + 128;
+    return by_row > by_lane ? by_row : by_lane;
 }
 
 typedef struct inf_kernels {
