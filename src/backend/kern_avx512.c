@@ -791,6 +791,62 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
     g.attn_rows(it, kv, hd, scale, scratch);
 }
 
+/* Materialized attention (see kernels.h): the scores with the same 16-key
+ * dot products as the decode path, one exact softmax per row over all its
+ * keys, then P.V row by row. */
+static inline __attribute__((always_inline)) void
+materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, int T, int h,
+                  const inf_attn_shape *s, float *S, const int hd) {
+    const int group = s->n_head / s->n_head_kv, kv_off = (h / group) * hd, nv = hd / 16;
+    const size_t qw = (size_t)s->n_head * hd, ldS = (size_t)(pos0 + T + 15) & ~(size_t)15;
+    const float *krow[16];
+    for (int t = 0; t < T; t++) {
+        const float *qr = q + (size_t)t * qw + (size_t)h * hd;
+        float *Sr = S + (size_t)t * ldS;
+        const int lim = pos0 + t + 1;
+        for (int j0 = 0; j0 < lim; j0 += 16) {
+            int nk = lim - j0 < 16 ? lim - j0 : 16;
+            for (int j = 0; j < nk; j++)
+                krow[j] = inf_kv_k_row(kv, j0 + j) + kv_off;
+            float tmp[INF_KV_TILE] __attribute__((aligned(64)));
+            scores_direct(tmp, qr, krow, nk, hd);
+            _mm512_storeu_ps(Sr + j0, _mm512_mul_ps(_mm512_load_ps(tmp), _mm512_set1_ps(s->scale)));
+        }
+        a5_softmax(Sr, lim);
+    }
+    for (int t = 0; t < T; t++) {
+        const float *Sr = S + (size_t)t * ldS;
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++)
+            a[i] = _mm512_setzero_ps();
+        for (int j = 0; j < pos0 + t + 1; j++) {
+            const float *v = inf_kv_v_row(kv, j) + kv_off;
+            __m512 p = _mm512_set1_ps(Sr[j]);
+#pragma GCC unroll 16
+            for (int i = 0; i < nv; i++)
+                a[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + 16 * i), a[i]);
+        }
+        float *o = out + (size_t)t * qw + (size_t)h * hd;
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++)
+            _mm512_storeu_ps(o + 16 * i, a[i]);
+    }
+}
+
+static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *kv, int pos0,
+                                 int T, int h, const inf_attn_shape *s, float *S) {
+    switch (s->head_dim) {
+    case 64:
+        materialized_body(out, q, kv, pos0, T, h, s, S, 64);
+        return;
+    case 128:
+        materialized_body(out, q, kv, pos0, T, h, s, S, 128);
+        return;
+    }
+    INF_ASSERT(!"materialized attention: head_dim 64 or 128 only");
+}
+
 static int a5_reduce16_ok = -1;
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
@@ -816,5 +872,8 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
     k->swiglu = a5_swiglu;
     k->add = a5_add;
     k->softmax = a5_softmax;
-    if (a5_reduce16_ok) k->attn_rows = a5_attn_rows;
+    if (a5_reduce16_ok) {
+        k->attn_rows = a5_attn_rows;
+        k->attn_materialized = a5_attn_materialized;
+    }
 }

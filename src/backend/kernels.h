@@ -141,6 +141,12 @@ typedef struct inf_kernels {
     /* One attention work item (online softmax over 64-key tiles). */
     void (*attn_rows)(const inf_attn_rows *it, const inf_kv_view *kv, int head_dim, float scale,
                       float *scratch);
+    /* Materialized causal attention of query head h (no online softmax): the
+     * whole [T][pos0+T] score matrix S is written, softmaxed row by row, then
+     * multiplied by V. Only for measuring what flash attention saves
+     * (INFERNO_ATTN=materialized); NULL where the level has none. */
+    void (*attn_materialized)(float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
+                              int h, const inf_attn_shape *s, float *S);
 } inf_kernels;
 
 /* The kernel table for an ISA level (must be one the CPU runs: inf_isa_clamp). */

@@ -398,9 +398,50 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
     run(c, attn_task, &j, j.n_items);
 }
 
+/* INFERNO_ATTN=materialized: the materialized path, by query heads, for
+ * measuring what flash attention saves. Its score matrices are allocated
+ * per call (T x keys floats per thread), as that path is about memory. */
+typedef struct mat_job {
+    simd_ctx *c;
+    float *out;
+    const float *q;
+    const inf_kv_view *kv;
+    const inf_attn_shape *s;
+    int pos0, T;
+    float **S; /* [nth] */
+} mat_job;
+
+static void mat_task(void *arg, int h, int n_heads, int tid) {
+    (void)n_heads;
+    mat_job *j = arg;
+    j->c->k->attn_materialized(j->out, j->q, j->kv, j->pos0, j->T, h, j->s, j->S[tid]);
+}
+
+static bool use_materialized(const simd_ctx *c) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("INFERNO_ATTN");
+        on = e && strcmp(e, "materialized") == 0;
+    }
+    return on && c->k->attn_materialized;
+}
+
 static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
                               const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
-    attn_run(ctx_of(be), out, q, kv, pos0, T, s);
+    simd_ctx *c = ctx_of(be);
+    if (!use_materialized(c) || (s->head_dim != 64 && s->head_dim != 128)) {
+        attn_run(c, out, q, kv, pos0, T, s);
+        return;
+    }
+    size_t ld = ((size_t)pos0 + (size_t)T + 15) & ~(size_t)15;
+    float *S[64] = {0};
+    mat_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T, .S = S};
+    INF_ASSERT(c->nth <= 64);
+    for (int i = 0; i < c->nth; i++)
+        INF_ASSERT((S[i] = inf_alloc((size_t)T * ld * sizeof(float))) != NULL);
+    run(c, mat_task, &j, s->n_head);
+    for (int i = 0; i < c->nth; i++)
+        inf_free(S[i]);
 }
 
 static void simd_attn_decode(const inf_backend *be, float *out, const float *q,

@@ -404,6 +404,18 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
         prevd = yd;
     }
     gfree(prev), gfree(prevd);
+    /* the materialized path kept for measurements (INFERNO_ATTN=materialized) */
+    const inf_kernels *k5 = inf_kernels_get(inf_isa_clamp(INF_ISA_AVX512));
+    if (k5->attn_materialized && (hd == 64 || hd == 128)) {
+        size_t ld = ((size_t)n_keys + 15) & ~(size_t)15;
+        float *S = malloc(sizeof(float) * (size_t)T * ld), *y = galloc((size_t)T * qw);
+        for (int h = 0; h < n_head; h++)
+            k5->attn_materialized(y, q, &kv, pos0, T, h, &s, S);
+        CHECK(guards_ok(y, (size_t)T * qw));
+        check_rel(what, "materialized", y, ref, (size_t)T * qw, 2e-4, 2e-5);
+        gfree(y);
+        free(S);
+    }
     free(table), free(K), free(V), free(q), free(ref), free(refd);
 }
 
