@@ -422,6 +422,9 @@ static bool use_materialized(const simd_ctx *c) {
     if (on < 0) {
         const char *e = getenv("INFERNO_ATTN");
         on = e && strcmp(e, "materialized") == 0;
+        if (e && *e && !on && strcmp(e, "flash") != 0)
+            fprintf(stderr, "inferno: INFERNO_ATTN=%s: expected flash or materialized; using flash\n",
+                    e);
     }
     return on && c->k->attn_materialized;
 }
