@@ -512,7 +512,7 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
     }
 }
 
-/* A work item of few rows (decode: R < 8). Per 64-key tile: scores of each
+/* A work item of few rows (decode, short spans: R < LANES_MIN_R). Per 64-key tile: scores of each
  * row against the keys read in place, the online-softmax update per row, and
  * P.V for 2 rows at a time. A row inactive in a tile (all its keys before
  * it) gets p = 0 there, so its sums are unchanged; each row's arithmetic is
@@ -768,11 +768,18 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
 }
 
 /* head_dim is a compile-time constant in each body so q and the accumulators stay in registers */
+/* Rows from which an item runs in lanes. The two bodies sum in different
+ * orders, so a row's result can differ in the last bits between them; a
+ * prompt re-run after a prefix-cache hit recomputes its last row(s) as a short
+ * span, and with a high threshold both runs of a short prompt take the same
+ * body (seeded sampling then repeats exactly). */
+#define LANES_MIN_R 32
+
 static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
 #define BODY(HD)                                                                                   \
     case HD:                                                                                       \
-        if (it->R >= 8)                                                                            \
+        if (it->R >= LANES_MIN_R)                                                                  \
             attn_lanes(it, kv, HD, scale, scratch);                                                \
         else                                                                                       \
             attn_body(it, kv, HD, scale, scratch);                                                 \
