@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/avx512_math.h"
 #include "backend/kernels.h"
 
 typedef struct tile_config {
@@ -38,15 +39,6 @@ static inline void load_cfg(void) {
 }
 
 #define TOKEN_CHUNK 256
-
-/* lane r of the result = (bf16(lo[r]), bf16(hi[r])) */
-static inline __m512i pair_bf16(__m512 lo, __m512 hi) {
-    static const uint16_t order[32] __attribute__((aligned(64))) = {
-        0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __m512i idx = _mm512_load_si512(order);
-    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-}
 
 /* f[j] = k-vectors of 4 consecutive k (lane r = row r); writes 2 bf16 chunks. */
 static inline void emit4(uint8_t *dst, const __m512 f[4]) {
@@ -402,4 +394,5 @@ void inf_kernels_fill_amx(inf_kernels *k) {
     if (inf_amx_selftest() != 0) return;
     k->matmul_amx = amx_matmul;
     k->amx_scratch_bytes = amx_scratch_bytes;
+    inf_kernels_fill_amx_attn(k);
 }

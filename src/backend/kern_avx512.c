@@ -6,35 +6,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "backend/avx512_math.h"
 #include "backend/kernels.h"
 #include "util/half.h"
-
-/* ---- exp ------------------------------------------------------------------------------ */
-
-/* e^x with ~2 ulp error; x <= -104 gives 0, large x gives +inf. */
-static inline __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
-/* lanes < left (none when left <= 0, all when left >= 16) */
-static inline __mmask16 tail_mask(int64_t left) {
-    if (left <= 0) return 0;
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-}
 
 /* ---- f32 dot and dequantization ---------------------------------------------------------- */
 
@@ -512,7 +486,7 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
     }
 }
 
-/* A work item of few rows (decode, short spans: R < LANES_MIN_R). Per 64-key tile: scores of each
+/* A decode work item (few rows). Per 64-key tile: scores of each
  * row against the keys read in place, the online-softmax update per row, and
  * P.V for 2 rows at a time. A row inactive in a tile (all its keys before
  * it) gets p = 0 there, so its sums are unchanged; each row's arithmetic is
@@ -593,7 +567,7 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
     }
 }
 
-/* A work item of many rows (prefill), 32 rows at a time held in the lanes of
+/* A prefill work item, 32 rows at a time held in the lanes of
  * two vectors. Per 64-key tile, K and V are copied into contiguous scratch
  * (cache rows are often exactly 4 KiB apart, which maps a tile's keys to the
  * same L1 sets). Scores come out as S[j][row] = sum_d q^T[d][row] k[j][d]:
@@ -768,18 +742,11 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
 }
 
 /* head_dim is a compile-time constant in each body so q and the accumulators stay in registers */
-/* Rows from which an item runs in lanes. The two bodies sum in different
- * orders, so a row's result can differ in the last bits between them; a
- * prompt re-run after a prefix-cache hit recomputes its last row(s) as a short
- * span, and with a high threshold both runs of a short prompt take the same
- * body (seeded sampling then repeats exactly). */
-#define LANES_MIN_R 32
-
 static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
 #define BODY(HD)                                                                                   \
     case HD:                                                                                       \
-        if (it->R >= LANES_MIN_R)                                                                  \
+        if (it->prefill)                                                                           \
             attn_lanes(it, kv, HD, scale, scratch);                                                \
         else                                                                                       \
             attn_body(it, kv, HD, scale, scratch);                                                 \

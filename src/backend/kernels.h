@@ -88,9 +88,14 @@ typedef struct inf_xq {
 } inf_xq;
 
 /* One attention work item: R query vectors that read the same KV head.
- * Query r sees keys 0..lim[r]-1 (lim[r] >= 1). */
+ * Query r sees keys 0..lim[r]-1 (lim[r] >= 1). Prefill items and decode items
+ * go to different bodies (tiles or lanes; keys read in place), chosen by
+ * `prefill` alone: a row's result never depends on the other rows of its item,
+ * so a prompt row comes out the same whether its span was the whole prompt or
+ * the part after a reused prefix. */
 typedef struct inf_attn_rows {
     int R;
+    int prefill; /* from attn_prefill (rather than attn_decode) */
     const float *q[INF_ATTN_MAX_R]; /* [R] -> head_dim floats */
     float *out[INF_ATTN_MAX_R];     /* [R] -> head_dim floats */
     int lim[INF_ATTN_MAX_R];
@@ -107,7 +112,12 @@ static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
      * one block's scores, max/sum per row, limits; + alignment */
     size_t by_lane = 2 * (size_t)head_dim * INF_KV_TILE + 2 * rows32 * (size_t)head_dim +
                      32 * INF_KV_TILE + 3 * rows32 + 128;
-    return by_row > by_lane ? by_row : by_lane;
+    /* AMX: per block of 16 rows q pairs and O^T; K, V^T, S^T, p pairs, P.V; + alignment */
+    size_t rows16 = ((size_t)R + 15) & ~(size_t)15;
+    size_t by_amx = rows16 * (2 * (size_t)head_dim + 3) + 2 * (size_t)INF_KV_TILE * head_dim +
+                    2 * INF_KV_TILE * 16 + 16 * (size_t)head_dim + 64;
+    size_t most = by_row > by_lane ? by_row : by_lane;
+    return most > by_amx ? most : by_amx;
 }
 
 typedef struct inf_kernels {
@@ -157,6 +167,9 @@ void inf_kernels_fill_generic(inf_kernels *k);
 void inf_kernels_fill_avx2(inf_kernels *k);
 void inf_kernels_fill_avx512(inf_kernels *k);
 void inf_kernels_fill_amx(inf_kernels *k);
+/* Prefill attention on AMX tiles (kern_attn_amx.c); the table's attn_rows
+ * stays in use for decode items. */
+void inf_kernels_fill_amx_attn(inf_kernels *k);
 void inf_kernels_fill_neon(inf_kernels *k);
 
 /* Whether AMX prefill runs this kind on int8 tiles (Q8_0, Q4_0, Q4_K: the

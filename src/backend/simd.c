@@ -351,6 +351,7 @@ typedef struct attn_job {
     int hpi, n_hchunk; /* heads per item, head chunks per KV head */
     int qb, n_qblock;  /* query rows per item, query blocks */
     int n_items;
+    int prefill;
 } attn_job;
 
 /* one work item: (query block, KV head, head chunk) */
@@ -367,6 +368,7 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
         int g = rest / j->n_hchunk, hc = rest % j->n_hchunk;
         inf_attn_rows it;
         it.R = 0;
+        it.prefill = j->prefill;
         it.kv_off = g * s->head_dim;
         it.max_lim = 0;
         int h0 = g * group + hc * j->hpi,
@@ -385,8 +387,9 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
 }
 
 static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view *kv, int pos0,
-                     int T, const inf_attn_shape *s) {
-    attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T};
+                     int T, const inf_attn_shape *s, int prefill) {
+    attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T,
+                  .prefill = prefill};
     int group = s->n_head / s->n_head_kv;
     j.hpi = group < INF_ATTN_MAX_R ? group : INF_ATTN_MAX_R;
     j.n_hchunk = (group + j.hpi - 1) / j.hpi;
@@ -433,7 +436,7 @@ static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
                               const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
     simd_ctx *c = ctx_of(be);
     if (!use_materialized(c) || (s->head_dim != 64 && s->head_dim != 128)) {
-        attn_run(c, out, q, kv, pos0, T, s);
+        attn_run(c, out, q, kv, pos0, T, s, 1);
         return;
     }
     size_t ld = ((size_t)pos0 + (size_t)T + 15) & ~(size_t)15;
@@ -449,7 +452,7 @@ static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
 
 static void simd_attn_decode(const inf_backend *be, float *out, const float *q,
                              const inf_kv_view *kv, int n_keys, const inf_attn_shape *s) {
-    attn_run(ctx_of(be), out, q, kv, n_keys - 1, 1, s);
+    attn_run(ctx_of(be), out, q, kv, n_keys - 1, 1, s, 0);
 }
 
 /* ---- construction --------------------------------------------------------------------------- */

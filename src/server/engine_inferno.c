@@ -60,8 +60,10 @@ static int eng_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
     eng_ctx *c = ctx;
     inf_kv_seq *s = c->seqs[seq];
     inf_kv_seq_truncate(s, 0);
-    /* n-1: the last prompt token must run for its logits. */
-    int m = inf_radix_attach(c->radix, s, prompt, n - 1, NULL);
+    /* The last prompt token must run for its logits; at least two do, so
+     * they run as a prefill span (a one-row span takes the decode attention,
+     * which sums in another order): a prompt gives the same bits cold or warm. */
+    int m = inf_radix_attach(c->radix, s, prompt, n >= 2 ? n - 2 : 0, NULL);
     if (m < 0) m = 0;
     inf_kv_seq_views(s, c->views + (size_t)seq * (size_t)c->n_layer);
     return m;

@@ -363,6 +363,12 @@ static int build_batch(srv_sched *s) {
         int from = next->n_prompt_done + 0, left = next->task->n_prompt - from;
         /* Rows already queued this step for this slot would follow; it has none. */
         int k = left < budget ? left : budget;
+        /* No prompt chunk of one row unless the prompt has one (one-row spans
+         * take the decode attention: see eng_seq_begin); a slot offered one
+         * row waits for a step with room for two, which comes while at most
+         * n_slots - 1 others decode (unless the limits leave no such step). */
+        if (k < left && left - k == 1) k--;
+        if (k == 1 && left > 1 && s->chunk >= 2 && e->max_rows >= s->n_slots + 1) continue;
         if (!reserve(s, next, k)) continue;
         for (int j = 0; j < k; j++) {
             s->tok[n] = next->task->prompt[from + j];

@@ -1,0 +1,49 @@
+/* Small AVX-512 helpers shared by the AVX-512 and AMX kernel files (which are
+ * compiled with -mavx512*; include this header from nowhere else). */
+#ifndef INF_BACKEND_AVX512_MATH_H
+#define INF_BACKEND_AVX512_MATH_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+/* e^x with ~2 ulp error; x <= -104 gives 0, large x gives +inf. */
+static inline __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* lanes < left (none when left <= 0, all when left >= 16) */
+static inline __mmask16 tail_mask(int64_t left) {
+    if (left <= 0) return 0;
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+/* lane r of the result = (bf16(lo[r]), bf16(hi[r])), rounded to nearest even */
+static inline __m512i pair_bf16(__m512 lo, __m512 hi) {
+    static const uint16_t order[32] __attribute__((aligned(64))) = {
+        0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_load_si512(order);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+/* x - bf16(x): what rounding to bf16 left out (the low part of a bf16 split) */
+static inline __m512 bf16_rest(__m512 x) {
+    __m512i h = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
+    return _mm512_sub_ps(x, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+}
+
+#endif
