@@ -342,7 +342,14 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
                     A[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb)));
                     if (q4k) B[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb + 32)));
                 }
-                group_scale(acc, cbuf + 1024 * (g & 1), dT + 32 * g, sT + 32 * g, A, B, np, q4k);
+                const int32_t *cb = cbuf + 1024 * (g & 1);
+                /* constant np and kind: the scaling loop unrolls without branches */
+                if (np == 2 && !q4k)
+                    group_scale(acc, cb, dT + 32 * g, sT + 32 * g, A, B, 2, false);
+                else if (np == 2)
+                    group_scale(acc, cb, dT + 32 * g, sT + 32 * g, A, B, 2, true);
+                else
+                    group_scale(acc, cb, dT + 32 * g, sT + 32 * g, A, B, 1, q4k);
             }
             int rows = T - tb < 32 ? T - tb : 32;
             for (int t = 0; t < rows; t++)

@@ -339,6 +339,39 @@ static void simd_softmax(const inf_backend *be, float *x, int n) {
     ctx_of(be)->k->softmax(x, n);
 }
 
+typedef struct embed_job {
+    simd_ctx *c;
+    float *out;
+    const inf_tensor *table;
+    const int32_t *ids;
+    int T;
+    size_t row_bytes;
+} embed_job;
+
+static void embed_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
+    embed_job *j = arg;
+    int64_t lo, hi, n = j->table->ne[0];
+    slice(j->T, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        INF_ASSERT(j->ids[t] >= 0 && j->ids[t] < j->table->ne[1]);
+        const unsigned char *row =
+            (const unsigned char *)j->table->data + (size_t)j->ids[t] * j->row_bytes;
+        j->c->k->dequant(j->table->type, j->out + t * n, row, 0, (int)n);
+    }
+}
+
+static void simd_embed(const inf_backend *be, float *out, const inf_tensor *table,
+                       const int32_t *ids, int T) {
+    simd_ctx *c = ctx_of(be);
+    embed_job j = {.c = c, .out = out, .table = table, .ids = ids, .T = T,
+                   .row_bytes = inf_dtype_row_bytes(table->type, table->ne[0])};
+    if (T >= 8)
+        run(c, embed_task, &j, n_chunks_for(c, T));
+    else
+        embed_task(&j, 0, 1, 0);
+}
+
 /* ---- attention ------------------------------------------------------------------------------ */
 
 typedef struct attn_job {
@@ -477,6 +510,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     be->ctx = c;
     be->prepare_weight = simd_prepare_weight;
     be->release_weight = simd_release_weight;
+    be->embed = simd_embed;
     be->matmul = simd_matmul;
     be->rmsnorm = simd_rmsnorm;
     be->rope = simd_rope;
@@ -485,7 +519,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     be->swiglu = simd_swiglu;
     be->add = simd_add;
     be->softmax = simd_softmax;
-    inf_backend_complete(be); /* embed: the scalar reference (a few rows per step) */
+    inf_backend_complete(be);
     return be;
 fail:
     if (c) {

@@ -241,6 +241,31 @@ static void check_rel(const char *what, const char *label, const float *a, const
               bad < n ? ref[bad] : 0.0);
 }
 
+/* Embedding rows of every type: the SIMD dequantizers against the scalar ones. */
+static void test_embed(bk *bks, int nb, inf_dtype type, int64_t n, int64_t rows, int T) {
+    size_t row_bytes;
+    void *data = make_weight_data(type, n, rows, &row_bytes);
+    inf_tensor table = {.name = "embd", .type = type, .n_dims = 2, .ne = {n, rows, 1, 1},
+                        .data = data, .nbytes = row_bytes * (size_t)rows};
+    int32_t ids[64];
+    for (int t = 0; t < T; t++)
+        ids[t] = (int32_t)(rnd() % (uint32_t)rows);
+    float *ref = malloc(sizeof(float) * (size_t)T * n);
+    const inf_backend *sc = inf_backend_scalar();
+    sc->embed(sc, ref, &table, ids, T);
+    char what[64];
+    snprintf(what, sizeof what, "embed %s n=%lld T=%d", inf_dtype_get(type)->name, (long long)n, T);
+    for (int b = 0; b < nb; b++) {
+        float *y = galloc((size_t)T * n);
+        bks[b].be->embed(bks[b].be, y, &table, ids, T);
+        CHECK_MSG(guards_ok(y, (size_t)T * n), "%s %s: wrote outside out", bks[b].label, what);
+        check_rel(what, bks[b].label, y, ref, (size_t)T * n, 1e-6, 0);
+        gfree(y);
+    }
+    free(ref);
+    free(data);
+}
+
 static void test_row_ops(bk *bks, int nb, int rows, int n) {
     const inf_backend *sc = inf_backend_scalar();
     size_t N = (size_t)rows * n;
@@ -463,6 +488,11 @@ int main(void) {
     nb++;
 
     const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0, INF_Q4_0, INF_Q4_K, INF_Q6_K};
+    for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        int blk = inf_dtype_get(types[ti])->block;
+        test_embed(bks, nb, types[ti], blk == 256 ? 512 : 96, 7, 3);
+        test_embed(bks, nb, types[ti], blk == 256 ? 768 : 1024, 11, 40);
+    }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         inf_dtype t = types[ti];
         int blk = inf_dtype_get(t)->block;
