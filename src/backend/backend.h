@@ -68,6 +68,12 @@ struct inf_backend {
     /* y[T][n_out] = x[T][n_in] . W^T */
     void (*matmul)(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T);
 
+    /* Optional (inf_backend_complete leaves it NULL): ys[i] = x . ws[i]^T for
+     * n weights with the same n_in (Q/K/V, gate/up), equal bit for bit to n
+     * matmul calls but in one pass over x. Callers without it call matmul. */
+    void (*matmul_n)(const inf_backend *be, float *const *ys, const float *x,
+                     const inf_weight *const *ws, int n, int T);
+
     /* out[r] = x[r] / rms(x[r]) * w, for rows r < rows of n floats (in place allowed).
      * Used for the block norms (rows = T, n = n_embd) and for Qwen3's per-head
      * q/k norms (rows = T*n_heads, n = head_dim). */

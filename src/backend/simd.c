@@ -104,13 +104,18 @@ static void simd_release_weight(const inf_backend *be, inf_weight *w) {
 
 /* ---- matmul ------------------------------------------------------------------------------- */
 
+#define MM_MAX_W 4 /* weights in one matmul_n call */
+
+/* One pass over x for nw weights: their units of work (panels, or pairs of
+ * panels on AMX) are numbered one after the other and sliced together. */
 typedef struct mm_job {
     simd_ctx *c;
-    float *y;
     const float *x;
-    const inf_weight *w;
-    const inf_packed *pk;
-    int T;
+    int T, nw;
+    float *y[MM_MAX_W];
+    const inf_weight *w[MM_MAX_W];
+    const inf_packed *pk[MM_MAX_W];
+    int64_t units[MM_MAX_W], total;
     int use_amx;
     int quant_what;
 } mm_job;
@@ -151,37 +156,45 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
     mm_job *j = arg;
     simd_ctx *c = j->c;
     const inf_kernels *k = c->k;
-    int64_t done = 0;
-    if (j->pk) {
-        int64_t np = j->pk->n_panels, lo, hi;
-        if (j->use_amx) {
-            /* whole pairs of panels per thread keep the tiles full */
-            int64_t pairs = (np + 1) / 2;
-            slice(pairs, ith, nth, &lo, &hi);
-            lo *= 2;
-            hi = hi * 2 < np ? hi * 2 : np;
-            if (lo < hi)
-                k->matmul_amx(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi, c->amx_scratch[tid]);
-        } else {
-            slice(np, ith, nth, &lo, &hi);
-            if (lo < hi) k->matmul_packed(j->y, j->w->n_out, j->pk, &c->xq, j->T, lo, hi);
-        }
-        done = np * INF_PANEL;
-    }
     int64_t lo, hi;
-    slice(j->w->n_out - done, ith, nth, &lo, &hi);
-    if (lo < hi) generic_rows(k, j->y, j->x, j->w, j->T, done + lo, done + hi, c->thr_scratch[tid]);
+    slice(j->total, ith, nth, &lo, &hi);
+    for (int i = 0, start = 0; i < j->nw; start += (int)j->units[i], i++) {
+        const inf_packed *pk = j->pk[i];
+        int64_t a = lo > start ? lo - start : 0, b = hi - start < j->units[i] ? hi - start : j->units[i];
+        if (!pk || a >= b) continue;
+        if (j->use_amx) /* whole pairs of panels per slice keep the tiles full */
+            k->matmul_amx(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, 2 * a,
+                          2 * b < pk->n_panels ? 2 * b : pk->n_panels, c->amx_scratch[tid]);
+        else
+            k->matmul_packed(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, a, b);
+    }
+    for (int i = 0; i < j->nw; i++) { /* rows past the last full panel */
+        int64_t done = j->pk[i] ? j->pk[i]->n_panels * INF_PANEL : 0, r0, r1;
+        slice(j->w[i]->n_out - done, ith, nth, &r0, &r1);
+        if (r0 < r1)
+            generic_rows(k, j->y[i], j->x, j->w[i], j->T, done + r0, done + r1,
+                         c->thr_scratch[tid]);
+    }
 }
 
-static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w,
-                        int T) {
-    simd_ctx *c = ctx_of(be);
-    mm_job j = {.c = c, .y = y, .x = x, .w = w, .T = T};
+/* y[i] = x . w[i]^T for nw weights that share x. Packed weights of one kind
+ * share the quantized x; the outputs equal nw separate calls bit for bit. */
+static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weight *const *ws,
+                   int nw, int T) {
+    INF_ASSERT(nw >= 1 && nw <= MM_MAX_W);
+    mm_job j = {.c = c, .x = x, .T = T, .nw = nw};
     INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) ==
                0);
-    const inf_packed *pk = c->k->has_packed ? w->packed : NULL;
+    const inf_packed *pk = c->k->has_packed ? ws[0]->packed : NULL;
+    for (int i = 0; i < nw; i++) {
+        j.y[i] = ys[i];
+        j.w[i] = ws[i];
+        j.pk[i] = c->k->has_packed ? ws[i]->packed : NULL;
+        INF_ASSERT(ws[i]->n_in == ws[0]->n_in && (!j.pk[i]) == (!pk) &&
+                   (!pk || j.pk[i]->kind == pk->kind));
+    }
     if (pk) {
-        int64_t n = w->n_in;
+        int64_t n = ws[0]->n_in;
         int T32 = (T + 31) & ~31;
         j.use_amx = c->k->matmul_amx && T >= AMX_MIN_T;
         /* AMX runs Q8_0/Q4_0/Q4_K on int8 tiles (the VNNI kernels' exact
@@ -201,7 +214,11 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
         INF_ASSERT(grow((void **)&c->xq.qT, &c->xq_qT_cap, (size_t)T32 * (size_t)n) == 0);
         c->xq.n = n;
         if (j.use_amx) {
-            size_t need = c->k->amx_scratch_bytes(pk);
+            size_t need = 0;
+            for (int i = 0; i < nw; i++) {
+                size_t b = c->k->amx_scratch_bytes(j.pk[i]);
+                need = b > need ? b : need;
+            }
             if (need > c->amx_cap) {
                 for (int i = 0; i < c->nth; i++) {
                     inf_free(c->amx_scratch[i]);
@@ -222,14 +239,40 @@ static void simd_matmul(const inf_backend *be, float *y, const float *x, const i
             memset(c->xq.sT + last, 0, sizeof(int32_t) * 32 * (size_t)(n / 32));
             memset(c->xq.qT + 32 * last, 0, 32 * 32 * (size_t)(n / 32));
         }
-        j.pk = pk;
         if (T >= 8)
             run(c, mm_quant_task, &j, c->nth);
         else
             mm_quant_task(&j, 0, 1, 0);
     }
-    int64_t units = pk ? (j.use_amx ? (pk->n_panels + 1) / 2 : pk->n_panels) : w->n_out / INF_PANEL;
-    run(c, mm_task, &j, n_chunks_for(c, units));
+    for (int i = 0; i < nw; i++) {
+        j.units[i] = j.pk[i] ? (j.use_amx ? (j.pk[i]->n_panels + 1) / 2 : j.pk[i]->n_panels) : 0;
+        j.total += j.units[i];
+    }
+    int64_t work = j.total;
+    for (int i = 0; i < nw; i++)
+        if (!j.pk[i]) work += ws[i]->n_out / INF_PANEL;
+    run(c, mm_task, &j, n_chunks_for(c, work));
+}
+
+static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w,
+                        int T) {
+    mm_run(ctx_of(be), &y, x, &w, 1, T);
+}
+
+static void simd_matmul_n(const inf_backend *be, float *const *ys, const float *x,
+                          const inf_weight *const *ws, int nw, int T) {
+    simd_ctx *c = ctx_of(be);
+    bool together = nw <= MM_MAX_W && c->k->has_packed && ws[0]->packed;
+    for (int i = 1; i < nw && together; i++)
+        together = ws[i]->packed && ws[i]->n_in == ws[0]->n_in &&
+                   ((const inf_packed *)ws[i]->packed)->kind ==
+                       ((const inf_packed *)ws[0]->packed)->kind;
+    if (together) {
+        mm_run(c, ys, x, ws, nw, T);
+        return;
+    }
+    for (int i = 0; i < nw; i++)
+        mm_run(c, &ys[i], x, &ws[i], 1, T);
 }
 
 /* ---- row ops ------------------------------------------------------------------------------ */
@@ -512,6 +555,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     be->release_weight = simd_release_weight;
     be->embed = simd_embed;
     be->matmul = simd_matmul;
+    be->matmul_n = simd_matmul_n;
     be->rmsnorm = simd_rmsnorm;
     be->rope = simd_rope;
     be->attn_prefill = simd_attn_prefill;

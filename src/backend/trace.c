@@ -69,6 +69,15 @@ static void tr_matmul(const inf_backend *be, float *y, const float *x, const inf
         if (type_slots[i] == w->t->type) slot = i;
     TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul(in, y, x, w, T));
 }
+/* counted as one matmul of the first weight's type (the call is one pass) */
+static void tr_matmul_n(const inf_backend *be, float *const *ys, const float *x,
+                        const inf_weight *const *ws, int n, int T) {
+    const inf_backend *in = tc(be)->inner;
+    int slot = N_TYPES - 1;
+    for (int i = 0; i < N_TYPES - 1; i++)
+        if (type_slots[i] == ws[0]->t->type) slot = i;
+    TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul_n(in, ys, x, ws, n, T));
+}
 static void tr_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows,
                        int n, float eps) {
     const inf_backend *in = tc(be)->inner;
@@ -118,6 +127,7 @@ inf_backend *inf_trace_wrap(const inf_backend *inner) {
     be->release_weight = tr_release;
     be->embed = tr_embed;
     be->matmul = tr_matmul;
+    if (inner->matmul_n) be->matmul_n = tr_matmul_n;
     be->rmsnorm = tr_rmsnorm;
     be->rope = tr_rope;
     be->attn_prefill = tr_attn_prefill;

@@ -216,6 +216,17 @@ static int span_len(const inf_batch *b, int r) {
     return n;
 }
 
+/* ys[i] = x . ws[i]^T: one call where the backend can share x between them. */
+static void matmul_n(const inf_backend *be, float *const *ys, const float *x,
+                     const inf_weight *const *ws, int n, int T) {
+    if (be->matmul_n) {
+        be->matmul_n(be, ys, x, ws, n, T);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        be->matmul(be, ys[i], x, ws[i], T);
+}
+
 int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
                       float *logits, inf_err *err) {
     if (check_batch(m, b, kv, n_seq, err)) return -1;
@@ -232,9 +243,8 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
 
         /* attention block */
         be->rmsnorm(be, m->xb, m->x, L->attn_norm, T, E, hp->rms_eps);
-        be->matmul(be, m->q, m->xb, &L->wq, T);
-        be->matmul(be, m->k, m->xb, &L->wk, T);
-        be->matmul(be, m->v, m->xb, &L->wv, T);
+        matmul_n(be, (float *const[]){m->q, m->k, m->v}, m->xb,
+                 (const inf_weight *const[]){&L->wq, &L->wk, &L->wv}, 3, T);
         /* Qwen3: RMSNorm over each head's head_dim slice of q and k, before RoPE. */
         be->rmsnorm(be, m->q, m->q, L->q_norm, T * hp->n_head, D, hp->rms_eps);
         be->rmsnorm(be, m->k, m->k, L->k_norm, T * hp->n_head_kv, D, hp->rms_eps);
@@ -264,8 +274,8 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
 
         /* MLP block */
         be->rmsnorm(be, m->xb, m->x, L->ffn_norm, T, E, hp->rms_eps);
-        be->matmul(be, m->gate, m->xb, &L->w_gate, T);
-        be->matmul(be, m->up, m->xb, &L->w_up, T);
+        matmul_n(be, (float *const[]){m->gate, m->up}, m->xb,
+                 (const inf_weight *const[]){&L->w_gate, &L->w_up}, 2, T);
         be->swiglu(be, m->gate, m->gate, m->up, (int64_t)T * F);
         be->matmul(be, m->xb, m->gate, &L->w_down, T);
         be->add(be, m->x, m->xb, (int64_t)T * E);

@@ -193,6 +193,50 @@ static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n
  * (AMX prefill and VNNI decode compute the same integers and scale them in
  * the same order), so a server's output does not depend on what else it
  * batched or what its prefix cache held. */
+/* matmul_n (one pass over x for Q/K/V-like weights) equals separate matmuls bit for bit. */
+static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) {
+    const int64_t n_outs[3] = {35, 16, 64};
+    void *data[3];
+    inf_tensor t[3];
+    for (int i = 0; i < 3; i++) {
+        size_t rb;
+        data[i] = make_weight_data(type, n_in, n_outs[i], &rb);
+        t[i] = (inf_tensor){.name = "w", .type = type, .n_dims = 2, .ne = {n_in, n_outs[i], 1, 1},
+                            .data = data[i], .nbytes = rb * (size_t)n_outs[i]};
+    }
+    float *x = malloc(sizeof(float) * (size_t)(T * n_in));
+    for (int64_t i = 0; i < T * n_in; i++)
+        x[i] = frand();
+    for (int b = 0; b < nb; b++) {
+        inf_backend *be = bks[b].be;
+        if (!be->matmul_n) continue;
+        inf_weight w[3];
+        float *ys[3], *sep[3];
+        for (int i = 0; i < 3; i++) {
+            w[i] = (inf_weight){.t = &t[i], .n_in = n_in, .n_out = n_outs[i],
+                                .row_bytes = inf_dtype_row_bytes(type, n_in)};
+            CHECK(be->prepare_weight(be, &w[i]) == 0);
+            ys[i] = galloc((size_t)T * n_outs[i]);
+            sep[i] = malloc(sizeof(float) * (size_t)T * n_outs[i]);
+            be->matmul(be, sep[i], x, &w[i], T);
+        }
+        be->matmul_n(be, ys, x, (const inf_weight *const[]){&w[0], &w[1], &w[2]}, 3, T);
+        for (int i = 0; i < 3; i++) {
+            CHECK_MSG(guards_ok(ys[i], (size_t)T * n_outs[i]), "%s matmul_n: wrote outside",
+                      bks[b].label);
+            CHECK_MSG(!memcmp(ys[i], sep[i], sizeof(float) * (size_t)T * n_outs[i]),
+                      "%s matmul_n %s n_in=%lld T=%d: weight %d differs from matmul",
+                      bks[b].label, inf_dtype_get(type)->name, (long long)n_in, T, i);
+            gfree(ys[i]);
+            free(sep[i]);
+            be->release_weight(be, &w[i]);
+        }
+    }
+    free(x);
+    for (int i = 0; i < 3; i++)
+        free(data[i]);
+}
+
 static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
     const int64_t n_in = 512, n_out = 48;
     const int T = 37;
@@ -492,6 +536,8 @@ int main(void) {
         int blk = inf_dtype_get(types[ti])->block;
         test_embed(bks, nb, types[ti], blk == 256 ? 512 : 96, 7, 3);
         test_embed(bks, nb, types[ti], blk == 256 ? 768 : 1024, 11, 40);
+        for (int T = 1; T <= 40; T += 19)
+            test_matmul_n(bks, nb, types[ti], blk == 256 ? 512 : 256, T);
     }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         inf_dtype t = types[ti];
