@@ -69,10 +69,14 @@ struct inf_backend {
     void (*matmul)(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T);
 
     /* Optional (inf_backend_complete leaves it NULL): ys[i] = x . ws[i]^T for
-     * n weights with the same n_in (Q/K/V, gate/up), equal bit for bit to n
-     * matmul calls but in one pass over x. Callers without it call matmul. */
+     * n weights with the same n_in (Q/K/V, gate/up) in one pass over x.
+     * prefill = 0: equal bit for bit to n matmul calls (decode rows);
+     * prefill = 1: the rows are prompt rows, computed by the backend's prefill
+     * kernels (e.g. AMX bf16 tiles), whatever their number — a row's result
+     * depends on its kind, never on how many rows share the call. Callers
+     * without it call matmul. */
     void (*matmul_n)(const inf_backend *be, float *const *ys, const float *x,
-                     const inf_weight *const *ws, int n, int T);
+                     const inf_weight *const *ws, int n, int T, int prefill);
 
     /* out[r] = x[r] / rms(x[r]) * w, for rows r < rows of n floats (in place allowed).
      * Used for the block norms (rows = T, n = n_embd) and for Qwen3's per-head

@@ -129,8 +129,8 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
                             int64_t p0, int64_t p1, void *scratch);
 
 static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
-                       int64_t p0, int64_t p1, void *scratch) {
-    if (inf_amx_int8_kind(pk->kind)) {
+                       int64_t p0, int64_t p1, bool bf16_tiles, void *scratch) {
+    if (!bf16_tiles && inf_amx_int8_kind(pk->kind)) {
         amx_matmul_int8(y, ldy, pk, xq, T, p0, p1, scratch);
         return;
     }
@@ -385,19 +385,11 @@ int inf_amx_selftest(void) {
     return ok ? 0 : -1;
 }
 
-static int g_amx_bf16_only = -1;
-
 bool inf_amx_int8_kind(inf_pack_kind kind) {
-    if (g_amx_bf16_only < 0) {
-        const char *e = getenv("INFERNO_AMX_BF16");
-        g_amx_bf16_only = e && *e && strcmp(e, "0") != 0;
-    }
-    return !g_amx_bf16_only &&
-           (kind == INF_PACK_Q8_0 || kind == INF_PACK_Q4_0 || kind == INF_PACK_Q4_K);
+    return kind == INF_PACK_Q8_0 || kind == INF_PACK_Q4_0 || kind == INF_PACK_Q4_K;
 }
 
 void inf_kernels_fill_amx(inf_kernels *k) {
-    inf_amx_int8_kind(INF_PACK_Q8_0); /* read the environment once, before any thread runs */
     if (inf_amx_selftest() != 0) return;
     k->matmul_amx = amx_matmul;
     k->amx_scratch_bytes = amx_scratch_bytes;

@@ -138,7 +138,7 @@ typedef struct inf_kernels {
                           int64_t p0, int64_t p1);
     /* Same result shape on AMX tiles (prefill); NULL without AMX. scratch: thread-private. */
     void (*matmul_amx)(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
-                       int64_t p0, int64_t p1, void *scratch);
+                       int64_t p0, int64_t p1, bool bf16_tiles, void *scratch);
     size_t (*amx_scratch_bytes)(const inf_packed *pk);
 
     /* Row kernels. */
@@ -172,11 +172,10 @@ void inf_kernels_fill_amx(inf_kernels *k);
 void inf_kernels_fill_amx_attn(inf_kernels *k);
 void inf_kernels_fill_neon(inf_kernels *k);
 
-/* Whether AMX prefill runs this kind on int8 tiles (Q8_0, Q4_0, Q4_K: the
- * same integers and scaling order as the VNNI kernels, so a row's result does
- * not depend on its batch) rather than on bf16 tiles (BF16, Q6_K; and every
- * kind when INFERNO_AMX_BF16=1: about 1.5x faster prefill, but rows then
- * differ slightly between prefill and decode, i.e. with batching). */
+/* Whether this kind runs on AMX int8 tiles with the VNNI kernels' exact
+ * integers and scaling order (Q8_0, Q4_0, Q4_K), so a row's result does not
+ * depend on which of the two computes it. Prefill rows use bf16 tiles for
+ * every kind instead (faster; see simd.c). */
 bool inf_amx_int8_kind(inf_pack_kind kind);
 
 /* AMX self-check: loads the tile configuration, reads it back (STTILECFG) and

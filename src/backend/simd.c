@@ -7,7 +7,7 @@
  * bit-identical to simd output by construction.
  *
  * matmul picks, per weight: the packed VNNI/BF16 kernels (weights repacked at
- * prepare_weight), AMX tiles for prefill (T >= AMX_MIN_T), and the generic
+ * prepare_weight), AMX tiles (prompt rows; see mm_run), and the generic
  * path (dequantize 256 weights at a time, f32 dot) for everything else:
  * F32/F16 weights, tail rows past the last full panel, levels without packed
  * kernels. */
@@ -22,7 +22,7 @@
 #include "backend/simd.h"
 #include "util/mem.h"
 
-#define AMX_MIN_T 16       /* tokens from which prefill runs on AMX tiles (padded to 32) */
+#define AMX_MIN_T 16       /* decode rows from which int8 kinds run on AMX tiles (padded to 32) */
 #define ELEM_PAR_MIN 32768 /* elementwise ops below this run on one thread */
 
 typedef struct simd_ctx {
@@ -116,7 +116,7 @@ typedef struct mm_job {
     const inf_weight *w[MM_MAX_W];
     const inf_packed *pk[MM_MAX_W];
     int64_t units[MM_MAX_W], total;
-    int use_amx;
+    int use_amx, bf16_tiles;
     int quant_what;
 } mm_job;
 
@@ -164,7 +164,8 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
         if (!pk || a >= b) continue;
         if (j->use_amx) /* whole pairs of panels per slice keep the tiles full */
             k->matmul_amx(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, 2 * a,
-                          2 * b < pk->n_panels ? 2 * b : pk->n_panels, c->amx_scratch[tid]);
+                          2 * b < pk->n_panels ? 2 * b : pk->n_panels, j->bf16_tiles,
+                          c->amx_scratch[tid]);
         else
             k->matmul_packed(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, a, b);
     }
@@ -178,9 +179,14 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
 }
 
 /* y[i] = x . w[i]^T for nw weights that share x. Packed weights of one kind
- * share the quantized x; the outputs equal nw separate calls bit for bit. */
+ * share the quantized x; the outputs equal nw separate calls bit for bit.
+ * Decode rows (prefill = 0) run on the VNNI/BF16 dot kernels, or on AMX int8
+ * tiles from AMX_MIN_T rows for the kinds where that gives the same bits;
+ * prompt rows (prefill = 1) run on AMX bf16 tiles for every kind (integer
+ * panels expanded to bf16), about 1.4x faster than int8 tiles, which must
+ * leave the tile after every 32-weight block to apply its scale. */
 static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weight *const *ws,
-                   int nw, int T) {
+                   int nw, int T, int prefill) {
     INF_ASSERT(nw >= 1 && nw <= MM_MAX_W);
     mm_job j = {.c = c, .x = x, .T = T, .nw = nw};
     INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) ==
@@ -196,11 +202,11 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     if (pk) {
         int64_t n = ws[0]->n_in;
         int T32 = (T + 31) & ~31;
-        j.use_amx = c->k->matmul_amx && T >= AMX_MIN_T;
-        /* AMX runs Q8_0/Q4_0/Q4_K on int8 tiles (the VNNI kernels' exact
-         * integers), BF16 and Q6_K on bf16 tiles */
-        bool bf_tiles = pk->kind == INF_PACK_BF16 || (j.use_amx && !inf_amx_int8_kind(pk->kind));
-        j.quant_what = bf_tiles ? INF_XQ_BF16 : INF_XQ_INT8 | (j.use_amx ? INF_XQ_TILES : 0);
+        j.use_amx = c->k->matmul_amx &&
+                    (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(pk->kind)));
+        j.bf16_tiles = j.use_amx && prefill;
+        bool bf = pk->kind == INF_PACK_BF16 || j.bf16_tiles;
+        j.quant_what = bf ? INF_XQ_BF16 : INF_XQ_INT8 | (j.use_amx ? INF_XQ_TILES : 0);
         INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n) == 0);
         INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap,
                         sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
@@ -256,11 +262,11 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
 
 static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w,
                         int T) {
-    mm_run(ctx_of(be), &y, x, &w, 1, T);
+    mm_run(ctx_of(be), &y, x, &w, 1, T, 0);
 }
 
 static void simd_matmul_n(const inf_backend *be, float *const *ys, const float *x,
-                          const inf_weight *const *ws, int nw, int T) {
+                          const inf_weight *const *ws, int nw, int T, int prefill) {
     simd_ctx *c = ctx_of(be);
     bool together = nw <= MM_MAX_W && c->k->has_packed && ws[0]->packed;
     for (int i = 1; i < nw && together; i++)
@@ -268,11 +274,11 @@ static void simd_matmul_n(const inf_backend *be, float *const *ys, const float *
                    ((const inf_packed *)ws[i]->packed)->kind ==
                        ((const inf_packed *)ws[0]->packed)->kind;
     if (together) {
-        mm_run(c, ys, x, ws, nw, T);
+        mm_run(c, ys, x, ws, nw, T, prefill);
         return;
     }
     for (int i = 0; i < nw; i++)
-        mm_run(c, &ys[i], x, &ws[i], 1, T);
+        mm_run(c, &ys[i], x, &ws[i], 1, T, prefill);
 }
 
 /* ---- row ops ------------------------------------------------------------------------------ */

@@ -71,12 +71,12 @@ static void tr_matmul(const inf_backend *be, float *y, const float *x, const inf
 }
 /* counted as one matmul of the first weight's type (the call is one pass) */
 static void tr_matmul_n(const inf_backend *be, float *const *ys, const float *x,
-                        const inf_weight *const *ws, int n, int T) {
+                        const inf_weight *const *ws, int n, int T, int prefill) {
     const inf_backend *in = tc(be)->inner;
     int slot = N_TYPES - 1;
     for (int i = 0; i < N_TYPES - 1; i++)
         if (type_slots[i] == ws[0]->t->type) slot = i;
-    TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul_n(in, ys, x, ws, n, T));
+    TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul_n(in, ys, x, ws, n, T, prefill));
 }
 static void tr_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows,
                        int n, float eps) {

@@ -1,6 +1,7 @@
 #include "model/qwen3.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,15 +217,35 @@ static int span_len(const inf_batch *b, int r) {
     return n;
 }
 
-/* ys[i] = x . ws[i]^T: one call where the backend can share x between them. */
-static void matmul_n(const inf_backend *be, float *const *ys, const float *x,
-                     const inf_weight *const *ws, int n, int T) {
-    if (be->matmul_n) {
-        be->matmul_n(be, ys, x, ws, n, T);
-        return;
+/* Whether row r is a prompt row: part of a span of two or more rows (a
+ * one-row span is a decode step). The backend computes prompt rows and decode
+ * rows with different kernels; the kind of a row, never the batch around it,
+ * decides (a prompt gives the same bits in any chunking of two or more rows). */
+static bool prompt_row(const inf_batch *b, int r) {
+    bool prev = r > 0 && b->seq[r - 1] == b->seq[r] && b->pos[r - 1] == b->pos[r] - 1;
+    bool next = r + 1 < b->n_rows && b->seq[r + 1] == b->seq[r] && b->pos[r + 1] == b->pos[r] + 1;
+    return prev || next;
+}
+
+/* ys[i] = x . ws[i]^T over the batch's rows (x rows n_in apart, ys[i] rows
+ * ws[i]->n_out apart), one call per run of prompt or decode rows. */
+static void matmul_rows(const inf_backend *be, const inf_batch *b, float *const *ys,
+                        const float *x, const inf_weight *const *ws, int n) {
+    for (int r0 = 0, r1; r0 < b->n_rows; r0 = r1) {
+        bool kind = prompt_row(b, r0);
+        for (r1 = r0 + 1; r1 < b->n_rows && prompt_row(b, r1) == kind; r1++) {
+        }
+        float *y[4];
+        for (int i = 0; i < n; i++)
+            y[i] = ys[i] + (int64_t)r0 * ws[i]->n_out;
+        const float *xr = x + (int64_t)r0 * ws[0]->n_in;
+        if (be->matmul_n) {
+            be->matmul_n(be, y, xr, ws, n, r1 - r0, kind);
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            be->matmul(be, y[i], xr, ws[i], r1 - r0);
     }
-    for (int i = 0; i < n; i++)
-        be->matmul(be, ys[i], x, ws[i], T);
 }
 
 int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
@@ -243,8 +264,8 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
 
         /* attention block */
         be->rmsnorm(be, m->xb, m->x, L->attn_norm, T, E, hp->rms_eps);
-        matmul_n(be, (float *const[]){m->q, m->k, m->v}, m->xb,
-                 (const inf_weight *const[]){&L->wq, &L->wk, &L->wv}, 3, T);
+        matmul_rows(be, b, (float *const[]){m->q, m->k, m->v}, m->xb,
+                    (const inf_weight *const[]){&L->wq, &L->wk, &L->wv}, 3);
         /* Qwen3: RMSNorm over each head's head_dim slice of q and k, before RoPE. */
         be->rmsnorm(be, m->q, m->q, L->q_norm, T * hp->n_head, D, hp->rms_eps);
         be->rmsnorm(be, m->k, m->k, L->k_norm, T * hp->n_head_kv, D, hp->rms_eps);
@@ -269,15 +290,17 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
                 be->attn_prefill(be, out, q, view, b->pos[r], n, &m->attn);
         }
         /* Qwen3: n_head*head_dim need not equal n_embd; wo maps Q back to E. */
-        be->matmul(be, m->xb, m->att, &L->wo, T);
+        matmul_rows(be, b, (float *const[]){m->xb}, m->att, (const inf_weight *const[]){&L->wo},
+                    1);
         be->add(be, m->x, m->xb, (int64_t)T * E);
 
         /* MLP block */
         be->rmsnorm(be, m->xb, m->x, L->ffn_norm, T, E, hp->rms_eps);
-        matmul_n(be, (float *const[]){m->gate, m->up}, m->xb,
-                 (const inf_weight *const[]){&L->w_gate, &L->w_up}, 2, T);
+        matmul_rows(be, b, (float *const[]){m->gate, m->up}, m->xb,
+                    (const inf_weight *const[]){&L->w_gate, &L->w_up}, 2);
         be->swiglu(be, m->gate, m->gate, m->up, (int64_t)T * F);
-        be->matmul(be, m->xb, m->gate, &L->w_down, T);
+        matmul_rows(be, b, (float *const[]){m->xb}, m->gate,
+                    (const inf_weight *const[]){&L->w_down}, 1);
         be->add(be, m->x, m->xb, (int64_t)T * E);
     }
 

@@ -193,7 +193,8 @@ static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n
  * (AMX prefill and VNNI decode compute the same integers and scale them in
  * the same order), so a server's output does not depend on what else it
  * batched or what its prefix cache held. */
-/* matmul_n (one pass over x for Q/K/V-like weights) equals separate matmuls bit for bit. */
+/* matmul_n (one pass over x for Q/K/V-like weights): decode rows equal separate
+ * matmuls bit for bit; prompt rows stay within the bound and do not depend on the batch. */
 static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) {
     const int64_t n_outs[3] = {35, 16, 64};
     void *data[3];
@@ -220,7 +221,31 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) 
             sep[i] = malloc(sizeof(float) * (size_t)T * n_outs[i]);
             be->matmul(be, sep[i], x, &w[i], T);
         }
-        be->matmul_n(be, ys, x, (const inf_weight *const[]){&w[0], &w[1], &w[2]}, 3, T);
+        be->matmul_n(be, ys, x, (const inf_weight *const[]){&w[0], &w[1], &w[2]}, 3, T, 0);
+        /* prompt rows: the prefill kernels, within the integer/bf16 bound of
+         * the scalar reference; row t the same bits whether alone or in the batch */
+        float *pf = malloc(sizeof(float) * (size_t)T * n_outs[2]);
+        float *one = malloc(sizeof(float) * (size_t)n_outs[2]);
+        float *ref = malloc(sizeof(float) * (size_t)T * n_outs[2]);
+        const inf_backend *sc = inf_backend_scalar();
+        sc->matmul(sc, ref, x, &w[2], T);
+        float *wrow = malloc(sizeof(float) * (size_t)n_in);
+        be->matmul_n(be, (float *const[]){pf}, x, (const inf_weight *const[]){&w[2]}, 1, T, 1);
+        be->matmul_n(be, (float *const[]){one}, x + (size_t)(T - 1) * n_in,
+                     (const inf_weight *const[]){&w[2]}, 1, 1, 1);
+        CHECK_MSG(!memcmp(one, pf + (size_t)(T - 1) * n_outs[2], sizeof(float) * n_outs[2]),
+                  "%s matmul_n prefill %s T=%d: the last row alone differs", bks[b].label,
+                  inf_dtype_get(type)->name, T);
+        int bad = 0;
+        for (int tt = 0; tt < T && !bad; tt++)
+            for (int64_t o = 0; o < n_outs[2] && !bad; o++) {
+                inf_dequantize_row(type, wrow, (const uint8_t *)data[2] + o * w[2].row_bytes, n_in);
+                double d = fabs((double)pf[tt * n_outs[2] + o] - ref[tt * n_outs[2] + o]);
+                bad = !(d <= mm_bound(type, wrow, x + tt * n_in, n_in));
+            }
+        CHECK_MSG(!bad, "%s matmul_n prefill %s T=%d: beyond the bound", bks[b].label,
+                  inf_dtype_get(type)->name, T);
+        free(pf), free(one), free(ref), free(wrow);
         for (int i = 0; i < 3; i++) {
             CHECK_MSG(guards_ok(ys[i], (size_t)T * n_outs[i]), "%s matmul_n: wrote outside",
                       bks[b].label);
@@ -263,12 +288,10 @@ static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
             be->matmul(be, y1, x + r * n_in, &w, 1);
             same &= !memcmp(y1, yb + r * n_out, sizeof(float) * (size_t)n_out);
         }
-        /* INFERNO_AMX_BF16=1 trades this for speed on purpose */
-        bool bf16_tiles = (strstr(bks[b].label, "amx") || strstr(bks[b].label, "traced")) &&
-                          !inf_amx_int8_kind(INF_PACK_Q8_0);
-        if (!bf16_tiles)
-            CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone",
-                      bks[b].label, inf_dtype_get(type)->name, T);
+        /* decode rows: the same bits in any batch (AMX int8 tiles from 16 rows
+         * compute the VNNI kernels' integers; other kinds stay on the dots) */
+        CHECK_MSG(same, "%s matmul %s: rows of a %d-row batch differ from the same rows alone",
+                  bks[b].label, inf_dtype_get(type)->name, T);
         be->release_weight(be, &w);
     }
     free(x), free(yb), free(y1), free(data);
@@ -557,6 +580,8 @@ int main(void) {
     test_batch_invariance(bks, nb, INF_Q8_0);
     test_batch_invariance(bks, nb, INF_Q4_0);
     test_batch_invariance(bks, nb, INF_Q4_K);
+    test_batch_invariance(bks, nb, INF_BF16);
+    test_batch_invariance(bks, nb, INF_Q6_K);
 
     const int row_shapes[][2] = {{1, 1}, {1, 17}, {3, 128}, {7, 33}, {300, 131}, {1, 70001}};
     for (unsigned i = 0; i < sizeof row_shapes / sizeof *row_shapes; i++)
