@@ -16,26 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/amx_tiles.h"
 #include "backend/avx512_math.h"
 #include "backend/kernels.h"
 
-typedef struct tile_config {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
 /* tiles 0-3: C (16 x 16 f32), 4-5: A (16 tokens x 32 bf16), 6-7: B (16 k pairs x 16 outputs) */
-static const tile_config g_cfg __attribute__((aligned(64))) = {
+const inf_tile_config inf_amx_cfg_16x64 __attribute__((aligned(64))) = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
 
 static inline void load_cfg(void) {
-    _tile_loadconfig(&g_cfg);
+    _tile_loadconfig(&inf_amx_cfg_16x64);
 }
 
 #define TOKEN_CHUNK 256
@@ -210,7 +203,7 @@ static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq
 
 /* int8: tiles 0-3 C (16 x 16 i32), 4-5 A (16 tokens x 32 int8 activations: one
  * group), 6-7 B (8 k-quads x 16 outputs: one group, see unpack_group) */
-static const tile_config g_cfg_int8 __attribute__((aligned(64))) = {
+static const inf_tile_config g_cfg_int8 __attribute__((aligned(64))) = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 8, 8},
@@ -364,7 +357,7 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
 int inf_amx_selftest(void) {
     const inf_cpu_features *f = inf_cpu_features_get();
     if (!f->amx_permitted) return -1;
-    tile_config back __attribute__((aligned(64)));
+    inf_tile_config back __attribute__((aligned(64)));
     memset(&back, 0xff, sizeof back);
     load_cfg();
     _tile_storeconfig(&back);

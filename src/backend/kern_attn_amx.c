@@ -23,25 +23,13 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "backend/amx_tiles.h"
 #include "backend/avx512_math.h"
 #include "backend/kernels.h"
 
 #define QB 16 /* query rows per block (C tile columns) */
 
-typedef struct tile_config {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-/* every tile 16 rows x 64 bytes: C 0-3, A 4-5, B 6-7 (static: see kern_amx.c) */
-static const tile_config g_attn_cfg __attribute__((aligned(64))) = {
-    .palette = 1,
-    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
-};
+/* all tiles 16 rows x 64 bytes: C 0-3, A 4-5, B 6-7 */
 
 static void (*g_vector_attn)(const inf_attn_rows *, const inf_kv_view *, int, float, float *);
 
@@ -61,6 +49,23 @@ static size_t amx_attn_floats(int R, int hd) {
         _tile_dpbf16ps(c, 4, 7);                                                                   \
         _tile_dpbf16ps(c, 5, 6);                                                                   \
     } while (0)
+
+/* C tiles 0-3 += split products of the B pair in tiles 6-7 with four A pairs
+ * at a, a + 1024, a + 2048, a + 3072 (each hi, then lo 512 further). */
+static inline void split_dp4(const uint16_t *a) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a + 512, 64);
+    SPLIT_DP(0);
+    _tile_loadd(4, a + 1024, 64);
+    _tile_loadd(5, a + 1536, 64);
+    SPLIT_DP(1);
+    _tile_loadd(4, a + 2048, 64);
+    _tile_loadd(5, a + 2560, 64);
+    SPLIT_DP(2);
+    _tile_loadd(4, a + 3072, 64);
+    _tile_loadd(5, a + 3584, 64);
+    SPLIT_DP(3);
+}
 
 static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                           float *scratch) {
@@ -117,7 +122,7 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
     }
     memset(ot, 0, sizeof(float) * (size_t)nqb * hd * QB);
 
-    _tile_loadconfig(&g_attn_cfg);
+    _tile_loadconfig(&inf_amx_cfg_16x64);
     const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
     const __m512i rowidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
                                                                 11, 12, 13, 14, 15),
@@ -182,19 +187,7 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
                 const uint16_t *qb = qp + ((size_t)(b * nks + ks) * 2) * 512;
                 _tile_loadd(6, qb, 64);
                 _tile_loadd(7, qb + 512, 64);
-                const uint16_t *kg = ka + ((size_t)ks * 4 * 2) * 512;
-                _tile_loadd(4, kg, 64);
-                _tile_loadd(5, kg + 512, 64);
-                SPLIT_DP(0);
-                _tile_loadd(4, kg + 1024, 64);
-                _tile_loadd(5, kg + 1536, 64);
-                SPLIT_DP(1);
-                _tile_loadd(4, kg + 2048, 64);
-                _tile_loadd(5, kg + 2560, 64);
-                SPLIT_DP(2);
-                _tile_loadd(4, kg + 3072, 64);
-                _tile_loadd(5, kg + 3584, 64);
-                SPLIT_DP(3);
+                split_dp4(ka + ((size_t)ks * 4 * 2) * 512);
             }
             _tile_stored(0, st, 64);
             _tile_stored(1, st + 256, 64);
@@ -248,19 +241,7 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
                     if (32 * s >= nk) break;
                     _tile_loadd(6, pp + (size_t)s * 1024, 64);
                     _tile_loadd(7, pp + (size_t)s * 1024 + 512, 64);
-                    const uint16_t *vb = va + ((size_t)(s * ndb + d0) * 2) * 512;
-                    _tile_loadd(4, vb, 64);
-                    _tile_loadd(5, vb + 512, 64);
-                    SPLIT_DP(0);
-                    _tile_loadd(4, vb + 1024, 64);
-                    _tile_loadd(5, vb + 1536, 64);
-                    SPLIT_DP(1);
-                    _tile_loadd(4, vb + 2048, 64);
-                    _tile_loadd(5, vb + 2560, 64);
-                    SPLIT_DP(2);
-                    _tile_loadd(4, vb + 3072, 64);
-                    _tile_loadd(5, vb + 3584, 64);
-                    SPLIT_DP(3);
+                    split_dp4(va + ((size_t)(s * ndb + d0) * 2) * 512);
                 }
                 _tile_stored(0, pv + (size_t)d0 * 256, 64);
                 _tile_stored(1, pv + (size_t)(d0 + 1) * 256, 64);
