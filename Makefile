@@ -9,8 +9,11 @@ BUILD    ?= build
 OPT      ?= -O2
 ARCH     := $(shell $(CC) -dumpmachine | cut -d- -f1)
 DEPS     := jansson libpcre2-8 libutf8proc libmicrohttpd libxxhash
+# Read when this make starts: `make demo` and `make test` install the packages
+# first and then build in a second make, which sees them.
 PKG_CFLAGS := $(shell pkg-config --cflags $(DEPS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(DEPS) 2>/dev/null)
+PKG_OK     := $(shell pkg-config --exists $(DEPS) 2>/dev/null && echo yes)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter \
             -Wno-missing-field-initializers -Wno-format-truncation
@@ -44,26 +47,34 @@ ISA_AMX    := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
 # Keep objects of tests and tools (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all lib test demo models asan tsan fuzz fuzz-replay format format-check clean help deps
+.PHONY: all lib test demo models asan tsan fuzz fuzz-replay format format-check clean help deps \
+        check-pkgs
 
 all: $(INFERNO) $(TOOLS)
 
 lib: $(LIB)
 
+# Every build needs the libraries; without them say what to run, not a link error.
+check-pkgs:
+ifneq ($(PKG_OK),yes)
+	@echo "inferno: missing libraries ($(DEPS)); run 'make deps' (or 'make demo' / 'make test')" >&2
+	@exit 1
+endif
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%_avx2.o: %_avx2.c
+$(BUILD)/%_avx2.o: %_avx2.c | check-pkgs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
-$(BUILD)/%_avx512.o: %_avx512.c
+$(BUILD)/%_avx512.o: %_avx512.c | check-pkgs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
-$(BUILD)/%_amx.o: %_amx.c
+$(BUILD)/%_amx.o: %_amx.c | check-pkgs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_AMX) -c $< -o $@
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | check-pkgs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -83,11 +94,17 @@ tests: $(TESTS)
 deps:
 	scripts/install-deps.sh
 
-test: deps all $(TESTS)
+# Each installs first, then builds in a new make that reads the installed
+# packages' flags: either works as the first command on a fresh machine.
+test:
+	scripts/install-deps.sh
+	$(MAKE) all tests
 	scripts/run-tests.sh
 
 # Install, build, generate the default model, run the main job on it.
-demo: deps all
+demo:
+	scripts/install-deps.sh
+	$(MAKE) all
 	scripts/demo.sh
 
 models: all
