@@ -13,9 +13,9 @@
 
 #include "server/oai.h"
 #include "server/response.h"
-#include "server/text.h"
+#include "runtime/text.h"
 
-static void check_frames(const srv_buf *out) {
+static void check_frames(const inf_buf *out) {
     const char *s = out->data ? out->data : "";
     while (*s) {
         if (strncmp(s, "data: ", 6)) abort();
@@ -50,48 +50,48 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 
     /* The one-piece answer of the stop matcher, then the same text in pieces. */
-    srv_stop one, pieces;
-    srv_buf whole = {0}, out = {0};
-    srv_stop_init(&one, r.stop, r.n_stop);
-    srv_stop_init(&pieces, r.stop, r.n_stop);
-    if (srv_stop_push(&one, &whole, body, n) == 0) srv_stop_flush(&one, &whole);
+    inf_stop one, pieces;
+    inf_buf whole = {0}, out = {0};
+    inf_stop_init(&one, r.stop, r.n_stop);
+    inf_stop_init(&pieces, r.stop, r.n_stop);
+    if (inf_stop_push(&one, &whole, body, n) == 0) inf_stop_flush(&one, &whole);
 
     srv_resp_meta meta;
     srv_resp_meta_init(&meta, kind, "fuzz", true, data[0] & 2);
     srv_stream st;
     srv_stream_init(&st, &meta, r.include_usage);
-    srv_buf sse = {0};
+    inf_buf sse = {0};
     srv_stream_begin(&st, &sse);
     int rc = 0;
     for (size_t at = 0; at < n && rc == 0;) {
         size_t k = cut + 1 < n - at ? cut + 1 : n - at;
         size_t before = out.len;
-        rc = srv_stop_push(&pieces, &out, body + at, k);
+        rc = inf_stop_push(&pieces, &out, body + at, k);
         if (out.len > whole.len ||
             memcmp(out.data ? out.data : "", whole.data ? whole.data : "", out.len))
             abort(); /* released something the whole answer does not have */
         srv_stream_delta(&st, &sse, out.data + before, out.len - before, NULL);
         at += k;
     }
-    if (rc == 0) srv_stop_flush(&pieces, &out);
+    if (rc == 0) inf_stop_flush(&pieces, &out);
     if (out.len != whole.len) abort();
-    srv_timings tm = {0};
-    srv_stream_end(&st, &sse, SRV_FINISH_STOP, 1, 1, &tm);
+    inf_timings tm = {0};
+    srv_stream_end(&st, &sse, INF_FINISH_STOP, 1, 1, &tm);
     check_frames(&sse);
 
     char *resp =
-        srv_response_body(&meta, whole.data, whole.len, SRV_FINISH_LENGTH, NULL, 1, 1, &tm);
+        srv_response_body(&meta, whole.data, whole.len, INF_FINISH_LENGTH, NULL, 1, 1, &tm);
     json_t *p = json_loads(resp, 0, NULL);
     if (!p) abort();
     json_decref(p);
     free(resp);
 
     srv_stream_free(&st);
-    srv_buf_free(&sse);
-    srv_buf_free(&whole);
-    srv_buf_free(&out);
-    srv_stop_free(&one);
-    srv_stop_free(&pieces);
+    inf_buf_free(&sse);
+    inf_buf_free(&whole);
+    inf_buf_free(&out);
+    inf_stop_free(&one);
+    inf_stop_free(&pieces);
     srv_request_free(&r);
     return 0;
 }

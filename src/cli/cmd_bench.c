@@ -26,9 +26,8 @@
 #include "backend/select.h"
 #include "backend/trace.h"
 #include "cli/cli.h"
-#include "model/qwen3.h"
 #include "modelfile/model.h"
-#include "runtime/session.h"
+#include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/timer.h"
 
@@ -226,36 +225,49 @@ static int32_t rand_token(int n_vocab) {
     return (int32_t)((g_rng >> 8) % (uint32_t)(n_vocab < 32000 ? n_vocab : 32000));
 }
 
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
+/* Runs prompt[0..n) (owned) through the engine as one task, greedy, reusing
+ * no cached prefix, generating max_tokens; the task's timings out. */
+static int run_task(inf_engine *e, int32_t *prompt, int n, int max_tokens, inf_timings *tm,
+                    inf_err *err) {
+    inf_gen_params p = inf_gen_defaults();
+    p.sampling.temp = 0;
+    p.max_tokens = max_tokens;
+    p.ignore_eos = true;
+    p.no_reuse = true;
+    inf_task *t = inf_engine_submit(e, prompt, n, &p, err);
+    if (!t) return -1;
+    int rc = inf_engine_wait(e, t, NULL, NULL, err);
+    *tm = t->timings;
+    inf_task_release(t);
+    return rc;
 }
 
-/* ppN: prefill N tokens into an empty cache */
-static int run_pp(inf_session *s, int n_prompt, int n_vocab, uint64_t *ns, inf_err *err) {
-    static int32_t toks[65536];
-    if (n_prompt > 65536) return inf_fail(err, "-p %d: at most 65536", n_prompt);
-    for (int i = 0; i < n_prompt; i++)
-        toks[i] = rand_token(n_vocab);
-    inf_kv_cache_truncate(s->kv, 0);
-    uint64_t t0 = inf_now_ns();
-    if (inf_session_prefill(s, toks, n_prompt, err)) return -1;
-    *ns = inf_now_ns() - t0;
+static int32_t *rand_tokens(int n, int n_vocab) {
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; t && i < n; i++)
+        t[i] = rand_token(n_vocab);
+    return t;
+}
+
+/* ppN: prefill N random tokens into an empty cache (the time to the first
+ * token: the prefill and one pick from its logits) */
+static int run_pp(inf_engine *e, int n_prompt, uint64_t *ns, inf_err *err) {
+    int32_t *toks = rand_tokens(n_prompt, e->ex.n_vocab);
+    if (!toks) return inf_fail(err, "out of memory");
+    inf_timings tm;
+    if (run_task(e, toks, n_prompt, 1, &tm, err)) return -1;
+    *ns = (uint64_t)(tm.prompt_ms * 1e6);
     return 0;
 }
 
-/* tgN: N single-token decode steps from an empty cache */
-static int run_tg(inf_session *s, int n_gen, int n_vocab, uint64_t *ns, inf_err *err) {
-    inf_kv_cache_truncate(s->kv, 0);
-    int32_t tok = rand_token(n_vocab);
-    uint64_t t0 = inf_now_ns();
-    for (int i = 0; i < n_gen; i++) {
-        if (inf_session_decode(s, tok, err)) return -1;
-        tok = rand_token(n_vocab);
-    }
-    *ns = inf_now_ns() - t0;
+/* tgN: N single-token decode steps after a one-token prompt (the time from
+ * the first sampled token to the last: N forward calls and picks) */
+static int run_tg(inf_engine *e, int n_gen, uint64_t *ns, inf_err *err) {
+    int32_t *toks = rand_tokens(1, e->ex.n_vocab);
+    if (!toks) return inf_fail(err, "out of memory");
+    inf_timings tm;
+    if (run_task(e, toks, 1, n_gen + 1, &tm, err)) return -1;
+    *ns = (uint64_t)(tm.predicted_ms * 1e6);
     return 0;
 }
 
@@ -367,12 +379,8 @@ static json_t *row_json(const row *r, const bench_args *a) {
 
 /* ---- one model x backend x threads ---- */
 
-static int bench_one(const bench_args *a, const char *path, inf_model_file *mf,
-                     const model_facts *mfx, const inf_tokenizer *tok, const char *backend,
-                     int threads, json_t *jrows, json_t *jttft, inf_err *err) {
-    inf_backend_opts o = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace};
-    inf_backend *be;
-    if (inf_backend_create(&be, &o, err)) return -1;
+static int bench_one(const bench_args *a, const char *path, const char *backend, int threads,
+                     json_t *jrows, json_t *jttft, inf_err *err) {
     int max_p = 0, max_n = 0;
     for (int i = 0; i < a->prompts.n; i++)
         max_p = a->prompts.v[i] > max_p ? a->prompts.v[i] : max_p;
@@ -381,19 +389,21 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf,
     int n_ctx = max_p > max_n ? max_p : max_n;
     if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
     n_ctx = (n_ctx + 255) & ~255;
-    inf_qwen3 *model = NULL;
-    inf_session *s = NULL;
     int rc = -1;
-    inf_sampler_params sp = inf_sampler_defaults();
-    sp.temp = 0;
-    double t0 = inf_now_s();
-    if (inf_qwen3_create(&model, mf, be, n_ctx, a->n_batch, err)) goto done;
-    if (inf_session_create(&s, model, n_ctx, &sp, err)) goto done;
-    double t_load = inf_now_s() - t0;
-    char desc[64];
-    inf_backend_describe(be, desc, sizeof desc);
-    fprintf(stderr, "bench: %s on %s, weights prepared in %.2f s\n", path, desc, t_load);
-    int n_vocab = mf->hp.n_vocab;
+    inf_engine_opts eo = {
+        .model_path = path,
+        .backend = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace},
+        .n_seq = 1,
+        .n_ctx = n_ctx,
+        .n_batch = a->n_batch};
+    inf_engine *e = NULL;
+    if (inf_engine_open(&e, &eo, err)) return -1;
+    const inf_model_file *mf = e->mf;
+    model_facts facts, *mfx = &facts;
+    model_facts_get(mf, mfx);
+    const char *desc = e->backend_name;
+    fprintf(stderr, "bench: %s on %s, opened and weights prepared in %.2f s\n", path, desc,
+            e->t_load_s);
     for (int pass = 0; pass < 2; pass++) {
         const int_list *l = pass == 0 ? &a->prompts : &a->gens;
         for (int i = 0; i < l->n; i++) {
@@ -409,7 +419,7 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf,
             if (sp_) *sp_ = 0;
             for (int rep = -1; rep < a->reps && rep < 63; rep++) {
                 uint64_t ns = 0;
-                if ((pass == 0 ? run_pp(s, n, n_vocab, &ns, err) : run_tg(s, n, n_vocab, &ns, err)))
+                if ((pass == 0 ? run_pp(e, n, &ns, err) : run_tg(e, n, &ns, err)))
                     goto done;
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
             }
@@ -427,29 +437,25 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf,
         for (int i = 0; i < 3; i++) {
             int32_t *ids;
             int n_ids;
-            if (make_prompt(tok, lens[i], &ids, &n_ids, err)) goto done;
+            if (make_prompt(e->tok, lens[i], &ids, &n_ids, err)) goto done;
             double ttft = 0, dec_s = 0;
             int reps = a->reps < 3 ? a->reps : 3;
             for (int rep = -1; rep < reps; rep++) {
-                inf_kv_cache_truncate(s->kv, 0);
-                uint64_t t1 = inf_now_ns();
-                if (inf_session_prefill(s, ids, n_ids, err)) {
+                int32_t *copy = malloc((size_t)n_ids * sizeof *copy);
+                if (!copy) {
+                    free(ids);
+                    inf_fail(err, "out of memory");
+                    goto done;
+                }
+                memcpy(copy, ids, (size_t)n_ids * sizeof *copy);
+                inf_timings tm;
+                if (run_task(e, copy, n_ids, n_dec + 1, &tm, err)) {
                     free(ids);
                     goto done;
                 }
-                int next = argmax(s->logits, n_vocab);
-                uint64_t t2 = inf_now_ns();
-                for (int k = 0; k < n_dec; k++) {
-                    if (inf_session_decode(s, next, err)) {
-                        free(ids);
-                        goto done;
-                    }
-                    next = argmax(s->logits, n_vocab);
-                }
-                uint64_t t3 = inf_now_ns();
                 if (rep >= 0) {
-                    ttft += (double)(t2 - t1) * 1e-9 / reps;
-                    dec_s += (double)(t3 - t2) * 1e-9 / reps;
+                    ttft += tm.prompt_ms * 1e-3 / reps;
+                    dec_s += tm.predicted_ms * 1e-3 / reps;
                 }
             }
             free(ids);
@@ -484,16 +490,14 @@ static int bench_one(const bench_args *a, const char *path, inf_model_file *mf,
             }
         }
     }
-    if (a->trace && inf_trace_is(be)) {
+    if (a->trace && inf_trace_is(e->be)) {
         static char hist[8192];
-        inf_trace_format(be, hist, sizeof hist);
+        inf_trace_format(e->be, hist, sizeof hist);
         fprintf(stderr, "\n%s: %s\n%s\n", path, desc, hist);
     }
     rc = 0;
 done:
-    inf_session_free(s);
-    inf_qwen3_free(model);
-    inf_backend_free(be);
+    inf_engine_close(e);
     return rc;
 }
 
@@ -506,35 +510,17 @@ int cmd_bench(int argc, char **argv) {
     bool md = !strcmp(a.output, "md");
     if (md) print_md_header();
     int status = 0;
-    for (int mi = 0; mi < a.models.n && !status; mi++) {
-        inf_model_file *mf;
-        if (inf_model_open(&mf, a.models.v[mi], &err)) {
-            fprintf(stderr, "inferno bench: %s\n", err.msg);
-            status = 1;
-            break;
-        }
-        inf_tokenizer *tok = NULL;
-        if (inf_tok_create(&tok, &mf->vocab, &err)) {
-            fprintf(stderr, "inferno bench: %s: %s\n", a.models.v[mi], err.msg);
-            inf_model_close(mf);
-            status = 1;
-            break;
-        }
-        model_facts mfx;
-        model_facts_get(mf, &mfx);
+    for (int mi = 0; mi < a.models.n && !status; mi++)
         for (int bi = 0; bi < a.backends.n && !status; bi++)
             for (int ti = 0; ti < a.threads.n && !status; ti++) {
                 bool pool = !strcmp(a.backends.v[bi], "pool");
                 if (!pool && ti > 0) continue; /* -t only matters to the pool */
-                if (bench_one(&a, a.models.v[mi], mf, &mfx, tok, a.backends.v[bi],
-                              pool ? a.threads.v[ti] : 1, jrows, jttft, &err)) {
+                if (bench_one(&a, a.models.v[mi], a.backends.v[bi], pool ? a.threads.v[ti] : 1,
+                              jrows, jttft, &err)) {
                     fprintf(stderr, "inferno bench: %s\n", err.msg);
                     status = 1;
                 }
             }
-        inf_tok_free(tok);
-        inf_model_close(mf);
-    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (md) {

@@ -50,14 +50,15 @@ int cmd_run(int argc, char **argv) {
                          g.n_vocab - 1);
                 goto fail;
             }
-    } else if (a.raw || !g.mf->vocab.chat_template) {
-        if (gen_tokenize_raw(&g, a.prompt, &ids, &n_ids, &err)) goto fail;
+    } else if (a.raw || !g.e->mf->vocab.chat_template) {
+        if (inf_engine_tokenize(g.e, a.prompt, strlen(a.prompt), true, &ids, &n_ids, &err))
+            goto fail;
     } else {
         json_t *msgs = json_array();
         if (a.system)
             json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", a.system));
         json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", a.prompt));
-        rc = gen_render_chat(&g, &a, msgs, &ids, &n_ids, &err);
+        rc = gen_chat_prompt(&g, &a, msgs, &ids, &n_ids, &err);
         json_decref(msgs);
         if (rc) goto fail;
     }
@@ -71,16 +72,15 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "\n");
     }
 
-    gen_stream st = {.g = &g};
-    inf_gen_opts o = gen_stream_opts(&st, &a);
-    inf_stop_reason why;
-    if (inf_session_generate(g.session, ids, n_ids, &o, &why, &err)) goto fail;
-    gen_stream_finish(&st);
-    printf("\n");
-    fflush(stdout);
-    if (gen_dump_close(&g, &err)) goto fail;
-    gen_print_timings(&g, why);
-    free(ids);
+    inf_task *t = gen_generate(&g, &a, ids, n_ids, NULL, &err);
+    ids = NULL; /* the task owns it */
+    if (!t) goto fail;
+    if (gen_dump_close(&g, &err)) {
+        inf_task_release(t);
+        goto fail;
+    }
+    gen_print_timings(&g, t);
+    inf_task_release(t);
     gen_ctx_close(&g);
     return 0;
 

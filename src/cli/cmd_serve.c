@@ -1,7 +1,7 @@
 /* inferno serve: the OpenAI-compatible HTTP server. Parses flags, starts the
  * HTTP side first (so /health answers 503 while the model loads), loads the
  * engine, starts the scheduler, then waits for SIGINT/SIGTERM and shuts down
- * in order: HTTP (ends waiting requests), scheduler, engine. */
+ * in order: HTTP (ends waiting requests), then the engine. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -13,9 +13,8 @@
 
 #include "cli/cli.h"
 #include "kv/kv_cache.h"
-#include "server/engine_inferno.h"
+#include "runtime/engine.h"
 #include "server/http.h"
-#include "server/sched.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -139,38 +138,27 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "inferno serve: listening on http://%s:%d (loading %s)\n", cfg.host,
             srv_http_port(http), model);
 
-    srv_engine eng;
-    srv_engine_opts eo = {.model_path = model,
-                          .backend = backend,
+    inf_engine *eng = NULL;
+    inf_engine_opts eo = {.model_path = model,
+                          .backend = {.name = backend, .n_threads = (int)threads},
                           .n_seq = (int)np,
                           .n_ctx = (int)ctx,
-                          .n_threads = (int)threads,
-                          .max_rows = (int)(np + batch),
-                          .paged = kind == INF_KV_PAGED,
-                          .block_size = (int)block,
-                          .cache_bytes = cache_bytes};
-    srv_sched *sched = NULL;
-    if (srv_engine_open(&eng, &eo, &err)) {
+                          .n_batch = (int)batch,
+                          .kv = {.kind = kind, .block_size = (int)block, .mem_bytes = cache_bytes}};
+    if (inf_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);
         srv_http_stop(http);
         return 1;
     }
-    if (srv_sched_create(&sched, &eng, (int)batch, &err)) {
-        fprintf(stderr, "inferno serve: %s\n", err.msg);
-        srv_http_stop(http);
-        srv_engine_close(&eng);
-        return 1;
-    }
-    srv_http_ready(http, &eng, sched);
+    srv_http_ready(http, &eng->ex, eng->sched);
     fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache, %s\n",
-            cfg.alias ? cfg.alias : eng.model_name, eng.n_seq, eng.n_ctx, inf_kv_kind_name(kind),
-            eng.backend_name ? eng.backend_name : "backend");
+            cfg.alias ? cfg.alias : eng->name, eng->ex.n_seq, eng->ex.n_ctx,
+            inf_kv_kind_name(kind), eng->backend_name);
 
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "inferno serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     srv_http_stop(http);
-    srv_sched_free(sched);
-    srv_engine_close(&eng);
+    inf_engine_close(eng);
     return 0;
 }

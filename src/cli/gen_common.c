@@ -10,8 +10,6 @@
 #include "backend/select.h"
 #include "backend/trace.h"
 #include "cli/cli.h"
-#include "template/template.h"
-#include "util/timer.h"
 
 /* ---- flags ---- */
 
@@ -164,33 +162,19 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
 
 /* ---- loading ---- */
 
-static int pick_backend(gen_ctx *g, const gen_args *a, inf_err *err) {
-    inf_backend_opts o = {.name = a->backend, .n_threads = a->n_threads, .isa = a->isa, .trace = a->trace};
-    if (inf_backend_create(&g->be_owned, &o, err)) return -1;
-    g->be = *g->be_owned;
-    return 0;
-}
-
 int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
     memset(g, 0, sizeof *g);
-    double t0 = inf_now_s();
-    if (pick_backend(g, a, err)) return -1;
-    inf_backend_complete(&g->be);
-    if (inf_model_open(&g->mf, a->model, err)) return -1;
-    if (g->mf->arch && strcmp(g->mf->arch, "qwen3") != 0)
-        return inf_fail(err, "%s: architecture '%s': inferno runs qwen3 models", a->model,
-                        g->mf->arch);
-    if (inf_tok_create(&g->tok, &g->mf->vocab, err)) return inf_fail_ctx(err, "%s", a->model);
-    g->n_vocab = g->mf->hp.n_vocab;
-    int n_ctx = a->n_ctx;
-    if (n_ctx == 0) {
-        n_ctx = 4096;
-        if (g->mf->hp.n_ctx_train > 0 && g->mf->hp.n_ctx_train < n_ctx) n_ctx = g->mf->hp.n_ctx_train;
-    }
-    int rows = a->n_batch < n_ctx ? a->n_batch : n_ctx;
-    if (inf_qwen3_create(&g->model, g->mf, &g->be, n_ctx, rows, err)) return -1;
-    if (inf_session_create_kv(&g->session, g->model, n_ctx, &a->sp, &a->kv, err)) return -1;
-    if (!(g->detok = inf_detok_create(g->tok))) return inf_fail(err, "out of memory");
+    inf_engine_opts o = {.model_path = a->model,
+                         .backend = {.name = a->backend,
+                                     .n_threads = a->n_threads,
+                                     .isa = a->isa,
+                                     .trace = a->trace},
+                         .n_seq = 1,
+                         .n_ctx = a->n_ctx,
+                         .n_batch = a->n_batch,
+                         .kv = a->kv};
+    if (inf_engine_open(&g->e, &o, err)) return -1;
+    g->n_vocab = g->e->ex.n_vocab;
     if (a->dump_logits) {
         g->dump = fopen(a->dump_logits, "wb");
         if (!g->dump)
@@ -198,145 +182,105 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
         static const char blank[128];
         fwrite(blank, 1, sizeof blank, g->dump); /* the header, written at the end */
     }
-    g->t_load_s = inf_now_s() - t0;
     return 0;
 }
 
 void gen_ctx_close(gen_ctx *g) {
     if (g->dump) fclose(g->dump);
-    inf_detok_free(g->detok);
-    inf_session_free(g->session);
-    inf_qwen3_free(g->model);
-    inf_tok_free(g->tok);
-    inf_model_close(g->mf);
-    inf_backend_free(g->be_owned);
+    inf_engine_close(g->e);
     memset(g, 0, sizeof *g);
 }
 
-int gen_tokenize_raw(gen_ctx *g, const char *text, int32_t **ids, int *n_ids, inf_err *err) {
-    int32_t *t;
-    int n;
-    if (inf_tok_encode(g->tok, text, strlen(text), true, &t, &n, err)) return -1;
-    int32_t bos = inf_tok_bos(g->tok);
-    if (inf_tok_add_bos(g->tok) && bos >= 0 && (n == 0 || t[0] != bos)) {
-        int32_t *t2 = malloc(sizeof(int32_t) * (size_t)(n + 1));
-        if (!t2) {
-            free(t);
-            return inf_fail(err, "out of memory");
-        }
-        t2[0] = bos;
-        if (n) memcpy(t2 + 1, t, sizeof(int32_t) * (size_t)n);
-        free(t);
-        t = t2;
-        n++;
-    }
-    *ids = t;
-    *n_ids = n;
-    return 0;
-}
-
-int gen_render_chat(gen_ctx *g, const gen_args *a, const void *messages_json, int32_t **ids,
+int gen_chat_prompt(gen_ctx *g, const gen_args *a, const json_t *messages, int32_t **ids,
                     int *n_ids, inf_err *err) {
-    const char *source = g->mf->vocab.chat_template;
-    if (!source) return inf_fail(err, "%s has no chat template (use --raw)", a->model);
-    json_t *extra = json_object();
-    if (a->no_think) json_object_set_new(extra, "enable_thinking", json_false());
-    const inf_vocab_desc *v = &g->mf->vocab;
-    if (v->bos_id >= 0 && v->bos_id < v->n_tokens)
-        json_object_set_new(extra, "bos_token", json_string(v->tokens[v->bos_id]));
-    if (v->eos_id >= 0 && v->eos_id < v->n_tokens)
-        json_object_set_new(extra, "eos_token", json_string(v->tokens[v->eos_id]));
-    char *text = NULL;
-    int rc = inf_chat_render(&text, source, (const json_t *)messages_json, NULL, true, extra, err);
-    json_decref(extra);
-    if (rc) return inf_fail_ctx(err, "chat template");
-    rc = inf_tok_encode(g->tok, text, strlen(text), true, ids, n_ids, err);
-    free(text);
+    if (!g->e->mf->vocab.chat_template)
+        return inf_fail(err, "%s has no chat template (use --raw)", a->model);
+    json_t *kw = json_object();
+    if (a->no_think) json_object_set_new(kw, "enable_thinking", json_false());
+    inf_chat_input in = {.messages = messages, .kwargs = kw};
+    int rc = inf_engine_chat_prompt(g->e, &in, ids, n_ids, NULL, NULL, err);
+    json_decref(kw);
     return rc;
 }
 
-/* ---- streaming ---- */
+/* ---- generating ---- */
 
-static void capture(gen_stream *st, const char *s, size_t n) {
-    if (!st->capture || !n) return;
-    if (st->capture_len + n + 1 > st->capture_cap) {
-        size_t cap = (st->capture_len + n + 1) * 2;
-        char *p = realloc(*st->capture, cap);
-        if (!p) return;
-        *st->capture = p;
-        st->capture_cap = cap;
-    }
-    memcpy(*st->capture + st->capture_len, s, n);
-    st->capture_len += n;
-    (*st->capture)[st->capture_len] = 0;
-}
-
-static int stream_token(void *ud, int32_t token) {
-    gen_stream *st = ud;
-    size_t n;
-    const char *s = inf_detok_push(st->g->detok, token, &n);
-    if (n) {
-        fwrite(s, 1, n, stdout);
-        fflush(stdout);
-        capture(st, s, n);
-    }
-    return 0;
-}
-
-static bool stream_is_eog(void *ud, int32_t token) {
-    return inf_tok_is_eog(((gen_stream *)ud)->g->tok, token);
-}
-
-static void stream_logits(void *ud, const float *logits, int n_vocab) {
-    gen_ctx *g = ((gen_stream *)ud)->g;
-    if (!g->dump) return;
+static void dump_logits(void *ud, const float *logits, int n_vocab) {
+    gen_ctx *g = ud;
     fwrite(logits, sizeof(float), (size_t)n_vocab, g->dump);
     g->dump_rows++;
 }
 
-inf_gen_opts gen_stream_opts(gen_stream *st, const gen_args *a) {
-    return (inf_gen_opts){.n_predict = a->n_predict,
-                          .ignore_eos = a->ignore_eos,
-                          .is_eog = stream_is_eog,
-                          .on_token = stream_token,
-                          .on_logits = stream_logits,
-                          .ud = st};
+inf_gen_params gen_params(gen_ctx *g, const gen_args *a) {
+    inf_gen_params p = inf_gen_defaults();
+    p.sampling = a->sp;
+    p.max_tokens = a->n_predict;
+    p.ignore_eos = a->ignore_eos;
+    if (g->dump) p.on_logits = dump_logits, p.ud = g;
+    return p;
 }
 
-void gen_stream_finish(gen_stream *st) {
-    size_t n;
-    const char *s = inf_detok_flush(st->g->detok, &n);
-    if (n) {
-        fwrite(s, 1, n, stdout);
-        capture(st, s, n);
-    }
+typedef struct stream {
+    char **capture;
+    size_t len, cap;
+} stream;
+
+static void on_text(void *ud, const char *s, size_t n) {
+    stream *st = ud;
+    fwrite(s, 1, n, stdout);
     fflush(stdout);
+    if (!st->capture) return;
+    if (st->len + n + 1 > st->cap) {
+        size_t cap = (st->len + n + 1) * 2;
+        char *p = realloc(*st->capture, cap);
+        if (!p) return;
+        *st->capture = p;
+        st->cap = cap;
+    }
+    memcpy(*st->capture + st->len, s, n);
+    st->len += n;
+    (*st->capture)[st->len] = 0;
 }
 
-void gen_print_timings(const gen_ctx *g, inf_stop_reason why) {
-    const inf_session *s = g->session;
-    double pms = s->t_prompt_s * 1e3, gms = s->t_gen_s * 1e3;
+inf_task *gen_generate(gen_ctx *g, const gen_args *a, int32_t *prompt, int n, char **capture,
+                       inf_err *err) {
+    inf_gen_params p = gen_params(g, a);
+    inf_task *t = inf_engine_submit(g->e, prompt, n, &p, err);
+    if (!t) return NULL;
+    stream st = {.capture = capture};
+    int rc = inf_engine_wait(g->e, t, on_text, &st, err);
+    printf("\n");
+    fflush(stdout);
+    if (rc) {
+        inf_task_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+void gen_print_timings(const gen_ctx *g, const inf_task *t) {
+    const inf_timings *tm = &t->timings;
+    double pms = tm->prompt_ms, gms = tm->predicted_ms;
     fprintf(stderr, "\n");
-    fprintf(stderr, "load time        = %10.2f ms\n", g->t_load_s * 1e3);
+    fprintf(stderr, "load time        = %10.2f ms\n", g->e->t_load_s * 1e3);
     fprintf(stderr,
             "prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per "
             "second)\n",
-            pms, s->n_prompt_eval, s->n_prompt_eval ? pms / s->n_prompt_eval : 0.0,
-            pms > 0 ? s->n_prompt_eval / s->t_prompt_s : 0.0);
-    if (s->n_prompt_reused) fprintf(stderr, "prompt cached    = %13d tokens\n", s->n_prompt_reused);
+            pms, tm->prompt_n, tm->prompt_n ? pms / tm->prompt_n : 0.0,
+            pms > 0 ? tm->prompt_n / (pms * 1e-3) : 0.0);
+    if (tm->cache_n) fprintf(stderr, "prompt cached    = %13d tokens\n", tm->cache_n);
     fprintf(stderr,
             "eval time        = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per "
             "second)\n",
-            gms, s->n_gen, s->n_gen ? gms / s->n_gen : 0.0,
-            gms > 0 ? s->n_gen / s->t_gen_s : 0.0);
-    fprintf(stderr, "total time       = %10.2f ms / %5d tokens\n", g->t_load_s * 1e3 + pms + gms,
-            s->n_prompt_eval + s->n_gen);
-    char desc[96];
-    fprintf(stderr, "stop reason      = %s, backend %s, seed %llu\n", inf_stop_reason_name(why),
-            inf_backend_describe(&g->be, desc, sizeof desc), (unsigned long long)inf_sampler_seed(s->sampler));
-    if (inf_trace_is(&g->be)) {
+            gms, tm->predicted_n, tm->predicted_n ? gms / tm->predicted_n : 0.0,
+            gms > 0 ? tm->predicted_n / (gms * 1e-3) : 0.0);
+    fprintf(stderr, "total time       = %10.2f ms / %5d tokens\n", g->e->t_load_s * 1e3 + pms + gms,
+            tm->prompt_n + tm->predicted_n);
+    fprintf(stderr, "stop reason      = %s, backend %s, seed %llu\n", inf_finish_name(t->finish),
+            g->e->backend_name, (unsigned long long)t->seed);
+    if (inf_trace_is(g->e->be)) {
         static char hist[8192];
-        inf_trace_format(&g->be, hist, sizeof hist);
+        inf_trace_format(g->e->be, hist, sizeof hist);
         fprintf(stderr, "\n%s", hist);
     }
 }

@@ -1,5 +1,5 @@
 /* What `inferno run` and `inferno chat` share: their flags (llama.cpp's names
- * and defaults), loading a model with its tokenizer into a session, the
+ * and defaults), opening the engine, the
  * streaming printer, the timing summary and the --dump-logits writer. */
 #ifndef INF_CLI_GEN_COMMON_H
 #define INF_CLI_GEN_COMMON_H
@@ -8,12 +8,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backend/backend.h"
-#include "model/qwen3.h"
-#include "modelfile/model.h"
+#include <jansson.h>
+
+#include "kv/kv_cache.h"
+#include "runtime/engine.h"
 #include "runtime/sampler.h"
-#include "runtime/session.h"
-#include "tokenizer/tokenizer.h"
 
 typedef struct gen_args {
     const char *model;       /* -m; INF_DEFAULT_MODEL when absent */
@@ -40,48 +39,36 @@ typedef struct gen_args {
  * on a bad flag or value, 1 after printing --help, 0 otherwise. */
 int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool want_prompt);
 
-/* Everything a generating command holds. */
+/* Everything a generating command holds: the engine (one slot) and the
+ * --dump-logits file. */
 typedef struct gen_ctx {
-    inf_model_file *mf;
-    inf_tokenizer *tok;
-    inf_backend be;          /* a copy of *be_owned */
-    inf_backend *be_owned;   /* from inf_backend_create */
-    inf_qwen3 *model;
-    inf_session *session;
-    inf_detok *detok;
-    double t_load_s;
-    FILE *dump;     /* --dump-logits */
+    inf_engine *e;
+    FILE *dump; /* --dump-logits */
     int dump_rows;
     int n_vocab;
 } gen_ctx;
 
-/* Opens the model and builds tokenizer, model and session. Returns 0 or -1
- * with the message in err. */
+/* Opens the model as a one-slot engine. Returns 0 or -1 with the message in
+ * err. */
 int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err);
 void gen_ctx_close(gen_ctx *g);
 
-/* Renders messages (JSON array) with the model's chat template and
- * add_generation_prompt, then tokenizes the result. *ids is malloc'd. */
-int gen_render_chat(gen_ctx *g, const gen_args *a, const void *messages_json, int32_t **ids,
+/* The chat prompt of messages (JSON array) through the model's template,
+ * with --no-think applied. *ids is malloc'd. */
+int gen_chat_prompt(gen_ctx *g, const gen_args *a, const json_t *messages, int32_t **ids,
                     int *n_ids, inf_err *err);
 
-/* Tokenizes text as is (special tokens parsed; BOS added when the model asks). */
-int gen_tokenize_raw(gen_ctx *g, const char *text, int32_t **ids, int *n_ids, inf_err *err);
+/* The generation parameters the flags give (and the --dump-logits writer). */
+inf_gen_params gen_params(gen_ctx *g, const gen_args *a);
 
-/* Options for inf_session_generate that stream text to stdout through the
- * detokenizer (and append it to *capture when not NULL), write --dump-logits
- * rows, and stop at the tokenizer's end-of-generation tokens. */
-typedef struct gen_stream {
-    gen_ctx *g;
-    char **capture;
-    size_t capture_len, capture_cap;
-} gen_stream;
-inf_gen_opts gen_stream_opts(gen_stream *st, const gen_args *a);
-/* Prints what the detokenizer still holds. */
-void gen_stream_finish(gen_stream *st);
+/* Generates from prompt[0..n) (ownership taken): streams the text to stdout
+ * (and appends it to *capture when capture is not NULL), then prints a
+ * newline. Returns the ended task (release it), or NULL with err. */
+inf_task *gen_generate(gen_ctx *g, const gen_args *a, int32_t *prompt, int n, char **capture,
+                       inf_err *err);
 
-/* The llama.cpp-style timing summary on stderr. */
-void gen_print_timings(const gen_ctx *g, inf_stop_reason why);
+/* The llama.cpp-style timing summary of an ended task on stderr. */
+void gen_print_timings(const gen_ctx *g, const inf_task *t);
 
 /* Finishes the .npy file (writes its final header). Returns 0 or -1. */
 int gen_dump_close(gen_ctx *g, inf_err *err);

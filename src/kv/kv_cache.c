@@ -17,96 +17,195 @@ const char *inf_kv_kind_name(inf_kv_kind k) {
     return k == INF_KV_PAGED ? "paged" : "basic";
 }
 
-int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_ctx,
-                        int kv_dim, inf_err *err) {
+static void refresh_views(inf_kv_cache *c, int seq) {
+    inf_kv_view *v = c->views + (size_t)seq * (size_t)c->n_layer;
+    if (c->kind == INF_KV_BASIC)
+        inf_kv_basic_views(c->basic[seq], v);
+    else
+        inf_kv_seq_views(c->seqs[seq], v);
+}
+
+int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq,
+                        int n_ctx, int kv_dim, inf_err *err) {
     *out = NULL;
     static const inf_kv_opts basic = {0};
     if (!o) o = &basic;
+    if (n_layer < 1 || n_seq < 1 || n_ctx < 1 || kv_dim < 1)
+        return inf_fail(err, "kv cache: bad sizes (%d layers, %d sequences, %d positions, %d)",
+                        n_layer, n_seq, n_ctx, kv_dim);
     inf_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return inf_fail(err, "kv cache: out of memory");
     c->kind = o->kind;
     c->n_layer = n_layer;
+    c->n_seq = n_seq;
     c->n_ctx = n_ctx;
-    c->views = calloc((size_t)(n_layer > 0 ? n_layer : 1), sizeof *c->views);
-    if (!c->views) {
-        free(c);
-        return inf_fail(err, "kv cache: out of memory");
-    }
-    int rc;
+    c->n_past = calloc((size_t)n_seq, sizeof *c->n_past);
+    c->tokens = calloc((size_t)n_seq * (size_t)n_ctx, sizeof *c->tokens);
+    c->views = calloc((size_t)n_seq * (size_t)n_layer, sizeof *c->views);
+    if (!c->n_past || !c->tokens || !c->views) goto oom;
     if (o->kind == INF_KV_BASIC) {
-        rc = inf_kv_basic_create(&c->basic, n_layer, n_ctx, kv_dim, err);
-        if (!rc) inf_kv_basic_views(c->basic, c->views);
+        if (!(c->basic = calloc((size_t)n_seq, sizeof *c->basic))) goto oom;
+        for (int s = 0; s < n_seq; s++)
+            if (inf_kv_basic_create(&c->basic[s], n_layer, n_ctx, kv_dim, err)) {
+                inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, n_ctx);
+                goto fail;
+            }
     } else {
-        c->pool = o->pool;
-        rc = 0;
-        if (!c->pool) {
-            int bs = o->block_size ? o->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
-            /* One spare block beyond n_ctx: room for a copy-on-write. */
-            int n_blocks = (n_ctx + bs - 1) / bs + 1;
-            if (o->mem_bytes)
-                n_blocks = inf_kv_pool_blocks_for_bytes(o->mem_bytes, n_layer, kv_dim, bs);
-            if (n_blocks <= 0)
-                rc = inf_fail(err, "kv cache: %zu bytes hold no block of %d tokens (%zu bytes)",
-                              o->mem_bytes, bs, inf_kv_block_bytes(n_layer, kv_dim, bs));
-            else
-                rc = inf_kv_pool_create(&c->pool, n_layer, kv_dim, bs, n_blocks, err);
-            c->own_pool = rc == 0;
-        } else if (c->pool->n_layer != n_layer || c->pool->kv_dim != kv_dim) {
-            rc = inf_fail(err, "kv cache: the shared pool has %d layers of %d, expected %d of %d",
-                          c->pool->n_layer, c->pool->kv_dim, n_layer, kv_dim);
+        int bs = o->block_size ? o->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
+        int per_ctx = (n_ctx + bs - 1) / bs;
+        /* By default one spare block beyond the contexts: room for a copy-on-write. */
+        long n_blocks = o->mem_bytes
+                            ? inf_kv_pool_blocks_for_bytes(o->mem_bytes, n_layer, kv_dim, bs)
+                            : (long)n_seq * per_ctx + 1;
+        if (n_blocks < per_ctx) {
+            inf_fail(err,
+                     "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
+                     "context of %d needs (%d)",
+                     o->mem_bytes, n_blocks, bs, n_ctx, per_ctx);
+            goto fail;
         }
-        if (!rc) rc = inf_kv_seq_create(&c->seq, c->pool, n_ctx, err);
-        if (!rc) inf_kv_seq_views(c->seq, c->views);
+        if (inf_kv_pool_create(&c->pool, n_layer, kv_dim, bs, (int)n_blocks, err) ||
+            inf_radix_create(&c->radix, c->pool, err))
+            goto fail;
+        c->seqs = calloc((size_t)n_seq, sizeof *c->seqs);
+        c->counts = malloc((size_t)n_blocks * sizeof *c->counts);
+        if (!c->seqs || !c->counts) goto oom;
+        for (int s = 0; s < n_seq; s++)
+            if (inf_kv_seq_create(&c->seqs[s], c->pool, n_ctx, err)) goto fail;
     }
-    if (rc) {
-        inf_kv_cache_free(c);
-        return -1;
-    }
+    for (int s = 0; s < n_seq; s++)
+        refresh_views(c, s);
     *out = c;
     return 0;
+oom:
+    inf_fail(err, "kv cache: out of memory");
+fail:
+    inf_kv_cache_free(c);
+    return -1;
 }
 
 void inf_kv_cache_free(inf_kv_cache *c) {
     if (!c) return;
-    inf_kv_basic_free(c->basic);
-    inf_kv_seq_free(c->seq);
-    if (c->own_pool) inf_kv_pool_free(c->pool);
+    for (int s = 0; c->basic && s < c->n_seq; s++)
+        inf_kv_basic_free(c->basic[s]);
+    free(c->basic);
+    for (int s = 0; c->seqs && s < c->n_seq; s++)
+        inf_kv_seq_free(c->seqs[s]);
+    free(c->seqs);
+    inf_radix_free(c->radix);
+    inf_kv_pool_free(c->pool);
+    free(c->counts);
+    free(c->n_past);
+    free(c->tokens);
     free(c->views);
     free(c);
 }
 
-int inf_kv_cache_reserve(inf_kv_cache *c, int n_new, inf_err *err) {
-    if (c->basic) return inf_kv_basic_reserve(c->basic, n_new, err);
-    if (inf_kv_seq_reserve(c->seq, n_new, err)) return -1;
-    inf_kv_seq_views(c->seq, c->views); /* capacity moved */
+static int32_t *seq_tokens(const inf_kv_cache *c, int seq) {
+    return c->tokens + (size_t)seq * (size_t)c->n_ctx;
+}
+
+int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, int n) {
+    if (c->kind == INF_KV_PAGED) return 0;
+    const int32_t *t = seq_tokens(c, seq);
+    int m = c->n_past[seq] < n ? c->n_past[seq] : n, i = 0;
+    while (i < m && t[i] == prompt[i])
+        i++;
+    return i;
+}
+
+/* Keeps the first n positions of seq. */
+static void truncate_to(inf_kv_cache *c, int seq, int n) {
+    if (n >= c->n_past[seq]) return;
+    if (c->kind == INF_KV_BASIC)
+        inf_kv_basic_truncate(c->basic[seq], n);
+    else
+        inf_kv_seq_truncate(c->seqs[seq], n);
+    c->n_past[seq] = n;
+}
+
+int inf_kv_cache_begin(inf_kv_cache *c, int seq, const int32_t *prompt, int n, int max_keep) {
+    if (max_keep > n) max_keep = n;
+    if (max_keep < 0) max_keep = 0;
+    if (c->kind == INF_KV_BASIC) {
+        int m = inf_kv_cache_match(c, seq, prompt, n);
+        truncate_to(c, seq, m < max_keep ? m : max_keep);
+    } else {
+        truncate_to(c, seq, 0);
+        int m = inf_radix_attach(c->radix, c->seqs[seq], prompt, max_keep, NULL);
+        c->n_past[seq] = c->seqs[seq]->n_past = m > 0 ? m : 0;
+        memcpy(seq_tokens(c, seq), prompt, (size_t)c->n_past[seq] * sizeof *prompt);
+    }
+    refresh_views(c, seq);
+    return c->n_past[seq];
+}
+
+int inf_kv_cache_reserve(inf_kv_cache *c, int seq, int n_new, inf_err *err) {
+    if (c->n_past[seq] + n_new > c->n_ctx)
+        return inf_fail(err, "kv cache: %d + %d positions exceed the context of %d",
+                        c->n_past[seq], n_new, c->n_ctx);
+    if (c->kind == INF_KV_BASIC) return inf_kv_basic_reserve(c->basic[seq], n_new, err);
+    /* The pool asks the prefix cache to evict when it runs low. */
+    if (inf_kv_seq_reserve(c->seqs[seq], n_new, err)) return -1;
+    refresh_views(c, seq);
     return 0;
 }
 
-void inf_kv_cache_advance(inf_kv_cache *c, int n_new) {
-    c->n_past += n_new;
-    if (c->basic) {
-        INF_ASSERT(c->n_past <= c->basic->n_ctx);
-        c->basic->n_past = c->n_past;
-    } else {
-        INF_ASSERT(c->n_past <= c->seq->n_blocks * c->pool->block_size);
-        c->seq->n_past = c->n_past;
-    }
+void inf_kv_cache_commit(inf_kv_cache *c, int seq, int pos, int32_t token) {
+    INF_ASSERT(pos == c->n_past[seq] && pos < c->n_ctx);
+    seq_tokens(c, seq)[pos] = token;
+    c->n_past[seq] = pos + 1;
+    if (c->kind == INF_KV_BASIC)
+        c->basic[seq]->n_past = pos + 1;
+    else
+        c->seqs[seq]->n_past = pos + 1;
 }
 
-void inf_kv_cache_truncate(inf_kv_cache *c, int n) {
-    if (c->basic)
-        inf_kv_basic_truncate(c->basic, n);
-    else {
-        inf_kv_seq_truncate(c->seq, n);
-        inf_kv_seq_views(c->seq, c->views);
-    }
-    c->n_past = n;
+void inf_kv_cache_publish(inf_kv_cache *c, int seq) {
+    if (c->kind == INF_KV_PAGED)
+        inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
 }
 
-size_t inf_kv_cache_bytes(const inf_kv_cache *c) {
-    if (c->basic)
-        return 2 * (size_t)c->basic->n_layer * (size_t)c->basic->n_ctx * (size_t)c->basic->kv_dim *
-               sizeof(float);
-    return (size_t)c->seq->n_blocks *
+void inf_kv_cache_end(inf_kv_cache *c, int seq) {
+    if (c->kind == INF_KV_BASIC) return;
+    if (c->n_past[seq] > 0) inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
+    truncate_to(c, seq, 0);
+}
+
+void inf_kv_cache_reset(inf_kv_cache *c, int seq) {
+    truncate_to(c, seq, 0);
+}
+
+size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq) {
+    if (c->kind == INF_KV_BASIC) {
+        const inf_kv_basic *b = c->basic[seq];
+        return 2 * (size_t)b->n_layer * (size_t)b->n_ctx * (size_t)b->kv_dim * sizeof(float);
+    }
+    return (size_t)c->seqs[seq]->n_blocks *
            inf_kv_block_bytes(c->pool->n_layer, c->pool->kv_dim, c->pool->block_size);
+}
+
+void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {
+    *st = (inf_kv_stats){0};
+    if (c->kind != INF_KV_PAGED) return;
+    const inf_kv_pool *p = c->pool;
+    const inf_radix_stats *rs = &c->radix->stats;
+    /* Every reference in the pool must belong to a sequence or the tree. */
+    memcpy(c->counts, c->radix->tree_refs, (size_t)p->n_blocks * sizeof *c->counts);
+    for (int i = 0; i < c->n_seq; i++)
+        for (int b = 0; b < c->seqs[i]->n_blocks; b++)
+            c->counts[c->seqs[i]->blocks[b]]++;
+    long bad = inf_kv_pool_audit(p, NULL) ? 1 : 0;
+    for (int b = 0; b < p->n_blocks; b++)
+        bad += c->counts[b] != p->refcount[b];
+    *st = (inf_kv_stats){.block_size = p->block_size,
+                         .blocks_total = p->n_blocks,
+                         .blocks_free = p->n_free,
+                         .prefix_lookups = rs->n_lookups,
+                         .prefix_hits = rs->n_hits,
+                         .prefix_tokens_reused = rs->tokens_reused,
+                         .tree_nodes = rs->n_nodes,
+                         .tree_tokens = rs->n_cached_tokens,
+                         .evictions = rs->n_evicted_nodes,
+                         .ref_errors = bad};
 }

@@ -1,74 +1,111 @@
-/* One sequence's KV cache, basic or paged, behind one small interface, so
- * the generation loop is written once for both (`--kv basic|paged`).
+/* The KV caches of all sequences (slots) of a model, basic or paged, behind
+ * one interface (`--kv basic|paged`), so the runtime is written once for
+ * both.
  *
- * Both kinds hand the forward pass an inf_kv_view per layer; a basic cache's
- * view is contiguous, a paged one's goes through the sequence's block table.
- * The caller's protocol is the same: reserve room for n new positions, run
- * the forward pass over the views, then advance. */
+ * Each sequence remembers the tokens whose K/V it holds. A request starts a
+ * sequence with its prompt (begin), which keeps the longest reusable prefix:
+ * - basic: one contiguous cache per sequence; it reuses its own tokens, and
+ *   keeps them after the request ends for the next one (a chat's next turn);
+ * - paged: one pool of blocks for all sequences and a radix tree over token
+ *   ids (radix.h): a prompt adopts the longest cached prefix any request
+ *   left (by reference), a finished request donates its blocks, and
+ *   unreferenced entries are evicted least recently used first.
+ * Then for each forward call: reserve room for the new rows, run the forward
+ * pass over the views, commit the rows' tokens. */
 #ifndef INF_KV_KV_CACHE_H
 #define INF_KV_KV_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
 #include "kv/kv_basic.h"
 #include "kv/kv_paged.h"
+#include "kv/radix.h"
 #include "util/err.h"
 
 typedef enum inf_kv_kind { INF_KV_BASIC, INF_KV_PAGED } inf_kv_kind;
 
-/* How to build a cache. Zero-initialized means basic. */
+/* How to build the caches. Zero-initialized means basic. */
 typedef struct inf_kv_opts {
     inf_kv_kind kind;
-    int block_size;    /* paged: rows per block; 0 = INF_KV_BLOCK_SIZE_DEFAULT */
-    size_t mem_bytes;  /* paged: pool budget (--cache-mem); 0 = enough for n_ctx */
-    inf_kv_pool *pool; /* paged: a shared pool to draw from (borrowed), or NULL
-                          for a pool of the cache's own */
+    int block_size;   /* paged: rows per block; 0 = INF_KV_BLOCK_SIZE_DEFAULT */
+    size_t mem_bytes; /* paged: pool budget (--cache-mem); 0 = n_seq contexts */
 } inf_kv_opts;
 
 /* Parses "basic" or "paged". Returns 0, or -1 with a message quoting text. */
 int inf_kv_parse_kind(inf_kv_kind *out, const char *text, inf_err *err);
 const char *inf_kv_kind_name(inf_kv_kind k);
 
+/* A paged cache's counters, for /metrics. */
+typedef struct inf_kv_stats {
+    long block_size, blocks_total, blocks_free;
+    long prefix_lookups, prefix_hits, prefix_tokens_reused;
+    long tree_nodes, tree_tokens, evictions;
+    long ref_errors; /* pool references not accounted for by a sequence or the tree */
+} inf_kv_stats;
+
 typedef struct inf_kv_cache {
     inf_kv_kind kind;
-    int n_layer, n_ctx;
-    int n_past;          /* positions 0..n_past-1 hold valid rows (read-only here) */
-    inf_kv_basic *basic; /* INF_KV_BASIC */
-    inf_kv_pool *pool;   /* INF_KV_PAGED */
-    bool own_pool;
-    inf_kv_seq *seq;    /* INF_KV_PAGED */
-    inf_kv_view *views; /* [n_layer] */
+    int n_layer, n_seq, n_ctx;
+    int *n_past;        /* [n_seq] positions 0..n_past-1 hold valid rows */
+    int32_t *tokens;    /* [n_seq][n_ctx] the tokens of those rows */
+    inf_kv_view *views; /* [n_seq][n_layer] for the forward pass */
+    inf_kv_basic **basic; /* basic: [n_seq] */
+    inf_kv_pool *pool;    /* paged: the blocks of all sequences */
+    inf_kv_seq **seqs;    /* paged: [n_seq] */
+    inf_radix *radix;     /* paged: the prefix cache */
+    int32_t *counts;      /* paged: [n_blocks] reference audit scratch */
 } inf_kv_cache;
 
-/* A cache for one sequence of up to n_ctx positions of kv_dim floats per
+/* Caches for n_seq sequences of up to n_ctx positions of kv_dim floats per
  * layer. Returns 0, or -1 with a message (bad sizes or options, no memory,
- * a budget that holds no block). Free with inf_kv_cache_free (NULL is a
- * no-op). */
-int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_ctx,
-                        int kv_dim, inf_err *err);
+ * a budget that holds less than one context). Free with inf_kv_cache_free
+ * (NULL is a no-op). */
+int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq,
+                        int n_ctx, int kv_dim, inf_err *err);
 void inf_kv_cache_free(inf_kv_cache *c);
 
-/* Makes room for positions n_past..n_past+n_new-1 and refreshes the views.
- * Returns 0, or -1 with a message (past the context, pool exhausted);
- * nothing changes on failure. */
-int inf_kv_cache_reserve(inf_kv_cache *c, int n_new, inf_err *err);
+/* How many leading tokens of prompt[0..n) sequence seq could reuse now
+ * (paged: 0, every sequence sees the same shared tree). */
+int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, int n);
 
-/* Marks n_new reserved positions as written. */
-void inf_kv_cache_advance(inf_kv_cache *c, int n_new);
+/* Starts seq for prompt[0..n): keeps (basic) or adopts from the prefix
+ * cache (paged) at most max_keep of its leading tokens, forgets the rest.
+ * Returns how many positions seq now holds. */
+int inf_kv_cache_begin(inf_kv_cache *c, int seq, const int32_t *prompt, int n, int max_keep);
 
-/* Keeps the first n positions (n <= n_past). */
-void inf_kv_cache_truncate(inf_kv_cache *c, int n);
+/* Makes positions n_past..n_past+n_new-1 of seq writable and refreshes its
+ * views. Returns 0, or -1 with a message (past the context, pool exhausted
+ * even after evicting); nothing changes on failure. */
+int inf_kv_cache_reserve(inf_kv_cache *c, int seq, int n_new, inf_err *err);
 
-/* The per-layer views for the forward pass ([n_layer]); valid until the
- * next reserve or truncate. */
-static inline const inf_kv_view *inf_kv_cache_views(const inf_kv_cache *c) {
-    return c->views;
+/* The row at position pos (== n_past, reserved) of seq was written with
+ * token: it is now held. */
+void inf_kv_cache_commit(inf_kv_cache *c, int seq, int pos, int32_t token);
+
+/* paged: offers what seq holds to other requests now (a prompt is
+ * prefilled). basic: nothing. */
+void inf_kv_cache_publish(inf_kv_cache *c, int seq);
+
+/* The request on seq ended. paged: donates its tokens to the prefix cache
+ * and lets go of its blocks. basic: keeps them for the next request. */
+void inf_kv_cache_end(inf_kv_cache *c, int seq);
+
+/* Forgets everything seq holds (after a failed forward). */
+void inf_kv_cache_reset(inf_kv_cache *c, int seq);
+
+/* The per-layer views of seq ([n_layer]); valid until its next reserve. */
+static inline const inf_kv_view *inf_kv_cache_views(const inf_kv_cache *c, int seq) {
+    return c->views + (size_t)seq * (size_t)c->n_layer;
 }
 
-/* Bytes of K/V memory this cache holds now: the whole allocation for basic,
- * the blocks the sequence holds for paged. */
-size_t inf_kv_cache_bytes(const inf_kv_cache *c);
+/* Bytes of K/V memory seq holds now: its whole allocation for basic, the
+ * blocks it holds for paged. */
+size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq);
+
+/* The paged counters, with an audit of every pool reference (basic: zeros). */
+void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st);
 
 #endif

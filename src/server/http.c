@@ -20,8 +20,8 @@ struct srv_http {
     srv_config cfg;
     struct MHD_Daemon *d;
     int port;
-    const srv_engine *eng;
-    srv_sched *sched;
+    const inf_exec *ex;
+    inf_sched *sched;
     atomic_bool ready, closing;
     pthread_mutex_t mu; /* counts */
     srv_http_counts counts;
@@ -29,7 +29,7 @@ struct srv_http {
 
 /* Per-request state while the body arrives. */
 typedef struct req_ctx {
-    srv_buf body;
+    inf_buf body;
     bool too_big;
 } req_ctx;
 
@@ -106,11 +106,11 @@ static bool authorized(srv_http *h, struct MHD_Connection *c) {
 
 static const char *model_id(srv_http *h) {
     if (h->cfg.alias) return h->cfg.alias;
-    return h->eng && h->eng->model_name ? h->eng->model_name : "inferno";
+    return h->ex && h->ex->model_name ? h->ex->model_name : "inferno";
 }
 
 static int piece_cb(void *ctx, int32_t id, char *buf, int cap) {
-    const srv_engine *e = ctx;
+    const inf_exec *e = ctx;
     return e->piece(e->ctx, id, buf, cap);
 }
 
@@ -134,11 +134,11 @@ static enum MHD_Result do_models(srv_http *h, struct MHD_Connection *c) {
     json_object_set_new(m, "created", json_integer((json_int_t)time(NULL)));
     json_object_set_new(m, "owned_by", json_string("inferno"));
     json_t *meta = json_object();
-    json_object_set_new(meta, "n_ctx", json_integer(h->eng->n_ctx));
-    json_object_set_new(meta, "n_vocab", json_integer(h->eng->n_vocab));
-    json_object_set_new(meta, "n_slots", json_integer(h->eng->n_seq));
-    if (h->eng->backend_name)
-        json_object_set_new(meta, "backend", json_string(h->eng->backend_name));
+    json_object_set_new(meta, "n_ctx", json_integer(h->ex->n_ctx));
+    json_object_set_new(meta, "n_vocab", json_integer(h->ex->n_vocab));
+    json_object_set_new(meta, "n_slots", json_integer(h->ex->n_seq));
+    if (h->ex->backend_name)
+        json_object_set_new(meta, "backend", json_string(h->ex->backend_name));
     json_object_set_new(m, "meta", meta);
     json_t *data = json_array();
     json_array_append_new(data, m);
@@ -149,19 +149,19 @@ static enum MHD_Result do_models(srv_http *h, struct MHD_Connection *c) {
 }
 
 static enum MHD_Result do_metrics(srv_http *h, struct MHD_Connection *c) {
-    srv_metrics m;
+    inf_sched_metrics m;
     srv_http_counts counts;
-    srv_sched_metrics(h->sched, &m);
+    inf_sched_metrics_get(h->sched, &m);
     pthread_mutex_lock(&h->mu);
     counts = h->counts;
     pthread_mutex_unlock(&h->mu);
-    char *text = srv_metrics_text(&m, &counts, (long)h->eng->n_ctx * h->eng->n_seq);
+    char *text = srv_metrics_text(&m, &counts, (long)h->ex->n_ctx * h->ex->n_seq);
     return send_body(h, c, 200, text, "text/plain; version=0.0.4");
 }
 
 /* ---- /tokenize, /detokenize ---- */
 
-static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const srv_buf *body) {
+static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
     json_error_t je;
     json_t *root = srv_json_parse_body(body->data, body->len, &je);
     json_t *content = json_object_get(root, "content");
@@ -177,7 +177,7 @@ static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const 
     int32_t *ids = NULL;
     int n = 0;
     inf_err err = {{0}};
-    const srv_engine *e = h->eng;
+    const inf_exec *e = h->ex;
     if (e->tokenize(e->ctx, json_string_value(content), json_string_length(content),
                     !special || json_is_true(special), &ids, &n, &err)) {
         json_decref(root);
@@ -203,7 +203,7 @@ static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const 
     return send_json(h, c, 200, j);
 }
 
-static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, const srv_buf *body) {
+static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
     json_error_t je;
     json_t *root = srv_json_parse_body(body->data, body->len, &je);
     json_t *toks = json_object_get(root, "tokens");
@@ -212,25 +212,25 @@ static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, cons
         return fail(h, c, 400, "invalid_request_error", NULL, "%s",
                     "expected {\"tokens\": [token ids]}");
     }
-    srv_buf text = {0};
+    inf_buf text = {0};
     size_t i;
     json_t *v;
     json_array_foreach(toks, i, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) >= h->eng->n_vocab) {
-            srv_buf_free(&text);
+            json_integer_value(v) >= h->ex->n_vocab) {
+            inf_buf_free(&text);
             json_decref(root);
             return fail(h, c, 400, "invalid_request_error", NULL, "%s",
                         "'tokens': every element must be a token id in [0, n_vocab)");
         }
         char buf[256];
-        int len = h->eng->piece(h->eng->ctx, (int32_t)json_integer_value(v), buf, sizeof buf);
-        srv_buf_add(&text, buf, (size_t)len);
+        int len = h->ex->piece(h->ex->ctx, (int32_t)json_integer_value(v), buf, sizeof buf);
+        inf_buf_add(&text, buf, (size_t)len);
     }
     json_decref(root);
     json_t *j = json_object();
     json_object_set_new(j, "content", srv_json_stringn(text.data ? text.data : "", text.len));
-    srv_buf_free(&text);
+    inf_buf_free(&text);
     return send_json(h, c, 200, j);
 }
 
@@ -239,12 +239,19 @@ static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, cons
 /* The prompt's token ids for a parsed request; on failure e holds the 4xx. */
 static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *n, bool *in_think,
                          srv_error *e) {
-    const srv_engine *eng = h->eng;
+    const inf_exec *eng = h->ex;
     inf_err err = {{0}};
     *in_think = false;
     if (r->kind == SRV_CHAT) {
         char *text = NULL;
-        if (eng->render(eng->ctx, r, &text, e)) return -1;
+        json_t *kw = r->template_kwargs ? json_deep_copy(r->template_kwargs) : json_object();
+        if (!kw) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        json_object_set_new(kw, "enable_thinking", json_boolean(r->enable_thinking));
+        inf_chat_input in = {.messages = r->messages, .tools = r->tools, .kwargs = kw};
+        int rr = eng->render(eng->ctx, &in, &text, &err);
+        json_decref(kw);
+        if (rr)
+            return srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "%s", err.msg);
         size_t len = strlen(text);
         while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
             len--;
@@ -285,20 +292,28 @@ static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *
     return 0;
 }
 
+/* A failed task's error in OpenAI's shape. */
+static void task_error(const inf_task *t, srv_error *e) {
+    if (t->status == INF_TASK_UNAVAILABLE)
+        srv_error_set(e, 503, "unavailable_error", NULL, NULL, "%s", t->err);
+    else
+        srv_error_set(e, 500, "server_error", NULL, NULL, "%s", t->err);
+}
+
 /* Takes the logprobs entries [from, n) of a task as JSON (NULL when none). */
-static json_t *take_logprobs(srv_http *h, srv_kind kind, const srv_logprob *lp, int from, int n,
+static json_t *take_logprobs(srv_http *h, srv_kind kind, const inf_logprob *lp, int from, int n,
                              int text_offset) {
     if (n <= from) return NULL;
-    return srv_logprobs_json(kind, lp + from, n - from, text_offset, piece_cb, (void *)h->eng);
+    return srv_logprobs_json(kind, lp + from, n - from, text_offset, piece_cb, (void *)h->ex);
 }
 
 typedef struct stream_ctx {
     srv_http *h;
     struct MHD_Connection *c;
-    srv_task *t;
+    inf_task *t;
     srv_stream st;
     int n_prompt;
-    srv_buf out; /* frames not yet handed to MHD */
+    inf_buf out; /* frames not yet handed to MHD */
     size_t out_pos;
     size_t text_pos; /* task text already framed */
     int lp_pos;      /* task logprobs already framed */
@@ -308,7 +323,7 @@ typedef struct stream_ctx {
 /* Frames whatever the task has produced since the last call. Returns true
  * when something was framed or the stream ended. */
 static bool stream_poll(stream_ctx *s, int wait_ms) {
-    srv_task *t = s->t;
+    inf_task *t = s->t;
     pthread_mutex_lock(&t->mu);
     if (!t->done && t->text.len == s->text_pos && t->n_lp == s->lp_pos) {
         struct timespec ts;
@@ -324,9 +339,11 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
     s->text_pos += n;
     int lp_end = t->n_lp;
     bool done = t->done;
-    srv_finish fin = t->finish;
-    srv_error err = t->err;
-    srv_timings tm = t->timings;
+    inf_finish fin = t->finish;
+    srv_error err = {0};
+    bool failed = t->status != INF_TASK_OK;
+    if (failed) task_error(t, &err);
+    inf_timings tm = t->timings;
     int n_gen = t->n_gen;
     pthread_mutex_unlock(&t->mu);
 
@@ -338,7 +355,7 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
     s->st.text_offset += (int)n;
     free(text);
     if (done) {
-        if (err.status)
+        if (failed)
             srv_stream_error(&s->out, &err);
         else
             srv_stream_end(&s->st, &s->out, fin, s->n_prompt, n_gen, &tm);
@@ -356,7 +373,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             memcpy(buf, s->out.data + s->out_pos, n);
             s->out_pos += n;
             if (s->out_pos == s->out.len) {
-                srv_buf_clear(&s->out);
+                inf_buf_clear(&s->out);
                 s->out_pos = 0;
             }
             return (ssize_t)n;
@@ -364,7 +381,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
         if (stream_poll(s, WAIT_TICK_MS)) continue;
         if (atomic_load(&s->h->closing) || client_gone(s->c)) {
-            srv_sched_cancel(s->h->sched, s->t);
+            inf_sched_cancel(s->h->sched, s->t);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
@@ -373,15 +390,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
     stream_ctx *s = cls;
     /* Also reached when the write failed: the client is gone. */
-    srv_sched_cancel(s->h->sched, s->t);
-    srv_task_release(s->t);
+    inf_sched_cancel(s->h->sched, s->t);
+    inf_task_release(s->t);
     srv_stream_free(&s->st);
-    srv_buf_free(&s->out);
+    inf_buf_free(&s->out);
     free(s);
 }
 
 static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_kind kind,
-                                   const srv_buf *body) {
+                                   const inf_buf *body) {
     srv_request r;
     srv_error e;
     if (srv_request_parse(&r, kind, body->data ? body->data : "", body->len, &e))
@@ -393,27 +410,28 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
         srv_request_free(&r);
         return send_error(h, c, &e);
     }
-    srv_task *t = srv_task_new(ids, n, &r);
+    inf_gen_params gp;
+    srv_request_gen_params(&r, &gp);
+    inf_task *t = inf_task_new(ids, n, &gp); /* copies the stop strings */
     if (!t) {
-        free(ids);
         srv_request_free(&r);
-        return fail(h, c, 500, "server_error", NULL, "%s", "out of memory");
+        return fail(h, c, 503, "unavailable_error", NULL, "%s", "out of memory");
     }
     srv_resp_meta meta;
     srv_resp_meta_init(&meta, kind, model_id(h), true, in_think);
     bool stream = r.stream, usage = r.include_usage;
     srv_request_free(&r);
-    if (srv_sched_submit(h->sched, t)) {
-        srv_task_release(t);
-        return fail(h, c, 503, "unavailable_error", NULL, "%s",
-                    "the server is shutting down or its queue is full");
+    inf_err serr = {{0}};
+    if (inf_sched_submit(h->sched, t, &serr)) {
+        inf_task_release(t);
+        return fail(h, c, 503, "unavailable_error", NULL, "%s", serr.msg);
     }
 
     if (stream) {
         stream_ctx *s = calloc(1, sizeof *s);
         if (!s) {
-            srv_sched_cancel(h->sched, t);
-            srv_task_release(t);
+            inf_sched_cancel(h->sched, t);
+            inf_task_release(t);
             return MHD_NO;
         }
         s->h = h;
@@ -447,8 +465,8 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
         if (t->done) break;
         pthread_mutex_unlock(&t->mu);
         if (atomic_load(&h->closing) || client_gone(c)) {
-            srv_sched_cancel(h->sched, t);
-            srv_task_release(t);
+            inf_sched_cancel(h->sched, t);
+            inf_task_release(t);
             return MHD_NO;
         }
         pthread_mutex_lock(&t->mu);
@@ -457,18 +475,20 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
     /* The generation may have outlasted the idle timeout: restart its clock. */
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->cfg.timeout_s);
     enum MHD_Result ok;
-    if (t->err.status) {
-        ok = send_error(h, c, &t->err);
+    if (t->status != INF_TASK_OK) {
+        srv_error err;
+        task_error(t, &err);
+        ok = send_error(h, c, &err);
     } else {
         json_t *lp = take_logprobs(h, kind, t->lp, 0, t->n_lp, 0);
-        if (!lp && t->want_logprobs)
+        if (!lp && t->p.logprobs)
             lp = kind == SRV_CHAT ? json_pack("{s:[]}", "content")
-                                  : srv_logprobs_json(kind, NULL, 0, 0, piece_cb, (void *)h->eng);
+                                  : srv_logprobs_json(kind, NULL, 0, 0, piece_cb, (void *)h->ex);
         char *resp = srv_response_body(&meta, t->text.data, t->text.len, t->finish, lp, n, t->n_gen,
                                        &t->timings);
         ok = send_body(h, c, 200, resp, "application/json");
     }
-    srv_task_release(t);
+    inf_task_release(t);
     return ok;
 }
 
@@ -487,7 +507,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     if (*upload_size) {
         if (!rc->too_big && rc->body.len + *upload_size > h->cfg.max_body) rc->too_big = true;
-        if (!rc->too_big && srv_buf_add(&rc->body, upload, *upload_size)) rc->too_big = true;
+        if (!rc->too_big && inf_buf_add(&rc->body, upload, *upload_size)) rc->too_big = true;
         *upload_size = 0;
         return MHD_YES;
     }
@@ -539,7 +559,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     req_ctx *rc = *con_cls;
     if (!rc) return;
-    srv_buf_free(&rc->body);
+    inf_buf_free(&rc->body);
     free(rc);
     *con_cls = NULL;
 }
@@ -593,8 +613,8 @@ int srv_http_port(const srv_http *h) {
     return h->port;
 }
 
-void srv_http_ready(srv_http *h, const srv_engine *eng, srv_sched *sched) {
-    h->eng = eng;
+void srv_http_ready(srv_http *h, const inf_exec *ex, inf_sched *sched) {
+    h->ex = ex;
     h->sched = sched;
     atomic_store(&h->ready, true);
 }

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "server/engine.h"
-#include "server/sched.h"
+#include "runtime/exec.h"
+#include "runtime/sched.h"
 #include "util/err.h"
 
 typedef struct srv_config {
@@ -31,7 +31,7 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err);
 /* The port actually bound. */
 int srv_http_port(const srv_http *h);
 /* From now on requests reach the engine (borrowed; both must outlive the server). */
-void srv_http_ready(srv_http *h, const srv_engine *eng, srv_sched *sched);
+void srv_http_ready(srv_http *h, const inf_exec *ex, inf_sched *sched);
 /* Stops accepting, waits for connection threads. NULL is a no-op. Stop the
  * scheduler first so that waiting requests end. */
 void srv_http_stop(srv_http *h);

@@ -1,13 +1,13 @@
 #include "server/metrics.h"
 
-#include "server/text.h"
+#include "runtime/text.h"
 
-static void metric(srv_buf *b, const char *type, const char *name, const char *help, double v) {
-    srv_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+static void metric(inf_buf *b, const char *type, const char *name, const char *help, double v) {
+    inf_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
-char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ctx_total) {
-    srv_buf b = {0};
+char *srv_metrics_text(const inf_sched_metrics *m, const srv_http_counts *h, long n_ctx_total) {
+    inf_buf b = {0};
     metric(&b, "counter", "llamacpp:prompt_tokens_total", "Number of prompt tokens processed.",
            (double)m->prompt_tokens_total);
     metric(&b, "counter", "llamacpp:prompt_seconds_total", "Prompt process time",
@@ -46,7 +46,7 @@ char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ct
     metric(&b, "counter", "inferno:requests_cancelled_total",
            "Generations abandoned by their client.", (double)m->requests_cancelled_total);
     if (m->has_kv_stats) {
-        const srv_kv_stats *k = &m->kv;
+        const inf_kv_stats *k = &m->kv;
         metric(&b, "gauge", "inferno:kv_block_size", "Positions per KV block.",
                (double)k->block_size);
         metric(&b, "gauge", "inferno:kv_blocks_used", "KV blocks referenced.",

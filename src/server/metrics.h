@@ -3,7 +3,7 @@
 #ifndef INF_SERVER_METRICS_H
 #define INF_SERVER_METRICS_H
 
-#include "server/sched.h"
+#include "runtime/sched.h"
 
 /* HTTP-side counters, kept by the server. */
 typedef struct srv_http_counts {
@@ -12,6 +12,6 @@ typedef struct srv_http_counts {
 } srv_http_counts;
 
 /* The exposition text (malloc'd); n_ctx_total is the positions of all slots. */
-char *srv_metrics_text(const srv_metrics *m, const srv_http_counts *h, long n_ctx_total);
+char *srv_metrics_text(const inf_sched_metrics *m, const srv_http_counts *h, long n_ctx_total);
 
 #endif

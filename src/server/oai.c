@@ -1,4 +1,5 @@
 #include "server/oai.h"
+#include "util/utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -117,7 +118,7 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
         }
         json_object_set_new(out, "content", json_null());
     } else if (json_is_array(content)) {
-        srv_buf text = {0};
+        inf_buf text = {0};
         size_t k;
         json_t *part;
         json_array_foreach(content, k, part) {
@@ -125,7 +126,7 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
             json_t *t = json_object_get(part, "text");
             if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
                 !json_is_string(t)) {
-                srv_buf_free(&text);
+                inf_buf_free(&text);
                 json_decref(out);
                 return bad(e, where,
                            "content part %zu: only {\"type\": \"text\", \"text\": ...} "
@@ -133,10 +134,10 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
                            k),
                        NULL;
             }
-            srv_buf_add(&text, json_string_value(t), json_string_length(t));
+            inf_buf_add(&text, json_string_value(t), json_string_length(t));
         }
         json_object_set_new(out, "content", json_stringn(text.data ? text.data : "", text.len));
-        srv_buf_free(&text);
+        inf_buf_free(&text);
     } else if (!json_is_string(content)) {
         json_decref(out);
         return bad(e, where, "'content' must be a string, an array of text parts, or null"), NULL;
@@ -216,8 +217,8 @@ static int parse_stop(srv_request *r, srv_error *e) {
         return 0;
     }
     if (!json_is_array(s)) return bad(e, "stop", "expected a string or an array of strings");
-    if (json_array_size(s) > SRV_MAX_STOPS)
-        return bad(e, "stop", "at most %d stop strings", SRV_MAX_STOPS);
+    if (json_array_size(s) > INF_MAX_STOPS)
+        return bad(e, "stop", "at most %d stop strings", INF_MAX_STOPS);
     size_t i;
     json_t *v;
     json_array_foreach(s, i, v) {
@@ -275,14 +276,14 @@ static int parse_fields(srv_request *r, srv_error *e) {
 
     if (r->kind == SRV_CHAT) {
         if (get_bool(o, "logprobs", &r->logprobs, e)) return -1;
-        if (get_int(o, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
+        if (get_int(o, "top_logprobs", 0, INF_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
         if (have) {
             if (!r->logprobs) return bad(e, "top_logprobs", "requires 'logprobs': true");
             r->top_logprobs = (int)x;
         }
     } else {
         /* /v1/completions: logprobs is the number of alternatives (0..5; we allow 20). */
-        if (get_int(o, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
+        if (get_int(o, "logprobs", 0, INF_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
         if (have) {
             r->logprobs = true;
             r->top_logprobs = (int)x;
@@ -349,11 +350,32 @@ void srv_request_free(srv_request *r) {
     memset(r, 0, sizeof *r);
 }
 
+void srv_request_gen_params(const srv_request *r, inf_gen_params *p) {
+    *p = inf_gen_defaults();
+    const srv_sampling *s = &r->samp;
+    p->sampling.temp = s->temperature;
+    p->sampling.top_k = s->top_k;
+    p->sampling.top_p = s->top_p;
+    p->sampling.min_p = s->min_p;
+    p->sampling.repeat_penalty = s->repeat_penalty;
+    p->sampling.repeat_last_n = s->penalty_last_n;
+    p->sampling.presence_penalty = s->presence_penalty;
+    p->sampling.frequency_penalty = s->frequency_penalty;
+    p->sampling.seed = s->has_seed ? s->seed : INF_SEED_RANDOM;
+    p->max_tokens = r->max_tokens;
+    p->n_stop = r->n_stop;
+    for (int i = 0; i < r->n_stop; i++)
+        p->stop[i] = r->stop[i];
+    p->logprobs = r->logprobs;
+    p->top_logprobs = r->top_logprobs;
+    p->ignore_eos = r->ignore_eos;
+}
+
 /* ---- responses ---- */
 
 json_t *srv_json_stringn(const char *s, size_t n) {
     size_t m;
-    char *clean = srv_utf8_sanitize(s, n, &m);
+    char *clean = inf_utf8_sanitize(s, n, &m);
     if (!clean) return json_null();
     json_t *j = json_stringn_nocheck(clean, m);
     free(clean);
@@ -366,7 +388,7 @@ char *srv_json_dump_free(json_t *j) {
     return s;
 }
 
-json_t *srv_timings_json(const srv_timings *t) {
+json_t *srv_timings_json(const inf_timings *t) {
     json_t *j = json_object();
     json_object_set_new(j, "cache_n", json_integer(t->cache_n));
     json_object_set_new(j, "prompt_n", json_integer(t->prompt_n));
@@ -400,7 +422,7 @@ static json_t *bytes_json(const char *s, int n) {
     return a;
 }
 
-json_t *srv_logprobs_json(srv_kind kind, const srv_logprob *lp, int n, int text_offset,
+json_t *srv_logprobs_json(srv_kind kind, const inf_logprob *lp, int n, int text_offset,
                           srv_piece_fn piece, void *piece_ctx) {
     char buf[256];
     if (kind == SRV_CHAT) {

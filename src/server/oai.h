@@ -11,7 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/text.h"
+#include "runtime/sched.h"
+#include "runtime/text.h"
 
 /* An HTTP error in OpenAI's shape:
  * {"error": {"message", "type", "param", "code"}} with `status`. */
@@ -47,8 +48,6 @@ void srv_sampling_default(srv_sampling *s);
 
 typedef enum srv_kind { SRV_CHAT, SRV_COMPLETION } srv_kind;
 
-#define SRV_MAX_STOPS 16
-#define SRV_MAX_TOP_LOGPROBS 20
 
 typedef struct srv_request {
     srv_kind kind;
@@ -63,11 +62,11 @@ typedef struct srv_request {
     const char *model; /* as sent, or NULL */
     int max_tokens;    /* -1 = until the context ends */
     srv_sampling samp;
-    const char *stop[SRV_MAX_STOPS]; /* borrowed from root */
+    const char *stop[INF_MAX_STOPS]; /* borrowed from root */
     int n_stop;
     bool stream, include_usage;
     bool logprobs;
-    int top_logprobs; /* 0..SRV_MAX_TOP_LOGPROBS */
+    int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
     bool ignore_eos;  /* llama.cpp's extension: end-of-generation tokens do not stop */
 } srv_request;
 
@@ -80,33 +79,19 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
 json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je);
 void srv_request_free(srv_request *r);
 
-/* One generated token's log-probabilities, for `logprobs`. */
-typedef struct srv_logprob {
-    int32_t id;
-    float logprob;
-    int n_top;
-    int32_t top_id[SRV_MAX_TOP_LOGPROBS];    /* [n_top] best first */
-    float top_logprob[SRV_MAX_TOP_LOGPROBS]; /* [n_top] */
-} srv_logprob;
+/* The engine's generation parameters for a parsed request (its strings stay
+ * borrowed from r). */
+void srv_request_gen_params(const srv_request *r, inf_gen_params *p);
 
 /* Token id -> its text bytes (not necessarily whole UTF-8); for logprobs. */
 typedef int (*srv_piece_fn)(void *ctx, int32_t id, char *buf, int cap);
 
-/* llama.cpp's timings object. */
-typedef struct srv_timings {
-    int cache_n;  /* prompt tokens reused from the slot's cache */
-    int prompt_n; /* prompt tokens evaluated */
-    double prompt_ms;
-    int predicted_n;
-    double predicted_ms;
-} srv_timings;
-
-json_t *srv_timings_json(const srv_timings *t);
+json_t *srv_timings_json(const inf_timings *t);
 json_t *srv_usage_json(int prompt_tokens, int completion_tokens);
 
 /* The logprobs object of a chat choice ({"content": [...]}) or of a completion
  * choice ({"tokens", "token_logprobs", "top_logprobs", "text_offset"}). */
-json_t *srv_logprobs_json(srv_kind kind, const srv_logprob *lp, int n, int text_offset,
+json_t *srv_logprobs_json(srv_kind kind, const inf_logprob *lp, int n, int text_offset,
                           srv_piece_fn piece, void *piece_ctx);
 
 /* Valid-UTF-8 JSON string (invalid bytes become U+FFFD). */

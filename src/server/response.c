@@ -22,8 +22,8 @@ void srv_resp_meta_init(srv_resp_meta *m, srv_kind kind, const char *model, bool
     m->start_in_think = start_in_think;
 }
 
-const char *srv_finish_name(srv_finish f) {
-    return f == SRV_FINISH_LENGTH ? "length" : "stop";
+const char *srv_finish_name(inf_finish f) {
+    return f == INF_FINISH_LENGTH ? "length" : "stop";
 }
 
 static json_t *envelope(const srv_resp_meta *m, bool chunk) {
@@ -39,25 +39,25 @@ static json_t *envelope(const srv_resp_meta *m, bool chunk) {
 }
 
 /* Splits text into content and reasoning (or all content). */
-static int split_text(const srv_resp_meta *m, srv_think *th, srv_buf *content, srv_buf *reasoning,
+static int split_text(const srv_resp_meta *m, inf_think *th, inf_buf *content, inf_buf *reasoning,
                       const char *text, size_t n, bool flush) {
-    if (!m->split_think) return srv_buf_add(content, text, n);
-    if (srv_think_push(th, content, reasoning, text, n)) return -1;
-    return flush ? srv_think_flush(th, content, reasoning) : 0;
+    if (!m->split_think) return inf_buf_add(content, text, n);
+    if (inf_think_push(th, content, reasoning, text, n)) return -1;
+    return flush ? inf_think_flush(th, content, reasoning) : 0;
 }
 
-char *srv_response_body(const srv_resp_meta *m, const char *text, size_t n, srv_finish fin,
+char *srv_response_body(const srv_resp_meta *m, const char *text, size_t n, inf_finish fin,
                         json_t *logprobs, int prompt_tokens, int completion_tokens,
-                        const srv_timings *tm) {
+                        const inf_timings *tm) {
     json_t *j = envelope(m, false);
     json_t *choice = json_object();
     json_object_set_new(choice, "index", json_integer(0));
     if (m->kind == SRV_CHAT) {
-        srv_think th;
-        srv_buf content = {0}, reasoning = {0};
-        srv_think_init(&th, m->start_in_think);
+        inf_think th;
+        inf_buf content = {0}, reasoning = {0};
+        inf_think_init(&th, m->start_in_think);
         split_text(m, &th, &content, &reasoning, text, n, true);
-        srv_think_free(&th);
+        inf_think_free(&th);
         json_t *msg = json_object();
         json_object_set_new(msg, "role", json_string("assistant"));
         json_object_set_new(msg, "content",
@@ -67,8 +67,8 @@ char *srv_response_body(const srv_resp_meta *m, const char *text, size_t n, srv_
                                 srv_json_stringn(reasoning.data, reasoning.len));
         json_object_set_new(msg, "refusal", json_null());
         json_object_set_new(choice, "message", msg);
-        srv_buf_free(&content);
-        srv_buf_free(&reasoning);
+        inf_buf_free(&content);
+        inf_buf_free(&reasoning);
     } else {
         json_object_set_new(choice, "text", srv_json_stringn(text ? text : "", n));
     }
@@ -86,17 +86,17 @@ void srv_stream_init(srv_stream *st, const srv_resp_meta *m, bool include_usage)
     memset(st, 0, sizeof *st);
     st->meta = *m;
     st->include_usage = include_usage;
-    srv_think_init(&st->think, m->start_in_think);
+    inf_think_init(&st->think, m->start_in_think);
 }
 
 void srv_stream_free(srv_stream *st) {
-    srv_think_free(&st->think);
+    inf_think_free(&st->think);
 }
 
-static int frame(srv_buf *out, json_t *j) {
+static int frame(inf_buf *out, json_t *j) {
     char *s = srv_json_dump_free(j);
     if (!s) return -1;
-    int rc = srv_buf_printf(out, "data: %s\n\n", s);
+    int rc = inf_buf_printf(out, "data: %s\n\n", s);
     free(s);
     return rc;
 }
@@ -121,7 +121,7 @@ static json_t *chunk(const srv_stream *st, json_t *delta, const char *text, size
     return j;
 }
 
-int srv_stream_begin(srv_stream *st, srv_buf *out) {
+int srv_stream_begin(srv_stream *st, inf_buf *out) {
     if (st->meta.kind != SRV_CHAT) return 0;
     json_t *delta = json_object();
     json_object_set_new(delta, "role", json_string("assistant"));
@@ -129,9 +129,9 @@ int srv_stream_begin(srv_stream *st, srv_buf *out) {
     return frame(out, chunk(st, delta, NULL, 0, NULL, NULL));
 }
 
-static int delta_frame(srv_stream *st, srv_buf *out, const char *text, size_t n, json_t *logprobs,
+static int delta_frame(srv_stream *st, inf_buf *out, const char *text, size_t n, json_t *logprobs,
                        bool flush) {
-    srv_buf content = {0}, reasoning = {0};
+    inf_buf content = {0}, reasoning = {0};
     int rc = split_text(&st->meta, &st->think, &content, &reasoning, text, n, flush);
     if (!rc && (content.len || reasoning.len || logprobs)) {
         if (st->meta.kind == SRV_CHAT) {
@@ -148,17 +148,17 @@ static int delta_frame(srv_stream *st, srv_buf *out, const char *text, size_t n,
         logprobs = NULL;
     }
     json_decref(logprobs);
-    srv_buf_free(&content);
-    srv_buf_free(&reasoning);
+    inf_buf_free(&content);
+    inf_buf_free(&reasoning);
     return rc;
 }
 
-int srv_stream_delta(srv_stream *st, srv_buf *out, const char *text, size_t n, json_t *logprobs) {
+int srv_stream_delta(srv_stream *st, inf_buf *out, const char *text, size_t n, json_t *logprobs) {
     return delta_frame(st, out, text, n, logprobs, false);
 }
 
-int srv_stream_end(srv_stream *st, srv_buf *out, srv_finish fin, int prompt_tokens,
-                   int completion_tokens, const srv_timings *tm) {
+int srv_stream_end(srv_stream *st, inf_buf *out, inf_finish fin, int prompt_tokens,
+                   int completion_tokens, const inf_timings *tm) {
     if (delta_frame(st, out, "", 0, NULL, true)) return -1;
     json_t *fin_chunk = chunk(st, json_object(), "", 0, NULL, srv_finish_name(fin));
     if (tm) json_object_set_new(fin_chunk, "timings", srv_timings_json(tm));
@@ -169,13 +169,13 @@ int srv_stream_end(srv_stream *st, srv_buf *out, srv_finish fin, int prompt_toke
         json_object_set_new(j, "usage", srv_usage_json(prompt_tokens, completion_tokens));
         if (frame(out, j)) return -1;
     }
-    return srv_buf_adds(out, "data: [DONE]\n\n");
+    return inf_buf_adds(out, "data: [DONE]\n\n");
 }
 
-int srv_stream_error(srv_buf *out, const srv_error *e) {
+int srv_stream_error(inf_buf *out, const srv_error *e) {
     char *s = srv_error_json(e);
     if (!s) return -1;
-    int rc = srv_buf_printf(out, "data: %s\n\n", s);
+    int rc = inf_buf_printf(out, "data: %s\n\n", s);
     free(s);
-    return rc ? rc : srv_buf_adds(out, "data: [DONE]\n\n");
+    return rc ? rc : inf_buf_adds(out, "data: [DONE]\n\n");
 }

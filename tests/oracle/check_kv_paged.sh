@@ -85,8 +85,11 @@ expect_error "--kv foo" run -p hi --kv foo
 expect_error "--kv-block 12" run -p hi --kv paged --kv-block 12
 expect_error "--cache-mem nonsense" run -p hi --kv paged --cache-mem lots
 expect_error "--cache-mem below one block" run -m models/tiny-f32.gguf -p hi --kv paged --cache-mem 1K
-expect_error "pool exhausted mid-prompt" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K
-grep -q "exhausted" "$tmp/err" && ok "exhaustion names the cause" || bad "exhaustion message: $(cat "$tmp/err")"
+# A pool smaller than one context is refused when the engine opens (as the
+# server does), naming the budget and what one context needs.
+expect_error "pool below one context" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K
+grep -q "cache-mem 65536 bytes hold 4 blocks.*fewer than one context of 4096" "$tmp/err" &&
+    ok "the refusal names the budget and the context" || bad "pool message: $(cat "$tmp/err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

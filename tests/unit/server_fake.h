@@ -12,7 +12,8 @@
 #include <math.h>
 #include <time.h>
 
-#include "server/engine.h"
+#include "runtime/exec.h"
+#include "runtime/text.h"
 
 #define V 64 /* vocab */
 #define EOG 63
@@ -22,6 +23,7 @@
 typedef struct fake {
     int n_ctx;
     uint64_t h[MAXSEQ][MAXCTX]; /* rolling hash of tokens 0..p */
+    int32_t tok[MAXSEQ][MAXCTX]; /* the tokens held */
     int len[MAXSEQ];            /* positions held */
     /* Statistics, written by the scheduler thread, read after tasks end. */
     int calls, max_decode_rows, mixed_calls, prefill_rows, max_rows_seen;
@@ -49,7 +51,7 @@ static void fake_logits(uint64_t h, float *out) {
     out[EOG] -= 2.0f; /* rarer end of generation */
 }
 
-static int fake_forward(void *ctx, const srv_batch *b, float *logits, inf_err *err) {
+static int fake_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
     fake *f = ctx;
     int decode_rows = 0, pre_rows = 0, sel = 0;
     for (int r = 0; r < b->n_rows; r++) {
@@ -60,6 +62,7 @@ static int fake_forward(void *ctx, const srv_batch *b, float *logits, inf_err *e
                             s >= 0 && s < MAXSEQ ? f->len[s] : -1);
         }
         f->h[s][p] = mix(p ? f->h[s][p - 1] : 12345, (uint64_t)b->tokens[r]);
+        f->tok[s][p] = b->tokens[r];
         f->len[s] = p + 1;
         /* A row is a decode row when it is its sequence's only row in the batch. */
         int same = 0;
@@ -83,9 +86,30 @@ static int fake_forward(void *ctx, const srv_batch *b, float *logits, inf_err *e
     return 0;
 }
 
-static void fake_truncate(void *ctx, int seq, int n) {
+/* Without the prefix-cache hooks (make_engine) a sequence keeps its own
+ * tokens across requests, as the basic cache does. */
+static int fake_own_match(fake *f, int seq, const int32_t *prompt, int n) {
+    int k = 0;
+    while (k < f->len[seq] && k < n && f->tok[seq][k] == prompt[k])
+        k++;
+    return k;
+}
+static int fake_match(void *ctx, int seq, const int32_t *prompt, int n) {
+    return fake_own_match(ctx, seq, prompt, n);
+}
+static int fake_begin(void *ctx, int seq, const int32_t *prompt, int n, int max_keep) {
     fake *f = ctx;
-    if (n < f->len[seq]) f->len[seq] = n;
+    int k = fake_own_match(f, seq, prompt, n);
+    if (k > max_keep) k = max_keep;
+    f->len[seq] = k;
+    return k;
+}
+static int fake_reserve_any(void *ctx, int seq, int n_new, inf_err *err) {
+    return 0;
+}
+static void fake_nop(void *ctx, int seq) {}
+static void fake_reset(void *ctx, int seq) {
+    ((fake *)ctx)->len[seq] = 0;
 }
 
 /* Pieces: ids 0..25 letters, 26 space, 40 and 41 the two bytes of "é",
@@ -108,10 +132,10 @@ typedef struct fake_smp {
     float temp;
     uint64_t rng;
 } fake_smp;
-static void *smp_new(void *ctx, const srv_sampling *s, uint64_t seed) {
+static void *smp_new(void *ctx, const inf_sampler_params *s) {
     fake_smp *p = calloc(1, sizeof *p);
-    p->temp = s->temperature;
-    p->rng = seed;
+    p->temp = s->temp;
+    p->rng = s->seed;
     return p;
 }
 static void smp_accept(void *s, int32_t id) {}
@@ -153,24 +177,24 @@ static int fake_tokenize(void *ctx, const char *text, size_t n, bool special, in
 }
 
 /* The "template": each message's content followed by a space. */
-static int fake_render(void *ctx, const srv_request *r, char **out, srv_error *e) {
-    srv_buf b = {0};
-    srv_buf_add(&b, "", 0);
+static int fake_render(void *ctx, const inf_chat_input *in, char **out, inf_err *e) {
+    inf_buf b = {0};
+    inf_buf_add(&b, "", 0);
     size_t i;
     json_t *m;
-    json_array_foreach(r->messages, i, m) {
+    json_array_foreach(in->messages, i, m) {
         json_t *c = json_object_get(m, "content");
-        if (json_is_string(c)) srv_buf_add(&b, json_string_value(c), json_string_length(c));
-        srv_buf_add(&b, " ", 1);
+        if (json_is_string(c)) inf_buf_add(&b, json_string_value(c), json_string_length(c));
+        inf_buf_add(&b, " ", 1);
     }
     *out = b.data;
     return 0;
 }
 
-static srv_engine make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
+static inf_exec make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
     memset(f, 0, sizeof *f);
     f->n_ctx = n_ctx;
-    return (srv_engine){
+    return (inf_exec){
         .ctx = f,
         .n_seq = n_seq,
         .n_ctx = n_ctx,
@@ -178,7 +202,12 @@ static srv_engine make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
         .max_rows = max_rows,
         .model_name = "fake",
         .forward = fake_forward,
-        .truncate = fake_truncate,
+        .seq_match = fake_match,
+        .seq_begin = fake_begin,
+        .seq_reserve = fake_reserve_any,
+        .seq_publish = fake_nop,
+        .seq_end = fake_nop,
+        .seq_reset = fake_reset,
         .tokenize = fake_tokenize,
         .piece = fake_piece,
         .is_eog = fake_is_eog,
@@ -194,7 +223,11 @@ static srv_engine make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
 
 /* ---- optional prefix-cache hooks ---- */
 
-static int fake_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
+static int fake_seq_match(void *ctx, int seq, const int32_t *prompt, int n) {
+    return 0; /* one shared store: every slot sees the same */
+}
+
+static int fake_seq_begin(void *ctx, int seq, const int32_t *prompt, int n, int max_keep) {
     fake *f = ctx;
     int best = 0, which = -1;
     for (int i = 0; i < f->n_store; i++) {
@@ -203,8 +236,11 @@ static int fake_seq_begin(void *ctx, int seq, const int32_t *prompt, int n) {
             k++;
         if (k > best) best = k, which = i;
     }
-    if (best >= n) best = n - 1;
-    if (which >= 0) memcpy(f->h[seq], f->store_h[which], (size_t)best * sizeof(uint64_t));
+    if (best > max_keep) best = max_keep;
+    if (which >= 0) {
+        memcpy(f->h[seq], f->store_h[which], (size_t)best * sizeof(uint64_t));
+        memcpy(f->tok[seq], f->store_tok[which], (size_t)best * sizeof(int32_t));
+    }
     f->len[seq] = best;
     return best;
 }
@@ -225,24 +261,23 @@ static void fake_store(fake *f, int seq, const int32_t *tokens, int n) {
     f->store_len[i] = n;
 }
 
-static void fake_seq_publish(void *ctx, int seq, const int32_t *tokens, int n) {
+static void fake_seq_publish(void *ctx, int seq) {
     fake *f = ctx;
-    if (n != f->len[seq]) f->contract_errors++;
-    fake_store(f, seq, tokens, n);
+    fake_store(f, seq, f->tok[seq], f->len[seq]);
     f->publishes++;
 }
 
-static void fake_seq_end(void *ctx, int seq, const int32_t *tokens, int n) {
+static void fake_seq_end(void *ctx, int seq) {
     fake *f = ctx;
-    if (n != f->len[seq]) f->contract_errors++;
-    if (n > 0) fake_store(f, seq, tokens, n);
+    if (f->len[seq] > 0) fake_store(f, seq, f->tok[seq], f->len[seq]);
     f->len[seq] = 0;
     f->ends++;
 }
 
-static inline srv_engine make_paged(fake *f, int n_seq, int n_ctx, int max_rows) {
-    srv_engine e = make_engine(f, n_seq, n_ctx, max_rows);
+static inline inf_exec make_paged(fake *f, int n_seq, int n_ctx, int max_rows) {
+    inf_exec e = make_engine(f, n_seq, n_ctx, max_rows);
     f->pool_left = -1;
+    e.seq_match = fake_seq_match;
     e.seq_begin = fake_seq_begin;
     e.seq_reserve = fake_seq_reserve;
     e.seq_publish = fake_seq_publish;

@@ -21,7 +21,7 @@
 #include "harness.h"
 #include "model/qwen3.h"
 #include "modelfile/model.h"
-#include "runtime/session.h"
+#include "kv_run.h"
 
 #define N_PROMPT 40
 #define N_DEC 4
@@ -37,26 +37,24 @@ static int argmax(const float *x, int n) {
 static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *prompt,
                const int32_t *in_tok, int32_t *out_tok, float *logits) {
     inf_qwen3 *m = NULL;
-    inf_session *s = NULL;
+    kv_run s = {0};
     inf_err err;
-    inf_sampler_params sp = inf_sampler_defaults();
     int V = mf->hp.n_vocab, rc = -1;
-    if (inf_qwen3_create(&m, mf, be, 64, N_PROMPT, &err) ||
-        inf_session_create(&s, m, 64, &sp, &err)) {
+    if (inf_qwen3_create(&m, mf, be, 64, N_PROMPT, &err) || kv_run_open(&s, m, NULL, 64, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
-    if (inf_session_prefill(s, prompt, N_PROMPT, &err)) goto done;
-    memcpy(logits, s->logits, sizeof(float) * (size_t)V);
+    if (kv_run_prefill(&s, prompt, N_PROMPT, &err)) goto done;
+    memcpy(logits, s.logits, sizeof(float) * (size_t)V);
     for (int i = 0; i < N_DEC; i++) {
-        int32_t t = in_tok ? in_tok[i] : argmax(s->logits, V);
-        if (out_tok) out_tok[i] = argmax(s->logits, V);
-        if (inf_session_decode(s, t, &err)) goto done;
-        memcpy(logits + (size_t)(i + 1) * V, s->logits, sizeof(float) * (size_t)V);
+        int32_t t = in_tok ? in_tok[i] : argmax(s.logits, V);
+        if (out_tok) out_tok[i] = argmax(s.logits, V);
+        if (kv_run_feed(&s, &t, 1, &err)) goto done;
+        memcpy(logits + (size_t)(i + 1) * V, s.logits, sizeof(float) * (size_t)V);
     }
     rc = 0;
 done:
-    inf_session_free(s);
+    kv_run_close(&s);
     inf_qwen3_free(m);
     return rc;
 }

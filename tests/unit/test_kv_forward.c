@@ -8,7 +8,7 @@
 
 #include "harness.h"
 #include "kv/radix.h"
-#include "runtime/session.h"
+#include "kv_run.h"
 #include "synth_model.h"
 
 static inf_qwen3 *m;   /* 48 rows per call */
@@ -39,45 +39,45 @@ static int32_t argmax(const float *x, int n) {
 }
 
 static void test_sessions(void) {
-    inf_sampler_params sp = inf_sampler_defaults();
-    sp.temp = 0;
     int32_t prompt[45];
     for (int i = 0; i < 45; i++)
         prompt[i] = (i * 31 + 7) % hp.n_vocab;
     int sizes[3] = {1, 4, 16};
     inf_err err;
-    inf_session *basic;
-    CHECK(inf_session_create(&basic, m16, 64, &sp, &err) == 0);
-    CHECK(inf_session_prefill(basic, prompt, 45, &err) == 0);
+    kv_run basic;
+    CHECK(kv_run_open(&basic, m16, NULL, 64, &err) == 0);
+    CHECK(kv_run_prefill(&basic, prompt, 45, &err) == 0);
     for (int k = 0; k < 3; k++) {
         inf_kv_opts o = {.kind = INF_KV_PAGED, .block_size = sizes[k]};
-        inf_session *paged;
-        CHECK(inf_session_create_kv(&paged, m16, 64, &sp, &o, &err) == 0);
-        CHECK(inf_session_prefill(paged, prompt, 45, &err) == 0);
-        CHECK_CLOSE(paged->logits, basic->logits, hp.n_vocab, 0);
-        /* Both sessions decode greedily in lockstep from the same logits. */
-        inf_session *ref;
-        CHECK(inf_session_create(&ref, m16, 64, &sp, &err) == 0);
-        CHECK(inf_session_prefill(ref, prompt, 45, &err) == 0);
+        kv_run paged, ref;
+        CHECK(kv_run_open(&paged, m16, &o, 64, &err) == 0);
+        CHECK(kv_run_prefill(&paged, prompt, 45, &err) == 0);
+        CHECK_CLOSE(paged.logits, basic.logits, hp.n_vocab, 0);
+        /* Both decode greedily in lockstep from the same logits. */
+        CHECK(kv_run_open(&ref, m16, NULL, 64, &err) == 0);
+        CHECK(kv_run_prefill(&ref, prompt, 45, &err) == 0);
         for (int step = 0; step < 12; step++) {
-            int32_t t = argmax(ref->logits, hp.n_vocab);
-            CHECK(inf_session_decode(ref, t, &err) == 0);
-            CHECK(inf_session_decode(paged, t, &err) == 0);
-            CHECK_CLOSE(paged->logits, ref->logits, hp.n_vocab, 0);
+            int32_t t = argmax(ref.logits, hp.n_vocab);
+            CHECK(kv_run_feed(&ref, &t, 1, &err) == 0);
+            CHECK(kv_run_feed(&paged, &t, 1, &err) == 0);
+            CHECK_CLOSE(paged.logits, ref.logits, hp.n_vocab, 0);
         }
-        CHECK_INT(paged->kv->n_past, 57);
-        CHECK_INT(paged->kv->seq->n_past, 57);
-        /* Reusing a prefix that ends inside a block. */
-        CHECK(inf_session_prefill(paged, prompt, 30, &err) == 0);
-        CHECK(inf_session_prefill(ref, prompt, 30, &err) == 0);
-        CHECK_INT(paged->n_prompt_reused, 29);
-        CHECK_CLOSE(paged->logits, ref->logits, hp.n_vocab, 0);
-        CHECK(inf_kv_cache_bytes(paged->kv) <
-              inf_kv_cache_bytes(ref->kv)); /* 30 of 64 positions' blocks */
-        inf_session_free(ref);
-        inf_session_free(paged);
+        CHECK_INT(paged.kv->n_past[0], 57);
+        CHECK_INT(paged.kv->seqs[0]->n_past, 57);
+        /* Reusing a prefix that ends inside a block: a paged sequence takes
+         * it from the prefix cache once its tokens were donated. */
+        inf_kv_cache_end(paged.kv, 0);
+        CHECK(kv_run_prefill(&paged, prompt, 30, &err) == 0);
+        CHECK(kv_run_prefill(&ref, prompt, 30, &err) == 0);
+        CHECK_INT(paged.reused, 28);
+        CHECK_INT(ref.reused, 28);
+        CHECK_CLOSE(paged.logits, ref.logits, hp.n_vocab, 0);
+        CHECK(inf_kv_cache_bytes(paged.kv, 0) <
+              inf_kv_cache_bytes(ref.kv, 0)); /* 30 of 64 positions' blocks */
+        kv_run_close(&ref);
+        kv_run_close(&paged);
     }
-    inf_session_free(basic);
+    kv_run_close(&basic);
 }
 
 /* Request A caches its prompt; request B shares its first 27 tokens (not a

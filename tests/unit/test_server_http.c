@@ -12,7 +12,7 @@
 
 #include "harness.h"
 #include "server/http.h"
-#include "server/sched.h"
+#include "runtime/sched.h"
 #include "server_fake.h"
 
 static int g_port;
@@ -42,8 +42,8 @@ static void send_request(int fd, const char *method, const char *path, const cha
 }
 
 /* Decodes a chunked body in place. */
-static void dechunk(srv_buf *b) {
-    srv_buf out = {0};
+static void dechunk(inf_buf *b) {
+    inf_buf out = {0};
     const char *p = b->data, *end = b->data + b->len;
     while (p < end) {
         char *eol;
@@ -52,49 +52,49 @@ static void dechunk(srv_buf *b) {
         if (!data || n <= 0) break;
         data += 2;
         if (data + n > end) n = end - data;
-        srv_buf_add(&out, data, (size_t)n);
+        inf_buf_add(&out, data, (size_t)n);
         p = data + n + 2;
     }
-    srv_buf_free(b);
+    inf_buf_free(b);
     *b = out;
-    if (!b->data) srv_buf_add(b, "", 0);
+    if (!b->data) inf_buf_add(b, "", 0);
 }
 
 /* One request; returns the status and the body (decoded). */
 static int request(const char *method, const char *path, const char *headers, const char *body,
-                   srv_buf *resp) {
+                   inf_buf *resp) {
     memset(resp, 0, sizeof *resp);
     int fd = connect_port(g_port);
     if (fd < 0) return -1;
     send_request(fd, method, path, headers, body);
-    srv_buf raw = {0};
+    inf_buf raw = {0};
     char buf[4096];
     ssize_t n;
     while ((n = read(fd, buf, sizeof buf)) > 0)
-        srv_buf_add(&raw, buf, (size_t)n);
+        inf_buf_add(&raw, buf, (size_t)n);
     close(fd);
     int status = -1;
     if (raw.data) sscanf(raw.data, "HTTP/1.%*d %d", &status);
     const char *sep = raw.data ? strstr(raw.data, "\r\n\r\n") : NULL;
     if (sep) {
-        srv_buf_add(resp, sep + 4, raw.len - (size_t)(sep + 4 - raw.data));
+        inf_buf_add(resp, sep + 4, raw.len - (size_t)(sep + 4 - raw.data));
         char *h = strndup(raw.data, (size_t)(sep - raw.data));
         for (char *c = h; *c; c++)
             *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
         if (strstr(h, "transfer-encoding: chunked")) dechunk(resp);
         free(h);
     }
-    if (!resp->data) srv_buf_add(resp, "", 0);
-    srv_buf_free(&raw);
+    if (!resp->data) inf_buf_add(resp, "", 0);
+    inf_buf_free(&raw);
     return status;
 }
 
 static json_t *request_json(const char *method, const char *path, const char *headers,
                             const char *body, int *status) {
-    srv_buf r;
+    inf_buf r;
     *status = request(method, path, headers, body, &r);
     json_t *j = json_loads(r.data, 0, NULL);
-    srv_buf_free(&r);
+    inf_buf_free(&r);
     return j;
 }
 
@@ -112,14 +112,14 @@ static void check_error(const char *method, const char *path, const char *header
 }
 
 static double metric(const char *name) {
-    srv_buf r;
+    inf_buf r;
     request("GET", "/metrics", "Authorization: Bearer sk-test\r\n", NULL, &r);
     double v = -1;
     char key[128];
     snprintf(key, sizeof key, "\n%s ", name);
     const char *p = strstr(r.data, key);
     if (p) v = atof(p + strlen(key));
-    srv_buf_free(&r);
+    inf_buf_free(&r);
     return v;
 }
 
@@ -240,7 +240,7 @@ static void test_generation(void) {
 
     snprintf(body, sizeof body, req,
              ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-    srv_buf r;
+    inf_buf r;
     st = request("POST", "/v1/chat/completions", AUTH, body, &r);
     CHECK_INT(st, 200);
     json_t *chunks[64];
@@ -248,8 +248,8 @@ static void test_generation(void) {
     int n = sse_parse(r.data, chunks, 64, &done);
     CHECK(done);
     CHECK(n >= 4);
-    srv_buf text = {0};
-    srv_buf_add(&text, "", 0);
+    inf_buf text = {0};
+    inf_buf_add(&text, "", 0);
     int finish_at = -1, usage_at = -1;
     for (int i = 0; i < n; i++) {
         json_t *ch = json_object_get(chunks[i], "choices");
@@ -262,7 +262,7 @@ static void test_generation(void) {
         json_t *delta = json_object_get(c, "delta");
         if (i == 0) CHECK_STR(json_string_value(json_object_get(delta, "role")), "assistant");
         json_t *content = json_object_get(delta, "content");
-        if (json_is_string(content)) srv_buf_adds(&text, json_string_value(content));
+        if (json_is_string(content)) inf_buf_adds(&text, json_string_value(content));
         if (json_is_string(json_object_get(c, "finish_reason"))) finish_at = i;
     }
     CHECK_MSG(finish_at == n - 2 && usage_at == n - 1, "finish chunk %d, usage chunk %d of %d",
@@ -271,8 +271,8 @@ static void test_generation(void) {
               whole_copy);
     for (int i = 0; i < n; i++)
         json_decref(chunks[i]);
-    srv_buf_free(&r);
-    srv_buf_free(&text);
+    inf_buf_free(&r);
+    inf_buf_free(&text);
     free(whole_copy);
 
     /* Completions, with logprobs and a seed: the same seed gives the same text. */
@@ -329,7 +329,7 @@ static void on_signal(int sig) {
 int main(int argc, char **argv) {
     bool serve = argc == 3 && !strcmp(argv[1], "--serve");
     fake f;
-    srv_engine e = make_engine(&f, serve ? 4 : 1, 256, 64);
+    inf_exec e = make_engine(&f, serve ? 4 : 1, 256, 64);
     srv_config cfg = {.host = "127.0.0.1",
                       .port = serve ? atoi(argv[2]) : 0,
                       .api_key = serve ? "sk-inferno-test" : "sk-test",
@@ -351,8 +351,8 @@ int main(int argc, char **argv) {
         json_decref(j);
         check_error("GET", "/v1/models", AUTH, NULL, 503, NULL);
     }
-    srv_sched *s;
-    if (srv_sched_create(&s, &e, 32, &err)) {
+    inf_sched *s;
+    if (inf_sched_create(&s, &e, 32, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -370,7 +370,7 @@ int main(int argc, char **argv) {
         test_disconnect(&f);
     }
     srv_http_stop(h);
-    srv_sched_free(s);
+    inf_sched_free(s);
     CHECK_INT(f.contract_errors, 0);
     return th_report();
 }

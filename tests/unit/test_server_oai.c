@@ -222,13 +222,13 @@ static void test_stream_chat(void) {
     CHECK(!strncmp(m.id, "chatcmpl-", 9));
     srv_stream st;
     srv_stream_init(&st, &m, true);
-    srv_buf out = {0};
+    inf_buf out = {0};
     srv_stream_begin(&st, &out);
     srv_stream_delta(&st, &out, "<th", 3, NULL); /* held: no frame */
     srv_stream_delta(&st, &out, "ink>plan</think>\n\nHel", 21, NULL);
     srv_stream_delta(&st, &out, "lo \xC3\xA9", 5, NULL);
-    srv_timings tm = {.prompt_n = 5, .predicted_n = 3};
-    srv_stream_end(&st, &out, SRV_FINISH_LENGTH, 5, 3, &tm);
+    inf_timings tm = {.prompt_n = 5, .predicted_n = 3};
+    srv_stream_end(&st, &out, INF_FINISH_LENGTH, 5, 3, &tm);
     srv_stream_free(&st);
 
     char *p[16];
@@ -262,7 +262,7 @@ static void test_stream_chat(void) {
         json_decref(j[i]);
         free(p[i]);
     }
-    srv_buf_free(&out);
+    inf_buf_free(&out);
 }
 
 static void test_stream_completion(void) {
@@ -272,11 +272,11 @@ static void test_stream_completion(void) {
     CHECK(!m.split_think); /* completions never split */
     srv_stream st;
     srv_stream_init(&st, &m, false);
-    srv_buf out = {0};
+    inf_buf out = {0};
     srv_stream_begin(&st, &out);
     CHECK_INT(out.len, 0);
     srv_stream_delta(&st, &out, "<think>x", 8, NULL);
-    srv_stream_end(&st, &out, SRV_FINISH_STOP, 1, 2, NULL);
+    srv_stream_end(&st, &out, INF_FINISH_STOP, 1, 2, NULL);
     srv_stream_free(&st);
     char *p[8];
     int n = sse_payloads(out.data, p, 8);
@@ -294,11 +294,11 @@ static void test_stream_completion(void) {
     }
     for (int i = 0; i < n; i++)
         free(p[i]);
-    srv_buf_free(&out);
+    inf_buf_free(&out);
 
     srv_error e;
     srv_error_set(&e, 500, "server_error", NULL, NULL, "boom");
-    srv_buf_clear(&out);
+    inf_buf_clear(&out);
     srv_stream_error(&out, &e);
     n = sse_payloads(out.data, p, 8);
     CHECK_INT(n, 2);
@@ -308,7 +308,7 @@ static void test_stream_completion(void) {
     }
     for (int i = 0; i < n; i++)
         free(p[i]);
-    srv_buf_free(&out);
+    inf_buf_free(&out);
 }
 
 static int fake_piece(void *ctx, int32_t id, char *buf, int cap) {
@@ -318,13 +318,13 @@ static int fake_piece(void *ctx, int32_t id, char *buf, int cap) {
 static void test_whole_response(void) {
     srv_resp_meta m;
     srv_resp_meta_init(&m, SRV_CHAT, "tiny", true, false);
-    srv_logprob lp = {
+    inf_logprob lp = {
         .id = 7, .logprob = -0.5f, .n_top = 2, .top_id = {7, 3}, .top_logprob = {-0.5f, -1.5f}};
     json_t *lpj = srv_logprobs_json(SRV_CHAT, &lp, 1, 0, fake_piece, NULL);
-    srv_timings tm = {
+    inf_timings tm = {
         .cache_n = 2, .prompt_n = 4, .prompt_ms = 10, .predicted_n = 1, .predicted_ms = 5};
     const char *text = "<think>r</think>\n\nbad \xFF byte";
-    char *s = srv_response_body(&m, text, strlen(text), SRV_FINISH_STOP, lpj, 6, 1, &tm);
+    char *s = srv_response_body(&m, text, strlen(text), INF_FINISH_STOP, lpj, 6, 1, &tm);
     json_t *j = json_loads(s, 0, NULL);
     CHECK(j != NULL);
     CHECK_STR(json_string_value(json_object_get(j, "object")), "chat.completion");
@@ -346,7 +346,7 @@ static void test_whole_response(void) {
     free(s);
 
     /* Completion logprobs: tokens, token_logprobs, top_logprobs, text_offset. */
-    srv_logprob two[2] = {lp, lp};
+    inf_logprob two[2] = {lp, lp};
     two[1].id = 12;
     json_t *cl = srv_logprobs_json(SRV_COMPLETION, two, 2, 10, fake_piece, NULL);
     CHECK_STR(json_string_value(json_array_get(json_object_get(cl, "tokens"), 1)), "t12");

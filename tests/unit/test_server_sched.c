@@ -8,8 +8,9 @@
 #include <time.h>
 
 #include "harness.h"
-#include "server/sched.h"
+#include "runtime/sched.h"
 #include "server_fake.h"
+#include "util/utf8.h"
 
 /* The reference: greedy generation for one prompt alone. Returns the ids
  * (tokens[*n]) and whether it ended by EOG. */
@@ -39,30 +40,31 @@ static void reference(const int32_t *prompt, int n_prompt, int max_tokens, int n
 }
 
 static char *text_of(const int32_t *ids, int n) {
-    srv_buf b = {0};
-    srv_buf_add(&b, "", 0);
+    inf_buf b = {0};
+    inf_buf_add(&b, "", 0);
     for (int i = 0; i < n; i++) {
         if (ids[i] == EOG) continue;
         char p[16];
         int len = fake_piece(NULL, ids[i], p, sizeof p);
-        srv_buf_add(&b, p, (size_t)len);
+        inf_buf_add(&b, p, (size_t)len);
     }
-    return b.data;
+    /* The scheduler releases whole valid UTF-8: a stray byte is U+FFFD. */
+    char *clean = inf_utf8_sanitize(b.data, b.len, NULL);
+    inf_buf_free(&b);
+    return clean;
 }
 
-static srv_task *make_task(const int32_t *prompt, int n, int max_tokens, const char *stop) {
-    srv_request r;
-    memset(&r, 0, sizeof r);
-    srv_sampling_default(&r.samp);
-    r.samp.temperature = 0;
+static inf_task *make_task(const int32_t *prompt, int n, int max_tokens, const char *stop) {
+    inf_gen_params r = inf_gen_defaults();
+    r.sampling.temp = 0;
     r.max_tokens = max_tokens;
     if (stop) r.stop[r.n_stop++] = stop;
     int32_t *copy = malloc((size_t)n * sizeof *copy);
     memcpy(copy, prompt, (size_t)n * sizeof *copy);
-    return srv_task_new(copy, n, &r);
+    return inf_task_new(copy, n, &r);
 }
 
-static bool wait_done(srv_task *t, int seconds) {
+static bool wait_done(inf_task *t, int seconds) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += seconds;
@@ -80,48 +82,48 @@ static void make_prompt(int32_t *p, int n, int salt) {
 }
 
 /* Checks a finished task against the reference run. */
-static void check_task(srv_task *t, const int32_t *prompt, int n_prompt, int max_tokens, int n_ctx,
+static void check_task(inf_task *t, const int32_t *prompt, int n_prompt, int max_tokens, int n_ctx,
                        const char *what) {
     int32_t ref[MAXCTX];
     int n;
     bool eog;
     reference(prompt, n_prompt, max_tokens, n_ctx, ref, &n, &eog);
     char *want = text_of(ref, n);
-    CHECK_MSG(t->done && t->err.status == 0, "%s: done %d status %d %s", what, t->done,
-              t->err.status, t->err.msg);
+    CHECK_MSG(t->done && t->status == INF_TASK_OK, "%s: done %d status %d %s", what, t->done,
+              t->status, t->err);
     CHECK_MSG(t->text.data && !strcmp(t->text.data, want), "%s: text \"%s\", expected \"%s\"", what,
               t->text.data ? t->text.data : "(null)", want);
     CHECK_MSG(t->n_gen == n, "%s: n_gen %d, expected %d", what, t->n_gen, n);
-    CHECK_MSG(t->finish == (eog ? SRV_FINISH_STOP : SRV_FINISH_LENGTH), "%s: finish %d", what,
+    CHECK_MSG(t->finish == (eog ? INF_FINISH_STOP : INF_FINISH_LENGTH), "%s: finish %d", what,
               t->finish);
     free(want);
 }
 
 static void test_single_and_batched(void) {
     fake f;
-    srv_engine e = make_engine(&f, 4, 512, 64);
-    srv_sched *s;
+    inf_exec e = make_engine(&f, 4, 512, 64);
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 32, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 32, &err), 0);
 
     /* Eight requests, four slots: four run batched, four wait. */
     int32_t prompts[8][40];
-    srv_task *t[8];
+    inf_task *t[8];
     for (int i = 0; i < 8; i++) {
         make_prompt(prompts[i], 10 + 3 * i, i + 1);
         t[i] = make_task(prompts[i], 10 + 3 * i, 20 + i, NULL);
-        CHECK_INT(srv_sched_submit(s, t[i]), 0);
+        CHECK_INT(inf_sched_submit(s, t[i], NULL), 0);
     }
     for (int i = 0; i < 8; i++) {
         CHECK(wait_done(t[i], 10));
         char what[32];
         snprintf(what, sizeof what, "request %d", i);
         check_task(t[i], prompts[i], 10 + 3 * i, 20 + i, 512, what);
-        srv_task_release(t[i]);
+        inf_task_release(t[i]);
     }
-    srv_metrics m;
-    srv_sched_metrics(s, &m);
-    srv_sched_free(s);
+    inf_sched_metrics m;
+    inf_sched_metrics_get(s, &m);
+    inf_sched_free(s);
     CHECK_INT(f.contract_errors, 0);
     CHECK_MSG(f.max_decode_rows == 4, "max decode rows in one forward: %d, expected 4",
               f.max_decode_rows);
@@ -134,15 +136,15 @@ static void test_single_and_batched(void) {
 
 static void test_prefix_reuse(void) {
     fake f;
-    srv_engine e = make_engine(&f, 2, 512, 64);
-    srv_sched *s;
+    inf_exec e = make_engine(&f, 2, 512, 64);
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 64, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 64, &err), 0);
 
     int32_t turn1[300];
     make_prompt(turn1, 200, 77);
-    srv_task *a = make_task(turn1, 200, 8, NULL);
-    srv_sched_submit(s, a);
+    inf_task *a = make_task(turn1, 200, 8, NULL);
+    inf_sched_submit(s, a, NULL);
     CHECK(wait_done(a, 10));
     check_task(a, turn1, 200, 8, 512, "turn 1");
     CHECK_INT(a->timings.cache_n, 0);
@@ -151,8 +153,8 @@ static void test_prefix_reuse(void) {
     /* An unrelated request must take the other slot, keeping turn 1's cache. */
     int32_t other[50];
     make_prompt(other, 50, 99);
-    srv_task *o = make_task(other, 50, 4, NULL);
-    srv_sched_submit(s, o);
+    inf_task *o = make_task(other, 50, 4, NULL);
+    inf_sched_submit(s, o, NULL);
     CHECK(wait_done(o, 10));
     check_task(o, other, 50, 4, 512, "other");
 
@@ -168,8 +170,8 @@ static void test_prefix_reuse(void) {
     for (int i = 0; i < 30; i++)
         turn1[len++] = (int32_t)(i % 27);
     int before = f.prefill_rows;
-    srv_task *b = make_task(turn1, len, 6, NULL);
-    srv_sched_submit(s, b);
+    inf_task *b = make_task(turn1, len, 6, NULL);
+    inf_sched_submit(s, b, NULL);
     CHECK(wait_done(b, 10));
     check_task(b, turn1, len, 6, 512, "turn 2");
     CHECK_MSG(b->timings.cache_n == 200 + n - 1, "cache_n %d, expected %d", b->timings.cache_n,
@@ -178,35 +180,36 @@ static void test_prefix_reuse(void) {
     CHECK_MSG(f.prefill_rows - before <= len - (200 + n - 1), "prefilled %d rows for turn 2",
               f.prefill_rows - before);
 
-    /* The same prompt again: all cached but the last row, which must run. */
-    srv_task *c = make_task(turn1, len, 6, NULL);
-    srv_sched_submit(s, c);
+    /* The same prompt again: all cached but the last two rows, which run as
+     * a prefill span (inf_exec_max_reuse). */
+    inf_task *c = make_task(turn1, len, 6, NULL);
+    inf_sched_submit(s, c, NULL);
     CHECK(wait_done(c, 10));
     check_task(c, turn1, len, 6, 512, "repeat");
-    CHECK_INT(c->timings.cache_n, len - 1);
-    srv_metrics m;
-    srv_sched_metrics(s, &m);
-    CHECK(m.cache_tokens_reused >= (uint64_t)(200 + len - 1));
-    srv_task_release(a);
-    srv_task_release(o);
-    srv_task_release(b);
-    srv_task_release(c);
-    srv_sched_free(s);
+    CHECK_INT(c->timings.cache_n, len - 2);
+    inf_sched_metrics m;
+    inf_sched_metrics_get(s, &m);
+    CHECK(m.cache_tokens_reused >= (uint64_t)(200 + len - 2));
+    inf_task_release(a);
+    inf_task_release(o);
+    inf_task_release(b);
+    inf_task_release(c);
+    inf_sched_free(s);
     CHECK_INT(f.contract_errors, 0);
 }
 
 static void test_chunked_prefill_interleaves(void) {
     fake f;
-    srv_engine e = make_engine(&f, 2, 1024, 32);
+    inf_exec e = make_engine(&f, 2, 1024, 32);
     f.delay_us = 1000;
-    srv_sched *s;
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 16, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 16, &err), 0);
     int32_t p1[8], p2[600];
     make_prompt(p1, 8, 5);
     make_prompt(p2, 600, 6);
-    srv_task *a = make_task(p1, 8, 200, NULL);
-    srv_sched_submit(s, a);
+    inf_task *a = make_task(p1, 8, 200, NULL);
+    inf_sched_submit(s, a, NULL);
     /* Let a start generating, then a long prompt arrives. */
     for (int i = 0; i < 1000; i++) {
         pthread_mutex_lock(&a->mu);
@@ -216,8 +219,8 @@ static void test_chunked_prefill_interleaves(void) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
-    srv_task *b = make_task(p2, 600, 5, NULL);
-    srv_sched_submit(s, b);
+    inf_task *b = make_task(p2, 600, 5, NULL);
+    inf_sched_submit(s, b, NULL);
     CHECK(wait_done(a, 10));
     CHECK(wait_done(b, 10));
     check_task(a, p1, 8, 200, 1024, "short");
@@ -225,74 +228,74 @@ static void test_chunked_prefill_interleaves(void) {
     CHECK_MSG(f.max_rows_seen <= 16 + 2, "a forward carried %d rows (chunk 16)", f.max_rows_seen);
     /* Only meaningful when a was still generating while b prefilled. */
     if (a->n_gen >= 60) CHECK_MSG(f.mixed_calls > 0, "no step mixed decode and prefill rows");
-    srv_task_release(a);
-    srv_task_release(b);
-    srv_sched_free(s);
+    inf_task_release(a);
+    inf_task_release(b);
+    inf_sched_free(s);
     CHECK_INT(f.contract_errors, 0);
 }
 
 static void test_cancel_and_context_end(void) {
     fake f;
-    srv_engine e = make_engine(&f, 1, 64, 16);
-    srv_sched *s;
+    inf_exec e = make_engine(&f, 1, 64, 16);
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 16, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 16, &err), 0);
 
     /* Context end: 60 prompt tokens in a 64-position context; finish "length"
      * unless the model ends first. */
     int32_t p[60];
     make_prompt(p, 60, 1234);
-    srv_task *t = make_task(p, 60, -1, NULL);
-    srv_sched_submit(s, t);
+    inf_task *t = make_task(p, 60, -1, NULL);
+    inf_sched_submit(s, t, NULL);
     CHECK(wait_done(t, 10));
     check_task(t, p, 60, -1, 64, "context end");
     CHECK(t->n_gen <= 64 - 60 + 1);
-    srv_task_release(t);
+    inf_task_release(t);
 
     /* A cancelled task frees the single slot for the next one (slow steps so
      * that q cannot finish before the cancel lands). */
     f.delay_us = 2000;
-    srv_task *q = make_task(p, 8, -1, NULL);
-    srv_task *w = make_task(p, 10, 3, NULL);
-    srv_sched_submit(s, q);
-    srv_sched_submit(s, w); /* waits behind q */
-    srv_sched_cancel(s, q);
+    inf_task *q = make_task(p, 8, -1, NULL);
+    inf_task *w = make_task(p, 10, 3, NULL);
+    inf_sched_submit(s, q, NULL);
+    inf_sched_submit(s, w, NULL); /* waits behind q */
+    inf_sched_cancel(s, q);
     CHECK(wait_done(q, 10));
     CHECK(wait_done(w, 10));
     check_task(w, p, 10, 3, 64, "after cancel");
-    srv_metrics m;
-    srv_sched_metrics(s, &m);
+    inf_sched_metrics m;
+    inf_sched_metrics_get(s, &m);
     CHECK_INT(m.requests_cancelled_total, 1);
-    srv_task_release(q);
-    srv_task_release(w);
+    inf_task_release(q);
+    inf_task_release(w);
 
     /* Cancelled while still queued: dropped without running. */
-    srv_task *x = make_task(p, 8, 40, NULL);
-    srv_task *y = make_task(p, 9, 3, NULL);
-    srv_sched_submit(s, x);
-    srv_sched_submit(s, y);
-    srv_sched_cancel(s, y);
+    inf_task *x = make_task(p, 8, 40, NULL);
+    inf_task *y = make_task(p, 9, 3, NULL);
+    inf_sched_submit(s, x, NULL);
+    inf_sched_submit(s, y, NULL);
+    inf_sched_cancel(s, y);
     CHECK(wait_done(x, 10));
-    srv_task_release(x);
-    srv_task_release(y);
+    inf_task_release(x);
+    inf_task_release(y);
 
     /* Shutdown ends a running task with a 503. */
-    srv_task *z = make_task(p, 8, -1, NULL);
-    srv_sched_submit(s, z);
-    srv_sched_free(s);
+    inf_task *z = make_task(p, 8, -1, NULL);
+    inf_sched_submit(s, z, NULL);
+    inf_sched_free(s);
     CHECK(z->done);
-    CHECK(z->err.status == 503 || z->finish != SRV_FINISH_NONE);
-    srv_task_release(z);
+    CHECK(z->status == INF_TASK_UNAVAILABLE || z->finish != INF_FINISH_NONE);
+    inf_task_release(z);
     CHECK_INT(f.contract_errors, 0);
 }
 
 /* Stop strings across token boundaries, and whole UTF-8, through the scheduler. */
 static void test_stop_and_utf8(void) {
     fake f;
-    srv_engine e = make_engine(&f, 2, 512, 16);
-    srv_sched *s;
+    inf_exec e = make_engine(&f, 2, 512, 16);
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 16, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 16, &err), 0);
     /* Find a prompt whose reference output has a letter followed by another
      * token, and stop on the last char of one piece plus the next piece. */
     int found = 0;
@@ -318,13 +321,13 @@ static void test_stop_and_utf8(void) {
         /* The expected text ends before the first occurrence of stop. */
         char *at = strstr(full, stop);
         size_t cut = at ? (size_t)(at - full) : strlen(full);
-        srv_task *t = make_task(p, 12, 30, stop);
-        srv_sched_submit(s, t);
+        inf_task *t = make_task(p, 12, 30, stop);
+        inf_sched_submit(s, t, NULL);
         CHECK(wait_done(t, 10));
         CHECK_MSG(t->text.len == cut && !memcmp(t->text.data ? t->text.data : "", full, cut),
                   "stop \"%s\" in \"%s\": got \"%s\"", stop, full, t->text.data);
-        CHECK_INT(t->finish, SRV_FINISH_STOP);
-        srv_task_release(t);
+        CHECK_INT(t->finish, INF_FINISH_STOP);
+        inf_task_release(t);
         free(head);
         free(full);
         found++;
@@ -336,21 +339,21 @@ static void test_stop_and_utf8(void) {
     for (int salt = 0; salt < 40; salt++) {
         int32_t p[6];
         make_prompt(p, 6, 5000 + salt);
-        srv_task *t = make_task(p, 6, 40, NULL);
-        srv_sched_submit(s, t);
+        inf_task *t = make_task(p, 6, 40, NULL);
+        inf_sched_submit(s, t, NULL);
         CHECK(wait_done(t, 10));
         size_t len = t->text.len;
-        CHECK(srv_utf8_complete_len(t->text.data ? t->text.data : "", len) == len);
-        srv_task_release(t);
+        CHECK(inf_utf8_valid_prefix(t->text.data ? t->text.data : "", len) == len);
+        inf_task_release(t);
     }
-    srv_sched_free(s);
+    inf_sched_free(s);
     CHECK_INT(f.contract_errors, 0);
 }
 
 static void test_logprobs(void) {
-    srv_logprob lp;
+    inf_logprob lp;
     float lg[5] = {1, 3, 2, 3, -1};
-    srv_logprobs_from_logits(&lp, lg, 5, 2, 3);
+    inf_logprobs_from_logits(&lp, lg, 5, 2, 3);
     double lse = log(exp(1) + exp(3) + exp(2) + exp(3) + exp(-1));
     CHECK(fabs(lp.logprob - (2 - lse)) < 1e-5);
     CHECK_INT(lp.n_top, 3);
@@ -358,27 +361,25 @@ static void test_logprobs(void) {
     CHECK_INT(lp.top_id[1], 3);
     CHECK_INT(lp.top_id[2], 2);
     CHECK(fabs(lp.top_logprob[0] - (3 - lse)) < 1e-5);
-    srv_logprobs_from_logits(&lp, lg, 5, 0, 0);
+    inf_logprobs_from_logits(&lp, lg, 5, 0, 0);
     CHECK_INT(lp.n_top, 0);
 
     /* Through the scheduler: each token's logprob is the fake's log-softmax. */
     fake f;
-    srv_engine e = make_engine(&f, 1, 128, 16);
-    srv_sched *s;
+    inf_exec e = make_engine(&f, 1, 128, 16);
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 16, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 16, &err), 0);
     int32_t p[5] = {1, 2, 3, 4, 5};
-    srv_request r;
-    memset(&r, 0, sizeof r);
-    srv_sampling_default(&r.samp);
-    r.samp.temperature = 0;
+    inf_gen_params r = inf_gen_defaults();
+    r.sampling.temp = 0;
     r.max_tokens = 5;
     r.logprobs = true;
     r.top_logprobs = 2;
     int32_t *copy = malloc(sizeof p);
     memcpy(copy, p, sizeof p);
-    srv_task *t = srv_task_new(copy, 5, &r);
-    srv_sched_submit(s, t);
+    inf_task *t = inf_task_new(copy, 5, &r);
+    inf_sched_submit(s, t, NULL);
     CHECK(wait_done(t, 10));
     int32_t ref[16];
     int n;
@@ -391,29 +392,29 @@ static void test_logprobs(void) {
     for (int i = 0; i < t->n_lp; i++) {
         float lg2[V];
         fake_logits(h, lg2);
-        srv_logprob want;
-        srv_logprobs_from_logits(&want, lg2, V, ref[i], 2);
+        inf_logprob want;
+        inf_logprobs_from_logits(&want, lg2, V, ref[i], 2);
         CHECK_INT(t->lp[i].id, ref[i]);
         CHECK(fabsf(t->lp[i].logprob - want.logprob) < 1e-6f);
         CHECK_INT(t->lp[i].top_id[0], ref[i]); /* greedy picks the best */
         h = mix(h, (uint64_t)ref[i]);
     }
-    srv_task_release(t);
-    srv_sched_free(s);
+    inf_task_release(t);
+    inf_sched_free(s);
 }
 
 /* The prefix-cache hooks: reuse across slots, publish after prefill,
  * donation at the end, and a pool that runs out failing with a 503. */
 static void test_prefix_hooks(void) {
     fake f;
-    srv_engine e = make_paged(&f, 2, 512, 64);
-    srv_sched *s;
+    inf_exec e = make_paged(&f, 2, 512, 64);
+    inf_sched *s;
     inf_err err;
-    CHECK_INT(srv_sched_create(&s, &e, 32, &err), 0);
+    CHECK_INT(inf_sched_create(&s, &e, 32, &err), 0);
     int32_t p[300];
     make_prompt(p, 80, 4242);
-    srv_task *a = make_task(p, 80, 5, NULL);
-    srv_sched_submit(s, a);
+    inf_task *a = make_task(p, 80, 5, NULL);
+    inf_sched_submit(s, a, NULL);
     CHECK(wait_done(a, 10));
     check_task(a, p, 80, 5, 512, "donor");
     CHECK_INT(f.publishes, 1);
@@ -422,12 +423,12 @@ static void test_prefix_hooks(void) {
     int32_t q[10];
     make_prompt(q, 10, 77);
     f.delay_us = 1000;
-    srv_task *busy = make_task(q, 10, 60, NULL);
-    srv_sched_submit(s, busy);
+    inf_task *busy = make_task(q, 10, 60, NULL);
+    inf_sched_submit(s, busy, NULL);
     for (int i = 0; i < 20; i++)
         p[80 + i] = (int32_t)(i % 26);
-    srv_task *b = make_task(p, 100, 4, NULL);
-    srv_sched_submit(s, b);
+    inf_task *b = make_task(p, 100, 4, NULL);
+    inf_sched_submit(s, b, NULL);
     CHECK(wait_done(b, 10));
     CHECK(wait_done(busy, 10));
     check_task(b, p, 100, 4, 512, "reuser");
@@ -437,16 +438,16 @@ static void test_prefix_hooks(void) {
     /* The pool runs out: a clear 503, never a forward past the reservation. */
     f.pool_left = 10;
     make_prompt(p, 40, 999);
-    srv_task *c = make_task(p, 40, 4, NULL);
-    srv_sched_submit(s, c);
+    inf_task *c = make_task(p, 40, 4, NULL);
+    inf_sched_submit(s, c, NULL);
     CHECK(wait_done(c, 10));
-    CHECK_INT(c->err.status, 503);
-    CHECK(strstr(c->err.msg, "exhausted") != NULL);
-    srv_task_release(a);
-    srv_task_release(b);
-    srv_task_release(c);
-    srv_task_release(busy);
-    srv_sched_free(s);
+    CHECK_INT(c->status, INF_TASK_UNAVAILABLE);
+    CHECK(strstr(c->err, "exhausted") != NULL);
+    inf_task_release(a);
+    inf_task_release(b);
+    inf_task_release(c);
+    inf_task_release(busy);
+    inf_sched_free(s);
     CHECK_INT(f.contract_errors, 0);
 }
 

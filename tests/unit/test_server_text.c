@@ -5,7 +5,8 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "server/text.h"
+#include "runtime/text.h"
+#include "util/utf8.h"
 
 /* Runs the stop matcher over text cut at the given byte offsets (cuts[n_cuts]
  * ascending); returns the released text (malloc'd), *stopped = matched.
@@ -14,14 +15,14 @@
  * must always be a prefix of the final answer. */
 static char *run_stop(const char *const *stops, int n_stops, const char *text, const size_t *cuts,
                       int n_cuts, bool *stopped, const char *final_expect) {
-    srv_stop s;
-    srv_stop_init(&s, stops, n_stops);
-    srv_buf out = {0};
+    inf_stop s;
+    inf_stop_init(&s, stops, n_stops);
+    inf_buf out = {0};
     size_t at = 0, len = strlen(text);
     int rc = 0;
     for (int i = 0; i <= n_cuts && rc == 0; i++) {
         size_t end = i < n_cuts ? cuts[i] : len;
-        rc = srv_stop_push(&s, &out, text + at, end - at);
+        rc = inf_stop_push(&s, &out, text + at, end - at);
         at = end;
         if (final_expect) {
             /* Never more than the final answer, at any moment. */
@@ -32,9 +33,9 @@ static char *run_stop(const char *const *stops, int n_stops, const char *text, c
         }
     }
     *stopped = rc == 1;
-    if (rc == 0) srv_stop_flush(&s, &out);
-    srv_stop_free(&s);
-    if (!out.data) srv_buf_add(&out, "", 0);
+    if (rc == 0) inf_stop_flush(&s, &out);
+    inf_stop_free(&s);
+    if (!out.data) inf_buf_add(&out, "", 0);
     return out.data;
 }
 
@@ -91,45 +92,81 @@ static void test_stop(void) {
     test_stop_all_splits(s5, 2, "abc", "abc", false);
 
     /* What is held is exactly the longest suffix that could still start a stop. */
-    srv_stop s;
+    inf_stop s;
     const char *s6[] = {"STOP"};
-    srv_stop_init(&s, s6, 1);
-    srv_buf out = {0};
-    CHECK_INT(srv_stop_push(&s, &out, "abcST", 5), 0);
+    inf_stop_init(&s, s6, 1);
+    inf_buf out = {0};
+    CHECK_INT(inf_stop_push(&s, &out, "abcST", 5), 0);
     CHECK_STR(out.data, "abc");
-    CHECK_INT(srv_stop_push(&s, &out, "x", 1), 0);
+    CHECK_INT(inf_stop_push(&s, &out, "x", 1), 0);
     CHECK_STR(out.data, "abcSTx");
-    CHECK_INT(srv_stop_push(&s, &out, "STO", 3), 0);
+    CHECK_INT(inf_stop_push(&s, &out, "STO", 3), 0);
     CHECK_STR(out.data, "abcSTx");
-    CHECK_INT(srv_stop_push(&s, &out, "Pyz", 3), 1);
+    CHECK_INT(inf_stop_push(&s, &out, "Pyz", 3), 1);
     CHECK_STR(out.data, "abcSTx");
-    CHECK_INT(srv_stop_push(&s, &out, "more", 4), 1); /* done stays done */
+    CHECK_INT(inf_stop_push(&s, &out, "more", 4), 1); /* done stays done */
     CHECK_STR(out.data, "abcSTx");
-    srv_buf_free(&out);
-    srv_stop_free(&s);
+    inf_buf_free(&out);
+    inf_stop_free(&s);
+}
+
+/* Pushes s[0..n) into a fresh stream in pieces of `step` bytes; the released text. */
+static char *stream_all(const char *s, size_t n, size_t step, size_t *held_after_last) {
+    inf_utf8_stream st = {{0}, 0};
+    char *out = malloc(INF_UTF8_STREAM_OUT(n) + 8);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += step)
+        k += inf_utf8_stream_push(&st, s + i, i + step <= n ? step : n - i, out + k);
+    if (held_after_last) *held_after_last = (size_t)st.n_tail;
+    k += inf_utf8_stream_flush(&st, out + k);
+    out[k] = 0;
+    return out;
 }
 
 static void test_utf8(void) {
-    CHECK_INT(srv_utf8_complete_len("abc", 3), 3);
-    CHECK_INT(srv_utf8_complete_len("a\xC3", 2), 1); /* é cut after its lead */
-    CHECK_INT(srv_utf8_complete_len("a\xC3\xA9", 3), 3);
-    CHECK_INT(srv_utf8_complete_len("\xE2\x82", 2), 0); /* € missing one byte */
-    CHECK_INT(srv_utf8_complete_len("\xE2\x82\xAC", 3), 3);
-    CHECK_INT(srv_utf8_complete_len("x\xF0\x9F\x98", 4), 1); /* emoji missing one byte */
-    CHECK_INT(srv_utf8_complete_len("x\xF0\x9F\x98\x80", 5), 5);
-    CHECK_INT(srv_utf8_complete_len("\x80\x80", 2), 2); /* stray continuations pass */
-    CHECK_INT(srv_utf8_complete_len("a\xFF", 2), 2);    /* invalid byte passes */
-    CHECK_INT(srv_utf8_complete_len("", 0), 0);
+    /* A character cut across pushes is held, then released whole. */
+    inf_utf8_stream st = {{0}, 0};
+    char o[64];
+    CHECK_INT(inf_utf8_stream_push(&st, "a\xC3", 2, o), 1); /* é cut after its lead */
+    CHECK_INT(st.n_tail, 1);
+    CHECK_INT(inf_utf8_stream_push(&st, "\xA9", 1, o), 2);
+    CHECK(!memcmp(o, "\xC3\xA9", 2));
+    CHECK_INT(inf_utf8_stream_push(&st, "\xF0\x9F", 2, o), 0); /* emoji in three pushes */
+    CHECK_INT(inf_utf8_stream_push(&st, "\x98", 1, o), 0);
+    CHECK_INT(inf_utf8_stream_push(&st, "\x80x", 2, o), 5);
+    CHECK(!memcmp(o, "\xF0\x9F\x98\x80x", 5));
+    /* A held start broken by the next byte: one U+FFFD, then that byte. */
+    CHECK_INT(inf_utf8_stream_push(&st, "\xE2\x82", 2, o), 0);
+    CHECK_INT(inf_utf8_stream_push(&st, "z", 1, o), 4);
+    CHECK(!memcmp(o, "\xEF\xBF\xBDz", 4));
+    CHECK_INT(inf_utf8_stream_push(&st, "\xC3", 1, o), 0); /* unfinished at the end */
+    CHECK_INT(inf_utf8_stream_flush(&st, o), 3);
+    CHECK_INT(st.n_tail, 0);
+    /* Whatever the cut, the stream gives what sanitize gives. */
+    static const char *const cases[] = {"ok\xFF\xC3\xA9\xC3", "\xED\xA0\x80", "\xF0\x9F\x98\x80",
+                                        "\x80\x80" "a", "\xE0\x80\xAF", "\xF4\x90\x80\x80",
+                                        "a\xE2\x82\xAC" "b\xF0\x9F", "\xC2"};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t n = strlen(cases[c]), m;
+        char *want = inf_utf8_sanitize(cases[c], n, &m);
+        CHECK(inf_utf8_valid_prefix(want, m) == m);
+        for (size_t step = 1; step <= n; step++) {
+            char *got = stream_all(cases[c], n, step, NULL);
+            CHECK_MSG(!strcmp(got, want), "case %zu step %zu", c, step);
+            free(got);
+        }
+        free(want);
+    }
 
     size_t n;
-    char *s = srv_utf8_sanitize("ok\xFFé\xC3", 6, &n);
-    CHECK_STR(s, "ok\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD");
+    char *s = inf_utf8_sanitize("ok\xFFé\xC3", 6, &n);
+    CHECK_STR(s, "ok\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD"); /* a cut-off end is U+FFFD too */
     CHECK_INT(n, 10);
     free(s);
-    s = srv_utf8_sanitize("\xED\xA0\x80", 3, &n); /* a surrogate is invalid */
+    s = inf_utf8_sanitize("\xED\xA0\x80", 3, &n); /* a surrogate is invalid */
     CHECK_STR(s, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     free(s);
-    s = srv_utf8_sanitize("\xF0\x9F\x98\x80", 4, &n);
+    s = inf_utf8_sanitize("\xF0\x9F\x98\x80", 4, &n);
     CHECK_STR(s, "\xF0\x9F\x98\x80");
     free(s);
 }
@@ -140,25 +177,25 @@ static void think_case(bool start_in_think, const char *text, const char *conten
                        const char *reasoning) {
     size_t len = strlen(text);
     for (size_t cut = 0; cut <= len + 1; cut++) {
-        srv_think t;
-        srv_think_init(&t, start_in_think);
-        srv_buf c = {0}, r = {0};
+        inf_think t;
+        inf_think_init(&t, start_in_think);
+        inf_buf c = {0}, r = {0};
         if (cut <= len) {
-            srv_think_push(&t, &c, &r, text, cut);
-            srv_think_push(&t, &c, &r, text + cut, len - cut);
+            inf_think_push(&t, &c, &r, text, cut);
+            inf_think_push(&t, &c, &r, text + cut, len - cut);
         } else {
             for (size_t i = 0; i < len; i++)
-                srv_think_push(&t, &c, &r, text + i, 1);
+                inf_think_push(&t, &c, &r, text + i, 1);
         }
-        srv_think_flush(&t, &c, &r);
+        inf_think_flush(&t, &c, &r);
         const char *gc = c.data ? c.data : "", *gr = r.data ? r.data : "";
         bool ok = !strcmp(gc, content) && !strcmp(gr, reasoning);
         CHECK_MSG(ok,
                   "\"%s\" cut at %zu: content \"%s\" reasoning \"%s\", expected \"%s\" / \"%s\"",
                   text, cut, gc, gr, content, reasoning);
-        srv_buf_free(&c);
-        srv_buf_free(&r);
-        srv_think_free(&t);
+        inf_buf_free(&c);
+        inf_buf_free(&r);
+        inf_think_free(&t);
         if (!ok) return;
     }
 }
@@ -177,36 +214,36 @@ static void test_think(void) {
     think_case(false, "<think>one\n\ntwo\n</think>ok", "ok", "one\n\ntwo");
 
     /* Streaming: nothing of a partial tag leaks into either side. */
-    srv_think t;
-    srv_think_init(&t, false);
-    srv_buf c = {0}, r = {0};
-    srv_think_push(&t, &c, &r, "<thi", 4);
+    inf_think t;
+    inf_think_init(&t, false);
+    inf_buf c = {0}, r = {0};
+    inf_think_push(&t, &c, &r, "<thi", 4);
     CHECK_INT(c.len + r.len, 0);
-    srv_think_push(&t, &c, &r, "nk>plan", 7);
+    inf_think_push(&t, &c, &r, "nk>plan", 7);
     CHECK_STR(r.data, "plan");
-    srv_think_push(&t, &c, &r, " </th", 5);
+    inf_think_push(&t, &c, &r, " </th", 5);
     CHECK_STR(r.data, "plan");
-    srv_think_push(&t, &c, &r, "ink>\n", 5);
+    inf_think_push(&t, &c, &r, "ink>\n", 5);
     CHECK_INT(c.len, 0);
-    srv_think_push(&t, &c, &r, "Done", 4);
+    inf_think_push(&t, &c, &r, "Done", 4);
     CHECK_STR(c.data, "Done");
-    srv_buf_free(&c);
-    srv_buf_free(&r);
-    srv_think_free(&t);
+    inf_buf_free(&c);
+    inf_buf_free(&r);
+    inf_think_free(&t);
 }
 
 static void test_buf(void) {
-    srv_buf b = {0};
+    inf_buf b = {0};
     for (int i = 0; i < 1000; i++)
-        srv_buf_printf(&b, "%d,", i);
+        inf_buf_printf(&b, "%d,", i);
     CHECK(b.len > 3000);
     CHECK(!strncmp(b.data, "0,1,2,", 6));
-    srv_buf_consume(&b, 2);
+    inf_buf_consume(&b, 2);
     CHECK(!strncmp(b.data, "1,2,", 4));
-    srv_buf_consume(&b, b.len + 5);
+    inf_buf_consume(&b, b.len + 5);
     CHECK_INT(b.len, 0);
     CHECK_STR(b.data, "");
-    srv_buf_free(&b);
+    inf_buf_free(&b);
 }
 
 int main(void) {

@@ -1,27 +1,45 @@
-#include "server/sched.h"
+#include "runtime/sched.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/timer.h"
+#include "util/utf8.h"
 
 /* ---- tasks ---- */
 
-srv_task *srv_task_new(int32_t *prompt, int n_prompt, const srv_request *r) {
-    srv_task *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
-    if (srv_stop_init(&t->stop, r->stop, r->n_stop)) {
+inf_gen_params inf_gen_defaults(void) {
+    return (inf_gen_params){.sampling = inf_sampler_defaults(), .max_tokens = -1};
+}
+
+const char *inf_finish_name(inf_finish f) {
+    switch (f) {
+    case INF_FINISH_STOP: return "stop";
+    case INF_FINISH_LENGTH: return "length";
+    case INF_FINISH_NONE: break;
+    }
+    return "none";
+}
+
+inf_task *inf_task_new(int32_t *prompt, int n_prompt, const inf_gen_params *p) {
+    inf_task *t = calloc(1, sizeof *t);
+    if (!t || p->n_stop < 0 || p->n_stop > INF_MAX_STOPS ||
+        inf_stop_init(&t->stop, p->stop, p->n_stop)) {
         free(t);
+        free(prompt);
         return NULL;
     }
     t->prompt = prompt;
     t->n_prompt = n_prompt;
-    t->samp = r->samp;
-    t->max_tokens = r->max_tokens;
-    t->want_logprobs = r->logprobs;
-    t->top_logprobs = r->top_logprobs;
-    t->ignore_eos = r->ignore_eos;
+    t->p = *p;
+    /* The caller's strings may go away: point at the copies. */
+    t->p.n_stop = t->stop.n_stops;
+    for (int i = 0; i < INF_MAX_STOPS; i++)
+        t->p.stop[i] = i < t->stop.n_stops ? t->stop.stops[i] : NULL;
+    if (t->p.top_logprobs > INF_MAX_TOP_LOGPROBS) t->p.top_logprobs = INF_MAX_TOP_LOGPROBS;
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     atomic_init(&t->cancelled, false);
@@ -29,27 +47,62 @@ srv_task *srv_task_new(int32_t *prompt, int n_prompt, const srv_request *r) {
     return t;
 }
 
-void srv_task_release(srv_task *t) {
+void inf_task_release(inf_task *t) {
     if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
     free(t->prompt);
-    srv_stop_free(&t->stop);
-    srv_buf_free(&t->text);
+    inf_stop_free(&t->stop);
+    inf_buf_free(&t->text);
     free(t->lp);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
 }
 
+static void deadline_in(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+void inf_task_wait(inf_task *t, inf_task_cursor *c, int wait_ms, inf_task_update *u) {
+    *u = (inf_task_update){0};
+    pthread_mutex_lock(&t->mu);
+    if (wait_ms < 0) {
+        while (!t->done && t->text.len == c->text_pos && t->n_lp == c->lp_pos)
+            pthread_cond_wait(&t->cv, &t->mu);
+    } else if (!t->done && t->text.len == c->text_pos && t->n_lp == c->lp_pos && wait_ms > 0) {
+        struct timespec ts;
+        deadline_in(&ts, wait_ms);
+        pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+    }
+    size_t n = t->text.len - c->text_pos;
+    if (n && (u->text = malloc(n + 1))) {
+        memcpy(u->text, t->text.data + c->text_pos, n);
+        u->text[n] = 0;
+        u->n_text = n;
+        c->text_pos += n;
+    }
+    u->lp_from = c->lp_pos;
+    u->lp_to = c->lp_pos = t->n_lp;
+    /* Done only once every byte was handed out (a failed copy is retried). */
+    u->done = t->done && c->text_pos == t->text.len;
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* ---- helpers ---- */
 
-int srv_common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
+int inf_common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
     int n = na < nb ? na : nb, i = 0;
     while (i < n && a[i] == b[i])
         i++;
     return i;
 }
 
-void srv_logprobs_from_logits(srv_logprob *out, const float *logits, int n_vocab, int32_t id,
+void inf_logprobs_from_logits(inf_logprob *out, const float *logits, int n_vocab, int32_t id,
                               int k) {
     float mx = -INFINITY;
     for (int i = 0; i < n_vocab; i++)
@@ -60,10 +113,10 @@ void srv_logprobs_from_logits(srv_logprob *out, const float *logits, int n_vocab
     double lse = mx + log(sum);
     out->id = id;
     out->logprob = (float)(logits[id] - lse);
-    if (k > SRV_MAX_TOP_LOGPROBS) k = SRV_MAX_TOP_LOGPROBS;
+    if (k > INF_MAX_TOP_LOGPROBS) k = INF_MAX_TOP_LOGPROBS;
     /* Insertion into a sorted list of at most k raw logits: strict > keeps
      * the lower id first on ties. */
-    float top[SRV_MAX_TOP_LOGPROBS]; /* [k] raw logits, best first */
+    float top[INF_MAX_TOP_LOGPROBS]; /* [k] raw logits, best first */
     int n = 0;
     for (int i = 0; i < n_vocab && k > 0; i++) {
         float v = logits[i];
@@ -89,19 +142,18 @@ typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_state;
 typedef struct slot {
     int id;
     slot_state state;
-    srv_task *task; /* NULL when idle */
-    int32_t *cache; /* [n_ctx] tokens whose K/V the sequence holds */
-    int n_cache;
+    inf_task *task; /* NULL when idle */
+    int n_cache;       /* positions the sequence holds */
     int n_prompt_done; /* prompt tokens in the cache */
     int32_t next;      /* DECODE: the sampled token, not yet in the cache */
     void *smpl;
-    srv_buf pending; /* bytes of an unfinished UTF-8 character */
+    inf_utf8_stream utf8; /* the detokenizer's held partial character */
     uint64_t t_start, t_first;
     uint64_t start_seq, last_used;
 } slot;
 
-struct srv_sched {
-    const srv_engine *eng;
+struct inf_sched {
+    const inf_exec *ex;
     int n_slots, chunk;
     slot *slots; /* [n_slots] */
 
@@ -109,13 +161,13 @@ struct srv_sched {
     bool thread_started;
     pthread_mutex_t mu; /* queue, quit, metrics */
     pthread_cond_t cv;
-    srv_task **queue; /* ring of q_cap */
+    inf_task **queue; /* ring of q_cap */
     int q_head, q_len, q_cap;
     bool quit;
-    srv_metrics m;
+    inf_sched_metrics m;
     uint64_t clock, seed_counter;
 
-    /* One step's batch, sized for eng->max_rows rows. */
+    /* One step's batch, sized for ex->max_rows rows. */
     int32_t *tok, *pos, *seq; /* [max_rows] */
     uint8_t *want;            /* [max_rows] */
     int *row_slot;            /* [max_rows] */
@@ -123,7 +175,7 @@ struct srv_sched {
     float *scratch;           /* [n_vocab] raw logits kept for logprobs */
 };
 
-static int n_active(const srv_sched *s) {
+static int n_active(const inf_sched *s) {
     int n = 0;
     for (int i = 0; i < s->n_slots; i++)
         n += s->slots[i].state != SLOT_IDLE;
@@ -137,15 +189,15 @@ static uint64_t splitmix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* The free slot whose cache shares the longest prefix with the prompt; on a
- * tie the least recently used, so fresh conversations keep their caches. */
-static slot *pick_slot(srv_sched *s, const srv_task *t) {
+/* The free slot that can reuse the most of the prompt; on a tie the least
+ * recently used, so fresh conversations keep their caches. */
+static slot *pick_slot(inf_sched *s, const inf_task *t) {
     slot *best = NULL;
     int best_lcp = -1;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->state != SLOT_IDLE) continue;
-        int lcp = srv_common_prefix(sl->cache, sl->n_cache, t->prompt, t->n_prompt);
+        int lcp = t->p.no_reuse ? 0 : s->ex->seq_match(s->ex->ctx, sl->id, t->prompt, t->n_prompt);
         if (lcp > best_lcp || (lcp == best_lcp && sl->last_used < best->last_used)) {
             best = sl;
             best_lcp = lcp;
@@ -155,19 +207,11 @@ static slot *pick_slot(srv_sched *s, const srv_task *t) {
 }
 
 /* Called with s->mu held. */
-static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
-    const srv_engine *e = s->eng;
-    int lcp;
-    if (e->seq_begin) {
-        /* The engine's prefix cache decides what is reused. */
-        lcp = e->seq_begin(e->ctx, sl->id, t->prompt, t->n_prompt);
-        INF_ASSERT(lcp >= 0 && lcp < t->n_prompt);
-        memcpy(sl->cache, t->prompt, (size_t)lcp * sizeof *sl->cache);
-    } else {
-        lcp = srv_common_prefix(sl->cache, sl->n_cache, t->prompt, t->n_prompt);
-        if (lcp >= t->n_prompt) lcp = t->n_prompt - 1; /* the last prompt row must run */
-        e->truncate(e->ctx, sl->id, lcp);
-    }
+static void start_slot(inf_sched *s, slot *sl, inf_task *t) {
+    const inf_exec *e = s->ex;
+    int keep = t->p.no_reuse ? 0 : inf_exec_max_reuse(t->n_prompt);
+    int lcp = e->seq_begin(e->ctx, sl->id, t->prompt, t->n_prompt, keep);
+    INF_ASSERT(lcp >= 0 && lcp <= keep);
     sl->n_cache = lcp;
     sl->n_prompt_done = lcp;
     sl->task = t;
@@ -175,29 +219,34 @@ static void start_slot(srv_sched *s, slot *sl, srv_task *t) {
     sl->t_start = inf_now_ns();
     sl->t_first = 0;
     sl->start_seq = ++s->clock;
-    srv_buf_clear(&sl->pending);
-    uint64_t seed =
-        t->samp.has_seed ? t->samp.seed : splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
-    sl->smpl = e->sampler_new(e->ctx, &t->samp, seed);
+    sl->utf8 = (inf_utf8_stream){{0}, 0};
+    inf_sampler_params sp = t->p.sampling;
+    if (sp.seed == INF_SEED_RANDOM) {
+        sp.seed = splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
+        if (sp.seed == INF_SEED_RANDOM) sp.seed ^= 1;
+    }
+    sl->smpl = e->sampler_new(e->ctx, &sp);
     for (int i = 0; sl->smpl && i < t->n_prompt; i++)
         e->sampler_accept(sl->smpl, t->prompt[i]);
     s->m.cache_tokens_reused += (uint64_t)lcp;
     pthread_mutex_lock(&t->mu);
     t->started = true;
+    t->seed = sp.seed;
     t->timings.cache_n = lcp;
     pthread_mutex_unlock(&t->mu);
 }
 
+static void update_kv_metrics(inf_sched *s);
+
 /* Ends the slot's task (finish reason or error) and frees the slot; the
  * slot's cache stays for the next request. */
-static void update_kv_metrics(srv_sched *s);
-
-static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error *err) {
-    srv_task *t = sl->task;
+static void finish_slot(inf_sched *s, slot *sl, inf_finish fin, inf_task_status status,
+                        const char *msg) {
+    inf_task *t = sl->task;
     uint64_t now = inf_now_ns();
     uint64_t t_first = sl->t_first ? sl->t_first : now;
     /* Only this thread writes the timings: no lock needed to read them. */
-    srv_timings tm = t->timings;
+    inf_timings tm = t->timings;
     tm.prompt_n = sl->n_prompt_done - tm.cache_n;
     tm.prompt_ms = (double)(t_first - sl->t_start) * 1e-6;
     tm.predicted_n = t->n_gen;
@@ -205,12 +254,9 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
 
     /* Free the slot and count the request before the client hears that it
      * ended, so that what it reads next (/metrics) already includes it. */
-    if (sl->smpl) s->eng->sampler_free(sl->smpl);
+    if (sl->smpl) s->ex->sampler_free(sl->smpl);
     sl->smpl = NULL;
-    if (s->eng->seq_end) {
-        s->eng->seq_end(s->eng->ctx, sl->id, sl->cache, sl->n_cache);
-        sl->n_cache = 0;
-    }
+    s->ex->seq_end(s->ex->ctx, sl->id);
     sl->last_used = ++s->clock;
     pthread_mutex_lock(&s->mu);
     s->m.prompt_tokens_total += (uint64_t)tm.prompt_n;
@@ -228,27 +274,30 @@ static void finish_slot(srv_sched *s, slot *sl, srv_finish fin, const srv_error 
     pthread_mutex_unlock(&s->mu);
 
     pthread_mutex_lock(&t->mu);
-    if (fin != SRV_FINISH_STOP || !t->stop.done) {
+    if (fin != INF_FINISH_STOP || !t->stop.done) {
         /* No stop string cut the text: release what was held. */
-        srv_stop_push(&t->stop, &t->text, sl->pending.data ? sl->pending.data : "",
-                      sl->pending.len);
-        srv_stop_flush(&t->stop, &t->text);
+        char tail[4];
+        size_t n = inf_utf8_stream_flush(&sl->utf8, tail);
+        inf_stop_push(&t->stop, &t->text, tail, n);
+        inf_stop_flush(&t->stop, &t->text);
     }
     t->done = true;
     t->finish = fin;
-    if (err) t->err = *err;
+    if (status != INF_TASK_OK) {
+        t->status = status;
+        snprintf(t->err, sizeof t->err, "%s", msg ? msg : "failed");
+    }
     t->timings = tm;
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
-    srv_buf_clear(&sl->pending);
-    srv_task_release(t);
+    inf_task_release(t);
 }
 
 /* Temperature 0 with every penalty off: the sampler would take the highest
  * logit (the first on ties), which is all this does, without copying the
  * vocabulary into its candidate list. */
-static bool plain_greedy(const srv_sampling *p) {
-    return p->temperature <= 0 && p->repeat_penalty == 1.0f && p->presence_penalty == 0 &&
+static bool plain_greedy(const inf_sampler_params *p) {
+    return p->temp <= 0 && p->repeat_penalty == 1.0f && p->presence_penalty == 0 &&
            p->frequency_penalty == 0;
 }
 
@@ -273,69 +322,68 @@ static int32_t argmax(const float *x, int n) {
     return 0;
 }
 
-/* Samples the slot's next token from its logits row and passes its text on. */
-static void sample_and_emit(srv_sched *s, slot *sl, float *logits) {
-    const srv_engine *e = s->eng;
-    srv_task *t = sl->task;
-    if (t->want_logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
-    int32_t id = plain_greedy(&t->samp) ? argmax(logits, e->n_vocab)
-                                        : e->sampler_sample(sl->smpl, logits, e->n_vocab);
+/* Samples the slot's next token from its logits row and passes its text on:
+ * token bytes -> whole UTF-8 characters -> the stop-string matcher. */
+static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
+    const inf_exec *e = s->ex;
+    inf_task *t = sl->task;
+    if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
+    if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
+    int32_t id = plain_greedy(&t->p.sampling) ? argmax(logits, e->n_vocab)
+                                               : e->sampler_sample(sl->smpl, logits, e->n_vocab);
     e->sampler_accept(sl->smpl, id);
     if (!sl->t_first) sl->t_first = inf_now_ns();
 
-    srv_finish fin = SRV_FINISH_NONE;
+    inf_finish fin = INF_FINISH_NONE;
     pthread_mutex_lock(&t->mu);
     t->n_gen++;
-    if (!t->ignore_eos && e->is_eog(e->ctx, id)) {
-        fin = SRV_FINISH_STOP;
+    if (!t->p.ignore_eos && e->is_eog(e->ctx, id)) {
+        fin = INF_FINISH_STOP;
     } else {
-        if (t->want_logprobs && t->n_lp < t->cap_lp) {
-            srv_logprobs_from_logits(&t->lp[t->n_lp++], s->scratch, e->n_vocab, id,
-                                     t->top_logprobs);
+        if (t->p.logprobs && t->n_lp < t->cap_lp) {
+            inf_logprobs_from_logits(&t->lp[t->n_lp++], s->scratch, e->n_vocab, id,
+                                     t->p.top_logprobs);
         }
-        char piece[256];
+        char piece[256], text[INF_UTF8_STREAM_OUT(256)];
         int n = e->piece(e->ctx, id, piece, sizeof piece);
-        srv_buf_add(&sl->pending, piece, (size_t)n);
-        size_t whole = srv_utf8_complete_len(sl->pending.data, sl->pending.len);
-        if (whole) {
-            if (srv_stop_push(&t->stop, &t->text, sl->pending.data, whole) == 1)
-                fin = SRV_FINISH_STOP;
-            srv_buf_consume(&sl->pending, whole);
-        }
+        size_t whole = inf_utf8_stream_push(&sl->utf8, piece, (size_t)n, text);
+        if (whole && inf_stop_push(&t->stop, &t->text, text, whole) == 1) fin = INF_FINISH_STOP;
     }
-    if (fin == SRV_FINISH_NONE) {
-        if (t->max_tokens >= 0 && t->n_gen >= t->max_tokens)
-            fin = SRV_FINISH_LENGTH;
+    if (fin == INF_FINISH_NONE) {
+        if (t->p.max_tokens >= 0 && t->n_gen >= t->p.max_tokens)
+            fin = INF_FINISH_LENGTH;
         else if (sl->n_cache >= e->n_ctx)
-            fin = SRV_FINISH_LENGTH; /* no room to feed it back */
+            fin = INF_FINISH_LENGTH; /* no room to feed it back */
     }
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
 
-    if (fin != SRV_FINISH_NONE)
-        finish_slot(s, sl, fin, NULL);
+    if (fin != INF_FINISH_NONE)
+        finish_slot(s, sl, fin, INF_TASK_OK, NULL);
     else {
         sl->next = id;
         sl->state = SLOT_DECODE;
     }
 }
 
-/* Builds one step's batch: a decode row per generating slot, then prompt
- * rows of the earliest-started prefilling slots up to the chunk budget. */
-static void fail_slot(srv_sched *s, slot *sl, int status, const char *msg);
+static void fail_slot(inf_sched *s, slot *sl, inf_task_status status, const char *msg) {
+    finish_slot(s, sl, INF_FINISH_NONE, status, msg);
+}
 
-/* Room for n_new more rows of the slot's sequence (paged engines); a slot
- * that cannot get it fails with a 503 rather than corrupt anything. */
-static bool reserve(srv_sched *s, slot *sl, int n_new) {
-    const srv_engine *e = s->eng;
+/* Room for n_new more rows of the slot's sequence; a slot that cannot get it
+ * fails as unavailable rather than corrupt anything. */
+static bool reserve(inf_sched *s, slot *sl, int n_new) {
+    const inf_exec *e = s->ex;
     inf_err err = {{0}};
-    if (!e->seq_reserve || !e->seq_reserve(e->ctx, sl->id, n_new, &err)) return true;
-    fail_slot(s, sl, 503, err.msg);
+    if (!e->seq_reserve(e->ctx, sl->id, n_new, &err)) return true;
+    fail_slot(s, sl, INF_TASK_UNAVAILABLE, err.msg);
     return false;
 }
 
-static int build_batch(srv_sched *s) {
-    const srv_engine *e = s->eng;
+/* Builds one step's batch: a decode row per generating slot, then prompt
+ * rows of the earliest-started prefilling slots up to the chunk budget. */
+static int build_batch(inf_sched *s) {
+    const inf_exec *e = s->ex;
     int n = 0;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
@@ -360,13 +408,13 @@ static int build_batch(srv_sched *s) {
         }
         if (!next) break;
         after = next->start_seq;
-        int from = next->n_prompt_done + 0, left = next->task->n_prompt - from;
-        /* Rows already queued this step for this slot would follow; it has none. */
+        int from = next->n_prompt_done, left = next->task->n_prompt - from;
         int k = left < budget ? left : budget;
         /* No prompt chunk of one row unless the prompt has one (one-row spans
-         * take the decode attention: see eng_seq_begin); a slot offered one
-         * row waits for a step with room for two, which comes while at most
-         * n_slots - 1 others decode (unless the limits leave no such step). */
+         * take the decode attention: see inf_exec_max_reuse); a slot offered
+         * one row waits for a step with room for two, which comes while at
+         * most n_slots - 1 others decode (unless the limits leave no such
+         * step). */
         if (k < left && left - k == 1) k--;
         if (k == 1 && left > 1 && s->chunk >= 2 && e->max_rows >= s->n_slots + 1) continue;
         if (!reserve(s, next, k)) continue;
@@ -383,16 +431,9 @@ static int build_batch(srv_sched *s) {
     return n;
 }
 
-static void fail_slot(srv_sched *s, slot *sl, int status, const char *msg) {
-    srv_error err;
-    srv_error_set(&err, status, status == 503 ? "unavailable_error" : "server_error", NULL, NULL,
-                  "%s", msg);
-    finish_slot(s, sl, SRV_FINISH_NONE, &err);
-}
-
 /* Called with s->mu held. */
-static void update_kv_metrics(srv_sched *s) {
-    const srv_engine *e = s->eng;
+static void update_kv_metrics(inf_sched *s) {
+    const inf_exec *e = s->ex;
     int kv = 0;
     for (int i = 0; i < s->n_slots; i++) {
         kv += s->slots[i].n_cache;
@@ -406,32 +447,36 @@ static void update_kv_metrics(srv_sched *s) {
     }
 }
 
-static void step_rows(srv_sched *s) {
-    const srv_engine *e = s->eng;
+static void step_rows(inf_sched *s) {
+    const inf_exec *e = s->ex;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->state == SLOT_IDLE) continue;
         if (atomic_load(&sl->task->cancelled))
-            finish_slot(s, sl, SRV_FINISH_NONE, NULL);
+            finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_OK, NULL);
         else if (!sl->smpl)
-            fail_slot(s, sl, 500, "cannot create the sampler (out of memory?)");
+            fail_slot(s, sl, INF_TASK_UNAVAILABLE, "out of memory: cannot create the sampler");
     }
     int n = build_batch(s);
     if (n == 0) return;
-    srv_batch b = {.n_rows = n, .tokens = s->tok, .pos = s->pos, .seq = s->seq, .logits = s->want};
+    inf_exec_batch b = {
+        .n_rows = n, .tokens = s->tok, .pos = s->pos, .seq = s->seq, .logits = s->want};
     inf_err err = {{0}};
     int busy = 0;
     for (int i = 0; i < s->n_slots; i++)
         busy += s->slots[i].state != SLOT_IDLE;
     if (e->forward(e->ctx, &b, s->logits, &err)) {
         /* The rows of every slot in the batch may be half written: forget
-         * those caches and fail their requests. */
+         * those caches and fail their requests. Running out of memory is
+         * worth a retry (unavailable); anything else is an internal error. */
+        inf_task_status st =
+            strstr(err.msg, "out of memory") ? INF_TASK_UNAVAILABLE : INF_TASK_INTERNAL;
         for (int r = 0; r < n; r++) {
             slot *sl = &s->slots[s->row_slot[r]];
             if (sl->state == SLOT_IDLE) continue;
-            e->truncate(e->ctx, sl->id, 0);
+            e->seq_reset(e->ctx, sl->id);
             sl->n_cache = 0;
-            fail_slot(s, sl, 500, err.msg);
+            fail_slot(s, sl, st, err.msg);
         }
         return;
     }
@@ -439,11 +484,10 @@ static void step_rows(srv_sched *s) {
     for (int r = 0; r < n; r++) {
         slot *sl = &s->slots[s->row_slot[r]];
         INF_ASSERT(sl->n_cache == s->pos[r]);
-        sl->cache[sl->n_cache++] = s->tok[r];
+        sl->n_cache++;
         if (sl->state == SLOT_PREFILL) sl->n_prompt_done++;
         if (!s->want[r]) continue;
-        if (e->seq_publish && sl->state == SLOT_PREFILL)
-            e->seq_publish(e->ctx, sl->id, sl->cache, sl->n_cache);
+        if (sl->state == SLOT_PREFILL) e->seq_publish(e->ctx, sl->id);
         sample_and_emit(s, sl, s->logits + (size_t)sel * e->n_vocab);
         sel++;
     }
@@ -454,32 +498,34 @@ static void step_rows(srv_sched *s) {
 }
 
 /* One scheduler step, then the cache counters. */
-static void step(srv_sched *s) {
+static void step(inf_sched *s) {
     step_rows(s);
     pthread_mutex_lock(&s->mu);
     update_kv_metrics(s);
     pthread_mutex_unlock(&s->mu);
 }
 
-static srv_task *queue_pop(srv_sched *s) {
-    srv_task *t = s->queue[s->q_head];
+static inf_task *queue_pop(inf_sched *s) {
+    inf_task *t = s->queue[s->q_head];
     s->q_head = (s->q_head + 1) % s->q_cap;
     s->q_len--;
     return t;
 }
 
-static void end_task(srv_task *t, int status, const char *msg) {
+static void end_task(inf_task *t, inf_task_status status, const char *msg) {
     pthread_mutex_lock(&t->mu);
     t->done = true;
-    srv_error_set(&t->err, status, status == 503 ? "unavailable_error" : "server_error", NULL, NULL,
-                  "%s", msg);
+    if (status != INF_TASK_OK) {
+        t->status = status;
+        snprintf(t->err, sizeof t->err, "%s", msg);
+    }
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
-    srv_task_release(t);
+    inf_task_release(t);
 }
 
 static void *sched_main(void *arg) {
-    srv_sched *s = arg;
+    inf_sched *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->quit && s->q_len == 0 && n_active(s) == 0)
@@ -490,15 +536,11 @@ static void *sched_main(void *arg) {
         }
         /* Admit waiting tasks to free slots; drop the ones whose client left. */
         while (s->q_len > 0) {
-            srv_task *t = s->queue[s->q_head];
+            inf_task *t = s->queue[s->q_head];
             if (atomic_load(&t->cancelled)) {
                 queue_pop(s);
                 s->m.requests_cancelled_total++;
-                pthread_mutex_lock(&t->mu);
-                t->done = true;
-                pthread_cond_broadcast(&t->cv);
-                pthread_mutex_unlock(&t->mu);
-                srv_task_release(t);
+                end_task(t, INF_TASK_OK, NULL);
                 continue;
             }
             slot *sl = pick_slot(s, t);
@@ -512,28 +554,29 @@ static void *sched_main(void *arg) {
         step(s);
     }
     for (int i = 0; i < s->n_slots; i++)
-        if (s->slots[i].state != SLOT_IDLE) fail_slot(s, &s->slots[i], 503, "server shutting down");
+        if (s->slots[i].state != SLOT_IDLE)
+            fail_slot(s, &s->slots[i], INF_TASK_UNAVAILABLE, "shutting down");
     pthread_mutex_lock(&s->mu);
     while (s->q_len > 0)
-        end_task(queue_pop(s), 503, "server shutting down");
+        end_task(queue_pop(s), INF_TASK_UNAVAILABLE, "shutting down");
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-int srv_sched_create(srv_sched **out, const srv_engine *eng, int prefill_chunk, inf_err *err) {
+int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf_err *err) {
     *out = NULL;
-    if (eng->n_seq < 1 || eng->n_ctx < 2 || eng->max_rows < eng->n_seq + 1 || eng->n_vocab < 1)
+    if (ex->n_seq < 1 || ex->n_ctx < 2 || ex->max_rows < ex->n_seq + 1 || ex->n_vocab < 1)
         return inf_fail(err,
-                        "scheduler: engine needs n_seq >= 1, n_ctx >= 2, max_rows > n_seq "
+                        "scheduler: needs n_seq >= 1, n_ctx >= 2, max_rows > n_seq "
                         "(got n_seq %d, n_ctx %d, max_rows %d)",
-                        eng->n_seq, eng->n_ctx, eng->max_rows);
-    srv_sched *s = calloc(1, sizeof *s);
+                        ex->n_seq, ex->n_ctx, ex->max_rows);
+    inf_sched *s = calloc(1, sizeof *s);
     if (!s) return inf_fail(err, "scheduler: out of memory");
-    s->eng = eng;
-    s->n_slots = eng->n_seq;
+    s->ex = ex;
+    s->n_slots = ex->n_seq;
     s->chunk = prefill_chunk > 0 ? prefill_chunk : 256;
     s->q_cap = 1024;
-    size_t R = (size_t)eng->max_rows;
+    size_t R = (size_t)ex->max_rows;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->queue = calloc((size_t)s->q_cap, sizeof *s->queue);
     s->tok = malloc(R * sizeof *s->tok);
@@ -541,23 +584,20 @@ int srv_sched_create(srv_sched **out, const srv_engine *eng, int prefill_chunk, 
     s->seq = malloc(R * sizeof *s->seq);
     s->want = malloc(R);
     s->row_slot = malloc(R * sizeof *s->row_slot);
-    s->logits = malloc((size_t)s->n_slots * (size_t)eng->n_vocab * sizeof *s->logits);
-    s->scratch = malloc((size_t)eng->n_vocab * sizeof *s->scratch);
+    s->logits = malloc((size_t)s->n_slots * (size_t)ex->n_vocab * sizeof *s->logits);
+    s->scratch = malloc((size_t)ex->n_vocab * sizeof *s->scratch);
     bool ok = s->slots && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
               s->logits && s->scratch;
-    for (int i = 0; ok && i < s->n_slots; i++) {
+    for (int i = 0; ok && i < s->n_slots; i++)
         s->slots[i].id = i;
-        s->slots[i].cache = malloc((size_t)eng->n_ctx * sizeof(int32_t));
-        ok = s->slots[i].cache != NULL;
-    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (!ok) {
-        srv_sched_free(s);
+        inf_sched_free(s);
         return inf_fail(err, "scheduler: out of memory");
     }
     if (pthread_create(&s->thread, NULL, sched_main, s)) {
-        srv_sched_free(s);
+        inf_sched_free(s);
         return inf_fail(err, "scheduler: cannot start its thread");
     }
     s->thread_started = true;
@@ -565,7 +605,7 @@ int srv_sched_create(srv_sched **out, const srv_engine *eng, int prefill_chunk, 
     return 0;
 }
 
-void srv_sched_free(srv_sched *s) {
+void inf_sched_free(inf_sched *s) {
     if (!s) return;
     if (s->thread_started) {
         pthread_mutex_lock(&s->mu);
@@ -573,10 +613,6 @@ void srv_sched_free(srv_sched *s) {
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->thread, NULL);
-    }
-    for (int i = 0; s->slots && i < s->n_slots; i++) {
-        free(s->slots[i].cache);
-        srv_buf_free(&s->slots[i].pending);
     }
     free(s->slots);
     free(s->queue);
@@ -592,20 +628,27 @@ void srv_sched_free(srv_sched *s) {
     free(s);
 }
 
-int srv_sched_submit(srv_sched *s, srv_task *t) {
-    if (t->n_prompt < 1) return -1;
-    if (t->want_logprobs && !t->lp) {
+int inf_sched_submit(inf_sched *s, inf_task *t, inf_err *err) {
+    if (t->n_prompt < 1) return inf_fail(err, "the prompt is empty");
+    if (t->n_prompt >= s->ex->n_ctx)
+        return inf_fail(err,
+                        "the prompt has %d tokens but the context holds %d (one position must "
+                        "remain for the reply)",
+                        t->n_prompt, s->ex->n_ctx);
+    if (t->p.logprobs && !t->lp) {
         /* One entry per token the request may generate, bounded by the context. */
-        int cap = s->eng->n_ctx - t->n_prompt + 1;
-        if (t->max_tokens >= 0 && t->max_tokens < cap) cap = t->max_tokens;
-        t->lp = calloc((size_t)cap, sizeof *t->lp);
-        if (!t->lp) return -1;
+        int cap = s->ex->n_ctx - t->n_prompt + 1;
+        if (t->p.max_tokens >= 0 && t->p.max_tokens < cap) cap = t->p.max_tokens;
+        t->lp = calloc((size_t)(cap > 0 ? cap : 1), sizeof *t->lp);
+        if (!t->lp) return inf_fail(err, "out of memory: logprobs of %d tokens", cap);
         t->cap_lp = cap;
     }
     pthread_mutex_lock(&s->mu);
     if (s->quit || s->q_len == s->q_cap) {
+        bool quit = s->quit;
         pthread_mutex_unlock(&s->mu);
-        return -1;
+        return inf_fail(err, quit ? "shutting down" : "the queue is full (%d requests waiting)",
+                        s->q_cap);
     }
     atomic_fetch_add(&t->refs, 1);
     s->queue[(s->q_head + s->q_len) % s->q_cap] = t;
@@ -616,14 +659,14 @@ int srv_sched_submit(srv_sched *s, srv_task *t) {
     return 0;
 }
 
-void srv_sched_cancel(srv_sched *s, srv_task *t) {
+void inf_sched_cancel(inf_sched *s, inf_task *t) {
     atomic_store(&t->cancelled, true);
     pthread_mutex_lock(&s->mu);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
-void srv_sched_metrics(srv_sched *s, srv_metrics *m) {
+void inf_sched_metrics_get(inf_sched *s, inf_sched_metrics *m) {
     pthread_mutex_lock(&s->mu);
     *m = s->m;
     pthread_mutex_unlock(&s->mu);

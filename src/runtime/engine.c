@@ -1,0 +1,259 @@
+#include "runtime/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "template/template.h"
+#include "util/mem.h"
+#include "util/timer.h"
+
+/* ---- the scheduler's table over the model and its caches ---- */
+
+static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
+    inf_engine *e = ctx;
+    inf_batch ib = {.n_rows = b->n_rows,
+                    .tokens = b->tokens,
+                    .pos = b->pos,
+                    .seq = b->seq,
+                    .logits = b->logits};
+    if (inf_qwen3_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
+    for (int r = 0; r < b->n_rows; r++)
+        inf_kv_cache_commit(e->kv, b->seq[r], b->pos[r], b->tokens[r]);
+    return 0;
+}
+
+static int ex_seq_match(void *ctx, int seq, const int32_t *prompt, int n) {
+    return inf_kv_cache_match(((inf_engine *)ctx)->kv, seq, prompt, n);
+}
+static int ex_seq_begin(void *ctx, int seq, const int32_t *prompt, int n, int max_keep) {
+    return inf_kv_cache_begin(((inf_engine *)ctx)->kv, seq, prompt, n, max_keep);
+}
+static int ex_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
+    return inf_kv_cache_reserve(((inf_engine *)ctx)->kv, seq, n_new, err);
+}
+static void ex_seq_publish(void *ctx, int seq) {
+    inf_kv_cache_publish(((inf_engine *)ctx)->kv, seq);
+}
+static void ex_seq_end(void *ctx, int seq) {
+    inf_kv_cache_end(((inf_engine *)ctx)->kv, seq);
+}
+static void ex_seq_reset(void *ctx, int seq) {
+    inf_kv_cache_reset(((inf_engine *)ctx)->kv, seq);
+}
+static void ex_kv_stats(void *ctx, inf_kv_stats *st) {
+    inf_kv_cache_stats(((inf_engine *)ctx)->kv, st);
+}
+
+static int ex_tokenize(void *ctx, const char *text, size_t n, bool parse_special, int32_t **ids,
+                       int *n_ids, inf_err *err) {
+    return inf_engine_tokenize(ctx, text, n, parse_special, ids, n_ids, err);
+}
+
+static int ex_piece(void *ctx, int32_t id, char *buf, int cap) {
+    inf_engine *e = ctx;
+    size_t len = 0;
+    const char *p = inf_tok_token_bytes(e->tok, id, &len);
+    if (!p) return 0;
+    if (len > (size_t)cap) len = (size_t)cap;
+    memcpy(buf, p, len);
+    return (int)len;
+}
+
+static bool ex_is_eog(void *ctx, int32_t id) {
+    return inf_tok_is_eog(((inf_engine *)ctx)->tok, id);
+}
+
+static int ex_render(void *ctx, const inf_chat_input *in, char **out, inf_err *err) {
+    return inf_engine_render(ctx, in, out, err);
+}
+
+static void *ex_sampler_new(void *ctx, const inf_sampler_params *p) {
+    inf_engine *e = ctx;
+    inf_sampler *s = NULL;
+    inf_err err;
+    if (inf_sampler_create(&s, p, e->ex.n_vocab, e->ex.n_ctx, &err)) return NULL;
+    return s;
+}
+static void ex_sampler_accept(void *s, int32_t id) {
+    inf_sampler_accept(s, id);
+}
+static int32_t ex_sampler_sample(void *s, float *logits, int n_vocab) {
+    return inf_sampler_sample(s, logits);
+}
+static void ex_sampler_free(void *s) {
+    inf_sampler_free(s);
+}
+
+/* ---- open / close ---- */
+
+int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
+    *out = NULL;
+    double t0 = inf_now_s();
+    inf_engine *e = calloc(1, sizeof *e);
+    if (!e) return inf_fail(err, "out of memory");
+    int n_seq = o->n_seq > 0 ? o->n_seq : 1;
+    e->n_batch = o->n_batch > 0 ? o->n_batch : 512;
+    if (inf_model_open(&e->mf, o->model_path, err)) goto fail;
+    if (e->mf->arch && strcmp(e->mf->arch, "qwen3") != 0) {
+        inf_fail(err, "%s: architecture '%s': inferno runs qwen3 models", o->model_path,
+                 e->mf->arch);
+        goto fail;
+    }
+    if (inf_tok_create(&e->tok, &e->mf->vocab, err)) {
+        inf_fail_ctx(err, "%s: tokenizer", o->model_path);
+        goto fail;
+    }
+    if (inf_backend_create(&e->be, &o->backend, err)) goto fail;
+    inf_backend_describe(e->be, e->backend_name, sizeof e->backend_name);
+    const inf_hparams *hp = &e->mf->hp;
+    int n_ctx = o->n_ctx;
+    if (n_ctx == 0) n_ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (n_ctx < 2) {
+        inf_fail(err, "context size %d: expected at least 2", n_ctx);
+        goto fail;
+    }
+    int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
+    if (inf_qwen3_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
+    if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx,
+                            hp->n_head_kv * hp->head_dim, err))
+        goto fail;
+    snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
+    e->ex = (inf_exec){
+        .ctx = e,
+        .n_seq = n_seq,
+        .n_ctx = n_ctx,
+        .n_vocab = hp->n_vocab,
+        .max_rows = max_rows,
+        .model_name = e->name,
+        .backend_name = e->backend_name,
+        .forward = ex_forward,
+        .seq_match = ex_seq_match,
+        .seq_begin = ex_seq_begin,
+        .seq_reserve = ex_seq_reserve,
+        .seq_publish = ex_seq_publish,
+        .seq_end = ex_seq_end,
+        .seq_reset = ex_seq_reset,
+        .kv_stats = o->kv.kind == INF_KV_PAGED ? ex_kv_stats : NULL,
+        .tokenize = ex_tokenize,
+        .piece = ex_piece,
+        .is_eog = ex_is_eog,
+        .render = ex_render,
+        .sampler_new = ex_sampler_new,
+        .sampler_accept = ex_sampler_accept,
+        .sampler_sample = ex_sampler_sample,
+        .sampler_free = ex_sampler_free,
+    };
+    if (inf_sched_create(&e->sched, &e->ex, e->n_batch, err)) goto fail;
+    e->t_load_s = inf_now_s() - t0;
+    *out = e;
+    return 0;
+fail:
+    inf_engine_close(e);
+    return -1;
+}
+
+void inf_engine_close(inf_engine *e) {
+    if (!e) return;
+    inf_sched_free(e->sched); /* first: its thread uses everything below */
+    inf_kv_cache_free(e->kv);
+    inf_qwen3_free(e->model);
+    inf_backend_free(e->be);
+    inf_tok_free(e->tok);
+    inf_model_close(e->mf);
+    free(e);
+}
+
+/* ---- prompts ---- */
+
+int inf_engine_tokenize(const inf_engine *e, const char *text, size_t n, bool parse_special,
+                        int32_t **ids, int *n_ids, inf_err *err) {
+    *ids = NULL;
+    *n_ids = 0;
+    int32_t *raw = NULL;
+    int n_raw = 0;
+    if (inf_tok_encode(e->tok, text, n, parse_special, &raw, &n_raw, err)) return -1;
+    int32_t bos = inf_tok_bos(e->tok);
+    if (!inf_tok_add_bos(e->tok) || bos < 0 || (n_raw > 0 && raw[0] == bos)) {
+        *ids = raw;
+        *n_ids = n_raw;
+        return 0;
+    }
+    int32_t *with = malloc(((size_t)n_raw + 1) * sizeof *with);
+    if (!with) {
+        free(raw);
+        return inf_fail(err, "out of memory");
+    }
+    with[0] = bos;
+    if (n_raw) memcpy(with + 1, raw, (size_t)n_raw * sizeof *raw);
+    free(raw);
+    *ids = with;
+    *n_ids = n_raw + 1;
+    return 0;
+}
+
+int inf_engine_render(const inf_engine *e, const inf_chat_input *in, char **out, inf_err *err) {
+    *out = NULL;
+    const char *src = e->mf->vocab.chat_template;
+    if (!src) return inf_fail(err, "this model has no chat template");
+    json_t *kw = in->kwargs ? json_deep_copy(in->kwargs) : json_object();
+    if (!kw) return inf_fail(err, "out of memory");
+    int32_t ids[2] = {inf_tok_bos(e->tok), inf_tok_eos(e->tok)};
+    const char *names[2] = {"bos_token", "eos_token"};
+    for (int i = 0; i < 2; i++) {
+        const char *t = ids[i] >= 0 ? inf_tok_token_text(e->tok, ids[i]) : NULL;
+        if (t && !json_object_get(kw, names[i])) json_object_set_new(kw, names[i], json_string(t));
+    }
+    int rc = inf_chat_render(out, src, in->messages, in->tools, true, kw, err);
+    json_decref(kw);
+    if (rc) return inf_fail_ctx(err, "chat template");
+    return 0;
+}
+
+int inf_engine_chat_prompt(const inf_engine *e, const inf_chat_input *in, int32_t **ids,
+                           int *n_ids, bool *in_think, char **text_out, inf_err *err) {
+    *ids = NULL;
+    *n_ids = 0;
+    char *text = NULL;
+    if (inf_engine_render(e, in, &text, err)) return -1;
+    size_t len = strlen(text);
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+        len--;
+    if (in_think) *in_think = len >= 7 && !memcmp(text + len - 7, "<think>", 7);
+    int rc = inf_engine_tokenize(e, text, strlen(text), true, ids, n_ids, err);
+    if (text_out && !rc)
+        *text_out = text;
+    else
+        free(text);
+    return rc;
+}
+
+/* ---- generation ---- */
+
+inf_task *inf_engine_submit(inf_engine *e, int32_t *prompt, int n, const inf_gen_params *p,
+                            inf_err *err) {
+    inf_task *t = inf_task_new(prompt, n, p);
+    if (!t) {
+        inf_fail(err, "out of memory");
+        return NULL;
+    }
+    if (inf_sched_submit(e->sched, t, err)) {
+        inf_task_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+int inf_engine_wait(inf_engine *e, inf_task *t, void (*on_text)(void *ud, const char *s, size_t n),
+                    void *ud, inf_err *err) {
+    inf_task_cursor c = {0};
+    for (;;) {
+        inf_task_update u;
+        inf_task_wait(t, &c, -1, &u);
+        if (u.text && on_text) on_text(ud, u.text, u.n_text);
+        free(u.text);
+        if (u.done) break;
+    }
+    if (t->status != INF_TASK_OK) return inf_fail(err, "%s", t->err);
+    return 0;
+}

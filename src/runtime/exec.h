@@ -1,0 +1,108 @@
+/* What the scheduler drives: a model with its caches, tokenizer, chat
+ * template and sampler, as a table of functions over an opaque context. The
+ * real one (exec_model.c: an architecture's forward pass over the KV caches
+ * of kv/) is built by inf_engine_open; the unit tests fill the table with a
+ * small deterministic fake, so the scheduler is tested without a model.
+ *
+ * Threading: forward, the seq_* functions and the sampler functions are
+ * called only from the scheduler thread. tokenize, piece, is_eog and render
+ * are called from other threads concurrently and must not touch mutable
+ * state. */
+#ifndef INF_RUNTIME_EXEC_H
+#define INF_RUNTIME_EXEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/kv_cache.h" /* inf_kv_stats */
+#include "runtime/sampler.h"
+#include "util/err.h"
+
+/* One forward call: rows of (token, position, sequence). */
+typedef struct inf_exec_batch {
+    int n_rows;
+    const int32_t *tokens; /* [n_rows] */
+    const int32_t *pos;    /* [n_rows] */
+    const int32_t *seq;    /* [n_rows] slot index 0..n_seq-1 */
+    const uint8_t *logits; /* [n_rows] nonzero: this row's logits are wanted */
+} inf_exec_batch;
+
+/* What a chat prompt is rendered from: the messages (an array of
+ * {"role", "content"} with string or null content), optional tools, and
+ * extra template variables (chat_template_kwargs: enable_thinking, ...). */
+typedef struct inf_chat_input {
+    const json_t *messages;
+    const json_t *tools;  /* NULL: none */
+    const json_t *kwargs; /* NULL: none */
+} inf_chat_input;
+
+typedef struct inf_exec {
+    void *ctx;
+    int n_seq;    /* sequences (slots), each with its own KV cache */
+    int n_ctx;    /* positions per sequence */
+    int n_vocab;
+    int max_rows; /* rows one forward call may carry */
+    const char *model_name;
+    const char *backend_name; /* e.g. "pool-avx2 x2"; may be NULL */
+
+    /* Runs the rows; sequence s must hold positions 0..p-1 before a row at
+     * position p, and have room reserved for it. The rows' tokens enter the
+     * caches. logits receives [n_selected][n_vocab]. 0 or -1 + err. */
+    int (*forward)(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err);
+
+    /* The cache of sequence seq, across requests:
+     * seq_match: how many leading tokens of prompt[0..n) seq could reuse
+     *   (its own tokens, or the shared prefix cache); chooses a slot.
+     * seq_begin: starts seq for prompt[0..n), keeping at most max_keep of
+     *   the matched tokens; returns how many it kept.
+     * seq_reserve: makes n_new more positions of seq writable (a paged pool
+     *   evicts cached prefixes if it must); -1 + err when it cannot.
+     * seq_publish: the prompt is prefilled: offer seq's tokens to other
+     *   requests now.
+     * seq_end: the request on seq ended: donate its tokens to the prefix
+     *   cache (paged) or keep them for the next request (basic).
+     * seq_reset: forget everything seq holds (after a failed forward).
+     * kv_stats: the counters (NULL: none). */
+    int (*seq_match)(void *ctx, int seq, const int32_t *prompt, int n);
+    int (*seq_begin)(void *ctx, int seq, const int32_t *prompt, int n, int max_keep);
+    int (*seq_reserve)(void *ctx, int seq, int n_new, inf_err *err);
+    void (*seq_publish)(void *ctx, int seq);
+    void (*seq_end)(void *ctx, int seq);
+    void (*seq_reset)(void *ctx, int seq);
+    void (*kv_stats)(void *ctx, inf_kv_stats *st);
+
+    /* Text -> ids (malloc'd *ids), with the model's BOS rule. parse_special:
+     * "<|im_start|>" etc. become their ids (rendered chat prompts) rather
+     * than plain text. */
+    int (*tokenize)(void *ctx, const char *text, size_t n, bool parse_special, int32_t **ids,
+                    int *n_ids, inf_err *err);
+    /* Token id -> its bytes (byte-level BPE decoded); returns the length
+     * (truncated to cap), 0 for ids out of range. */
+    int (*piece)(void *ctx, int32_t id, char *buf, int cap);
+    bool (*is_eog)(void *ctx, int32_t id);
+    /* The chat template over in, with the generation prompt. *out is
+     * malloc'd. -1 + err when the model has none or the template fails. */
+    int (*render)(void *ctx, const inf_chat_input *in, char **out, inf_err *err);
+
+    /* A sampler per request. new: the request's parameters with a concrete
+     * seed (NULL when out of memory); accept: a token entered the sequence
+     * (prompt or generated), for the penalties; sample: picks the next id
+     * from raw logits (which it may modify). */
+    void *(*sampler_new)(void *ctx, const inf_sampler_params *p);
+    void (*sampler_accept)(void *smpl, int32_t id);
+    int32_t (*sampler_sample)(void *smpl, float *logits, int n_vocab);
+    void (*sampler_free)(void *smpl);
+} inf_exec;
+
+/* The most cached tokens a prompt of n tokens may reuse: n - 2. The last
+ * prompt token always runs (its logits are needed), and at least two run, so
+ * that they form a prefill span: a one-row span takes the decode attention,
+ * which sums in another order. So a prompt gives the same bits cold, warm,
+ * or after a reused prefix, in every program. */
+static inline int inf_exec_max_reuse(int n) {
+    return n >= 2 ? n - 2 : 0;
+}
+
+#endif
