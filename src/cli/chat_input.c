@@ -56,18 +56,23 @@ chat_input_kind chat_input_read(FILE *f, char **text, const char *prompt, const 
     kind = CHAT_INPUT_MESSAGE;
     if (n >= 3 && !memcmp(line, "\"\"\"", 3)) {
         /* A """ block: the rest of this line, then whole lines, until one
-         * that ends with """. */
+         * that ends with """; the lines are joined by newlines, and an
+         * opening or closing """ alone on its line adds no empty line. */
         const char *s = line + 3;
         size_t m = (size_t)n - 3;
+        bool first = true;
+        int lines = 0;
         for (;;) {
-            if (ends_with_quotes(s, m)) {
-                sbuf_add(&b, s, m - 3);
-                break;
+            bool last = ends_with_quotes(s, m);
+            if (last) m -= 3;
+            if (m > 0 || !(first || last)) {
+                if (lines++) sbuf_add(&b, "\n", 1);
+                sbuf_add(&b, s, m);
             }
-            if (sbuf_add(&b, s, m)) break;
+            if (last) break;
+            first = false;
             n = read_line(f, &line, &cap, cont);
             if (n < 0) break; /* unterminated at EOF: what came is the message */
-            sbuf_add(&b, "\n", 1);
             s = line;
             m = (size_t)n;
         }

@@ -52,8 +52,8 @@ gen "$tmp/seed-basic" -m models/tiny-f32.gguf --temp 0.9 --seed 7 --kv basic
 gen "$tmp/seed-paged" -m models/tiny-f32.gguf --temp 0.9 --seed 7 --kv paged --kv-block 4
 same "temperature 0.9, seed 7: paged = basic" "$tmp/seed-basic" "$tmp/seed-paged"
 
-# A pool given by --cache-mem that holds the whole run works the same.
-gen "$tmp/mem-paged" -m models/tiny-f32.gguf --temp 0 --kv paged --cache-mem 8M
+# A pool given by --cache-mem that holds the whole context works the same.
+gen "$tmp/mem-paged" -m models/tiny-f32.gguf --temp 0 --kv paged --cache-mem 8M -c 1024
 same "--cache-mem 8M: paged = basic" "$tmp/tiny-f32-basic" "$tmp/mem-paged"
 
 # chat: three turns keep the cache (only the new part is prefilled).
