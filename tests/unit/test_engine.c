@@ -1,0 +1,170 @@
+/* The engine, as every program uses it (tiny generated model, pool backend,
+ * one and two slots, basic and paged caches): a prompt's logits are the
+ * same bits cold, after a reused prefix and repeated; the prompt limits of
+ * the context (refused with both numbers) and generation that stops with
+ * "length" there; end-of-generation and ignore_eos; the same seed giving the
+ * same tokens and a random seed reported; the BOS rule; and a request whose
+ * scratch allocation fails gets an error while the next is served.
+ * Needs the generated models (scripts/make-models.sh). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "runtime/engine.h"
+#include "util/mem.h"
+
+#define MODEL "models/tiny-f32.gguf"
+#define MAXT 256
+
+typedef struct capture {
+    float *rows; /* [cap][n_vocab] logits each token was sampled from */
+    int n, cap, n_vocab;
+} capture;
+
+static void on_logits(void *ud, const float *logits, int n_vocab) {
+    capture *c = ud;
+    if (c->n < c->cap) memcpy(c->rows + (size_t)c->n++ * n_vocab, logits, n_vocab * sizeof(float));
+}
+
+/* Runs prompt[0..n) for max_tokens; the task (ended) and, when c is not
+ * NULL, the logits of every sampled token. */
+static inf_task *gen(inf_engine *e, const int32_t *prompt, int n, inf_gen_params p, capture *c) {
+    int32_t *copy = malloc((size_t)n * sizeof *copy);
+    memcpy(copy, prompt, (size_t)n * sizeof *copy);
+    if (c) p.on_logits = on_logits, p.ud = c;
+    inf_err err;
+    inf_task *t = inf_engine_submit(e, copy, n, &p, &err);
+    if (!t) {
+        fprintf(stderr, "submit: %s\n", err.msg);
+        return NULL;
+    }
+    inf_engine_wait(e, t, NULL, NULL, &err);
+    return t;
+}
+
+static inf_gen_params greedy(int max_tokens) {
+    inf_gen_params p = inf_gen_defaults();
+    p.sampling.temp = 0;
+    p.max_tokens = max_tokens;
+    p.ignore_eos = true;
+    return p;
+}
+
+static capture cap_new(int rows, int n_vocab) {
+    return (capture){.rows = malloc((size_t)rows * n_vocab * sizeof(float)),
+                     .cap = rows,
+                     .n_vocab = n_vocab};
+}
+
+/* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical. */
+static void test_reuse(inf_kv_kind kind, int n_seq) {
+    inf_engine *e;
+    inf_err err;
+    inf_engine_opts o = {.model_path = MODEL, .n_seq = n_seq, .n_ctx = 128, .n_batch = 16,
+                         .kv = {.kind = kind, .block_size = 8}};
+    CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
+    int V = e->ex.n_vocab;
+    int32_t prompt[60];
+    for (int i = 0; i < 60; i++)
+        prompt[i] = (i * 37 + 11) % 1000 + 10;
+    capture cold = cap_new(4, V), warm = cap_new(4, V), again = cap_new(4, V);
+
+    inf_task *t = gen(e, prompt, 60, greedy(4), &cold); /* cold: nothing cached */
+    CHECK(t && t->status == INF_TASK_OK && t->timings.cache_n == 0 && t->n_gen == 4);
+    inf_task_release(t);
+    inf_engine_close(e);
+
+    CHECK(inf_engine_open(&e, &o, &err) == 0);
+    t = gen(e, prompt, 35, greedy(2), NULL); /* a shorter prompt first */
+    inf_task_release(t);
+    t = gen(e, prompt, 60, greedy(4), &warm); /* then the whole: its 35 reused */
+    CHECK_MSG(t && t->timings.cache_n == 35, "cache_n %d", t ? t->timings.cache_n : -1);
+    CHECK_INT(t ? t->timings.prompt_n : -1, 25);
+    inf_task_release(t);
+    t = gen(e, prompt, 60, greedy(4), &again); /* the same again: all but two rows reused */
+    CHECK_MSG(t && t->timings.cache_n == 58, "cache_n %d", t ? t->timings.cache_n : -1);
+    inf_task_release(t);
+    CHECK_INT(warm.n, 4);
+    CHECK_INT(again.n, 4);
+    CHECK_CLOSE(warm.rows, cold.rows, (size_t)4 * V, 0);
+    CHECK_CLOSE(again.rows, cold.rows, (size_t)4 * V, 0);
+    if (kind == INF_KV_PAGED) {
+        inf_kv_stats st;
+        inf_kv_cache_stats(e->kv, &st);
+        CHECK_INT(st.ref_errors, 0);
+        CHECK(st.prefix_hits >= 2);
+    }
+    inf_engine_close(e);
+    free(cold.rows);
+    free(warm.rows);
+    free(again.rows);
+}
+
+static void test_limits_and_sampling(void) {
+    inf_engine *e;
+    inf_err err;
+    inf_engine_opts o = {.model_path = MODEL, .n_ctx = 64, .n_batch = 16};
+    CHECK(inf_engine_open(&e, &o, &err) == 0);
+    int32_t prompt[80];
+    for (int i = 0; i < 80; i++)
+        prompt[i] = (i * 17 + 3) % 2000 + 5;
+
+    /* A prompt that leaves no room is refused, naming both numbers. */
+    int32_t *copy = malloc(64 * sizeof *copy);
+    memcpy(copy, prompt, 64 * sizeof *copy);
+    inf_gen_params p = greedy(4);
+    CHECK(inf_engine_submit(e, copy, 64, &p, &err) == NULL);
+    CHECK_MSG(strstr(err.msg, "64") && strstr(err.msg, "context"), "%s", err.msg);
+
+    /* Until the context ends: 50 + 14 fed = 64 positions, the 15th has no room. */
+    inf_task *t = gen(e, prompt, 50, greedy(-1), NULL);
+    CHECK(t && t->finish == INF_FINISH_LENGTH);
+    CHECK_INT(t ? t->n_gen : -1, 15);
+    inf_task_release(t);
+
+    /* End of generation: with the tokenizer's own EOG tokens, a greedy run
+     * stops at the first one it samples (or runs to the length). */
+    p = greedy(12);
+    p.ignore_eos = false;
+    t = gen(e, prompt, 20, p, NULL);
+    CHECK(t && (t->finish == INF_FINISH_STOP || t->n_gen == 12));
+    inf_task_release(t);
+
+    /* Seeded sampling repeats itself; a random seed is drawn and reported. */
+    inf_gen_params s = inf_gen_defaults();
+    s.sampling.temp = 1.5f;
+    s.sampling.top_k = 0;
+    s.sampling.seed = 99;
+    s.max_tokens = 20;
+    s.ignore_eos = true;
+    char *texts[2];
+    for (int k = 0; k < 2; k++) {
+        t = gen(e, prompt, 8, s, NULL);
+        CHECK(t && t->seed == 99 && t->n_gen == 20);
+        texts[k] = strdup(t && t->text.data ? t->text.data : "");
+        inf_task_release(t);
+    }
+    CHECK_STR(texts[0], texts[1]);
+    free(texts[0]);
+    free(texts[1]);
+    s.sampling.seed = INF_SEED_RANDOM;
+    t = gen(e, prompt, 8, s, NULL);
+    CHECK(t && t->seed != INF_SEED_RANDOM);
+    inf_task_release(t);
+
+    /* The BOS rule: Qwen3 asks for none, so text tokenizes as is. */
+    int32_t *ids;
+    int n;
+    CHECK(inf_engine_tokenize(e, "hello", 5, true, &ids, &n, &err) == 0);
+    CHECK(n >= 1 && (!inf_tok_add_bos(e->tok) || ids[0] == inf_tok_bos(e->tok)));
+    free(ids);
+    inf_engine_close(e);
+}
+
+int main(void) {
+    test_reuse(INF_KV_BASIC, 1);
+    test_reuse(INF_KV_PAGED, 1);
+    test_reuse(INF_KV_PAGED, 2);
+    test_limits_and_sampling();
+    return th_report();
+}
