@@ -335,6 +335,7 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     if (!sl->t_first) sl->t_first = inf_now_ns();
 
     inf_finish fin = INF_FINISH_NONE;
+    bool oom = false;
     pthread_mutex_lock(&t->mu);
     t->n_gen++;
     if (!t->p.ignore_eos && e->is_eog(e->ctx, id)) {
@@ -347,7 +348,9 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
         char piece[256], text[INF_UTF8_STREAM_OUT(256)];
         int n = e->piece(e->ctx, id, piece, sizeof piece);
         size_t whole = inf_utf8_stream_push(&sl->utf8, piece, (size_t)n, text);
-        if (whole && inf_stop_push(&t->stop, &t->text, text, whole) == 1) fin = INF_FINISH_STOP;
+        int rc = whole ? inf_stop_push(&t->stop, &t->text, text, whole) : 0;
+        if (rc == 1) fin = INF_FINISH_STOP;
+        oom = rc < 0;
     }
     if (fin == INF_FINISH_NONE) {
         if (t->p.max_tokens >= 0 && t->n_gen >= t->p.max_tokens)
@@ -358,7 +361,9 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
 
-    if (fin != INF_FINISH_NONE)
+    if (oom) /* the text could not be kept: say so rather than lose it */
+        finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_UNAVAILABLE, "out of memory: the reply's text");
+    else if (fin != INF_FINISH_NONE)
         finish_slot(s, sl, fin, INF_TASK_OK, NULL);
     else {
         sl->next = id;
@@ -480,6 +485,12 @@ static void step_rows(inf_sched *s) {
         }
         return;
     }
+    /* Counted before any task of this step can end, so a client that then
+     * reads the metrics sees this call. */
+    pthread_mutex_lock(&s->mu);
+    s->m.n_decode_total++;
+    s->m.n_busy_slots_total += (uint64_t)busy;
+    pthread_mutex_unlock(&s->mu);
     int sel = 0;
     for (int r = 0; r < n; r++) {
         slot *sl = &s->slots[s->row_slot[r]];
@@ -491,10 +502,6 @@ static void step_rows(inf_sched *s) {
         sample_and_emit(s, sl, s->logits + (size_t)sel * e->n_vocab);
         sel++;
     }
-    pthread_mutex_lock(&s->mu);
-    s->m.n_decode_total++;
-    s->m.n_busy_slots_total += (uint64_t)busy;
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* One scheduler step, then the cache counters. */
