@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backend/backend.h"
 #include "kv/kv_basic.h"
 #include "kv/kv_paged.h"
+#include "kv/kv_view.h"
 #include "util/err.h"
 
 typedef enum inf_kv_kind { INF_KV_BASIC, INF_KV_PAGED } inf_kv_kind;
