@@ -1,6 +1,9 @@
 # inferno — one Makefile. `make help` lists the targets.
 #
 # Library sources live in src/<module>/*.c and build into build/libinferno.a.
+# Test support (synthetic models, GGUF and safetensors writers) lives in
+# tests/support/ and builds into build/libinferno-support.a, which only the
+# tools and the unit tests link; build/inferno never does.
 # Files named *_avx2.c, *_avx512.c, *_amx.c get their ISA flags per file and
 # are only ever called after run-time CPU detection; *_neon.c builds on aarch64.
 
@@ -30,12 +33,15 @@ else
 LIB_SRC  := $(filter-out src/cli/% %_neon.c %_avx2.c %_avx512.c %_amx.c,$(ALL_SRC))
 endif
 CLI_SRC  := $(wildcard src/cli/*.c)
+SUPPORT_SRC := $(wildcard tests/support/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libinferno.a
+SUPPORT  := $(BUILD)/libinferno-support.a
 INFERNO  := $(BUILD)/inferno
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 TESTS    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -65,6 +71,13 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(SUPPORT): $(SUPPORT_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Only tools and tests see tests/support/ (#include "support/synth.h").
+$(SUPPORT_OBJ) $(TOOL_SRC:%.c=$(BUILD)/%.o) $(TEST_SRC:%.c=$(BUILD)/%.o): CFLAGS += -Itests
+
 $(BUILD)/%_avx2.o: %_avx2.c | check-pkgs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
@@ -81,12 +94,12 @@ $(BUILD)/%.o: %.c | check-pkgs
 $(INFERNO): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/%: $(BUILD)/tools/%.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(BUILD)/%: $(BUILD)/tools/%.o $(SUPPORT) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(SUPPORT) $(LIB) $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(SUPPORT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(SUPPORT) $(LIB) $(LDLIBS)
 
 tests: $(TESTS)
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "modelfile/gguf.h"
+#include "modelfile/gguf_model.h"
 
 static volatile unsigned sink;
 

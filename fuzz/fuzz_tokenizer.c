@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "modelfile/model.h" /* inf_vocab_from_hf */
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tokenizer.h"
 

@@ -1,4 +1,4 @@
-/* inferno-mkmodel: writes random-weight Qwen3 test models (src/modelfile/synth.h)
+/* inferno-mkmodel: writes random-weight Qwen3 test models (tests/support/synth.h)
  * as GGUF files and Hugging Face folders, with the real Qwen3 tokenizer.
  *
  *   inferno-mkmodel --preset tiny|qwen3-0.6b --tokenizer DIR --out DIR
@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "modelfile/model.h"
-#include "modelfile/synth.h"
+#include "support/synth.h"
 
 static void usage(void) {
     fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b --tokenizer DIR --out DIR\n"

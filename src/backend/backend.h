@@ -10,7 +10,8 @@
 
 #include <stdint.h>
 
-#include "modelfile/model.h"
+#include "kv/kv_view.h"
+#include "quant/tensor.h"
 
 /* A weight matrix as the matmul op sees it: W is [n_out][n_in] of t->type. */
 typedef struct inf_weight {
@@ -19,31 +20,6 @@ typedef struct inf_weight {
     size_t row_bytes;
     void *packed; /* backend-owned repacked copy (e.g. AMX tile layout) or NULL */
 } inf_weight;
-
-/* One layer's K or V rows as attention reads them, contiguous or paged.
- * Row j (position j of the sequence) lives at
- *   base + (block_table ? block_table[j / block_size] * block_size + j % block_size : j) * row_stride
- * A basic cache passes block_table = NULL. */
-typedef struct inf_kv_view {
-    float *k;    /* rows of n_head_kv*head_dim floats */
-    float *v;
-    int row_stride;              /* floats between consecutive rows */
-    int block_size;              /* rows per block; power of two (paged only) */
-    const int32_t *block_table;  /* logical -> physical block, or NULL */
-    int capacity;                /* positions 0..capacity-1 are addressable (the forward
-                                    pass refuses rows beyond); 0 = not stated */
-} inf_kv_view;
-
-static inline int64_t inf_kv_row_index(const inf_kv_view *kv, int j) {
-    if (!kv->block_table) return j;
-    return (int64_t)kv->block_table[j / kv->block_size] * kv->block_size + j % kv->block_size;
-}
-static inline float *inf_kv_k_row(const inf_kv_view *kv, int j) {
-    return kv->k + inf_kv_row_index(kv, j) * kv->row_stride;
-}
-static inline float *inf_kv_v_row(const inf_kv_view *kv, int j) {
-    return kv->v + inf_kv_row_index(kv, j) * kv->row_stride;
-}
 
 /* Attention shape shared by both attention ops. */
 typedef struct inf_attn_shape {

@@ -8,6 +8,7 @@
 
 #include "backend/avx512_math.h"
 #include "backend/kernels.h"
+#include "util/err.h"
 #include "util/half.h"
 
 /* ---- f32 dot and dequantization ---------------------------------------------------------- */

@@ -7,7 +7,7 @@
 #ifndef INF_KV_KV_BASIC_H
 #define INF_KV_KV_BASIC_H
 
-#include "backend/backend.h"
+#include "kv/kv_view.h"
 #include "util/err.h"
 
 typedef struct inf_kv_basic {

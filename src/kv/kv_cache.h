@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
 #include "kv/kv_basic.h"
 #include "kv/kv_paged.h"
+#include "kv/kv_view.h"
 #include "kv/radix.h"
 #include "util/err.h"
 

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
+#include "kv/kv_view.h"
 #include "util/err.h"
 
 #define INF_KV_BLOCK_SIZE_DEFAULT 16

@@ -9,7 +9,8 @@
  * copied as NUL-terminated strings.
  *
  * The generic metadata API below lets any caller list or look up keys
- * (inspect prints them; the model loader reads qwen3.* and tokenizer.*). */
+ * (inspect prints them; the model loader reads qwen3.* and tokenizer.*).
+ * Binding a parsed file into a model is gguf_model.h's job. */
 #ifndef INF_MODELFILE_GGUF_H
 #define INF_MODELFILE_GGUF_H
 
@@ -17,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "modelfile/model.h"
+#include "quant/tensor.h" /* INF_MAX_DIMS */
 #include "util/err.h"
 #include "util/mem.h"
 
@@ -128,11 +129,5 @@ gguf_value gguf_arr_at(const gguf_value *arr, uint64_t i);
 
 /* "UINT32", "STRING", ... or "unknown". */
 const char *gguf_type_name(uint32_t type);
-
-/* Builds the neutral model description from a parsed GGUF file: Qwen3
- * hyperparameters (qwen3.* keys), the tokenizer (tokenizer.ggml.*,
- * tokenizer.chat_template), every tensor, and the bound weight slots.
- * Takes ownership of g in every case (closed on failure). */
-int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err);
 
 #endif

@@ -1,13 +1,15 @@
 /* Hugging Face folder reader: config.json, model.safetensors or the sharded
  * model.safetensors.index.json, tokenizer.json and tokenizer_config.json,
  * into the neutral model description. */
+#include "modelfile/hf.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "modelfile/modelfile_priv.h"
+#include "modelfile/model_build.h"
 
 #define HF_MAX_JSON (64u << 20) /* config and index files are small */
 

@@ -11,22 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quant/dtype.h"
+#include "quant/tensor.h"
+#include "tokenizer/vocab.h"
 #include "util/err.h"
-
-#define INF_MAX_DIMS 4
-
-typedef struct inf_tensor {
-    char *name;       /* as stored in the file (GGUF or HF name) */
-    inf_dtype type;   /* element/block type */
-    int n_dims;       /* 1..4 */
-    int64_t ne[INF_MAX_DIMS]; /* shape fastest-first (ggml order): ne[0] is the row length;
-                                 a [out][in] matrix has ne[0] = in, ne[1] = out. Unused = 1 */
-    const void *data; /* points into the file mapping; never copied */
-    size_t nbytes;
-    uint64_t offset;  /* byte offset of data within its file (for inspect) */
-    int file_index;   /* which file of a sharded model (0 for GGUF) */
-} inf_tensor;
 
 typedef struct inf_hparams {
     int n_layer;     /* 28 for Qwen3-0.6B */
@@ -56,40 +43,6 @@ typedef struct inf_layer_weights {
     const inf_tensor *w_up;      /* [n_ff][n_embd] */
     const inf_tensor *w_down;    /* [n_embd][n_ff] */
 } inf_layer_weights;
-
-/* Token types as GGUF's tokenizer.ggml.token_type numbers them. */
-enum {
-    INF_TOKEN_NORMAL = 1,
-    INF_TOKEN_UNKNOWN = 2,
-    INF_TOKEN_CONTROL = 3,
-    INF_TOKEN_USER_DEFINED = 4,
-    INF_TOKEN_UNUSED = 5,
-    INF_TOKEN_BYTE = 6,
-};
-
-/* The tokenizer in neutral form. All strings are owned by the model file
- * (NUL-terminated UTF-8; token texts are in byte-level BPE's printable form,
- * e.g. "Ġthe"). */
-typedef struct inf_vocab_desc {
-    int n_tokens;
-    char **tokens;       /* [n_tokens]; id = index */
-    int32_t *token_type; /* [n_tokens] INF_TOKEN_* */
-    int n_merges;
-    char **merges;       /* [n_merges] "left right", rank = index */
-    int bos_id, eos_id, pad_id; /* -1 when absent */
-    int eot_id;                 /* end of turn (<|im_end|>), -1 when unknown */
-    bool add_bos;
-    char *model;         /* "gpt2" (byte-level BPE) */
-    char *pre;           /* pre-tokenizer name, e.g. "qwen2" */
-    char *pretok_regex;  /* the split regex when the file states it (tokenizer.json), else NULL */
-    bool nfc;            /* normalize text to NFC before splitting (tokenizer.json's
-                            normalizer); GGUF readers leave it false and the
-                            tokenizer decides from `pre` */
-    char *chat_template; /* Jinja source, or NULL */
-} inf_vocab_desc;
-
-/* Frees every string and array of v (each malloc'd) and resets it to empty. */
-void inf_vocab_desc_free(inf_vocab_desc *v);
 
 /* Fills v from a Hugging Face tokenizer.json (model.vocab, model.merges,
  * added_tokens, pre_tokenizer regex) and, when tokenizer_config_path is not

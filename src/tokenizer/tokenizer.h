@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "modelfile/model.h"
+#include "tokenizer/vocab.h"
 #include "util/utf8.h"
 #include "util/err.h"
 

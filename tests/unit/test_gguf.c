@@ -10,6 +10,7 @@
 #include "model_build.h"
 #include "harness.h"
 #include "modelfile/gguf.h"
+#include "modelfile/gguf_model.h"
 #include "modelfile/model.h"
 
 /* Every metadata value type, a nested array, and tensors of every supported

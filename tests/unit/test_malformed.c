@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "model_build.h"
 #include "modelfile/gguf.h"
+#include "modelfile/gguf_model.h"
 #include "modelfile/model.h"
 #include "modelfile/safetensors.h"
 

@@ -20,9 +20,9 @@
 
 #include "harness.h"
 #include "modelfile/gguf.h"
-#include "modelfile/gguf_writer.h"
+#include "support/gguf_writer.h"
 #include "modelfile/model.h"
-#include "modelfile/synth.h"
+#include "support/synth.h"
 #include "quant/quantize.h"
 
 static const inf_hparams small_hp = {.n_layer = 2,

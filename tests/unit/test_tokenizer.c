@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "modelfile/model.h" /* inf_vocab_from_hf */
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tokenizer.h"
 

@@ -1,11 +1,13 @@
 #include <stdlib.h>
 
-#include "modelfile/model.h"
+#include "tokenizer/vocab.h"
 
 void inf_vocab_desc_free(inf_vocab_desc *v) {
     if (!v) return;
-    for (int i = 0; v->tokens && i < v->n_tokens; i++) free(v->tokens[i]);
-    for (int i = 0; v->merges && i < v->n_merges; i++) free(v->merges[i]);
+    for (int i = 0; v->tokens && i < v->n_tokens; i++)
+        free(v->tokens[i]);
+    for (int i = 0; v->merges && i < v->n_merges; i++)
+        free(v->merges[i]);
     free(v->tokens);
     free(v->token_type);
     free(v->merges);

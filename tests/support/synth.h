@@ -10,8 +10,8 @@
  * matrices ~ N(0, 1/n_in) (variance-preserving), norm weights ~ 1 + N(0, 0.05²),
  * token embeddings ~ N(0, (2/sqrt(n_embd))²) so that the tied output head
  * gives logits with a spread of about 2. */
-#ifndef INF_MODELFILE_SYNTH_H
-#define INF_MODELFILE_SYNTH_H
+#ifndef INF_SUPPORT_SYNTH_H
+#define INF_SUPPORT_SYNTH_H
 
 #include <stdint.h>
 

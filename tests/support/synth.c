@@ -1,4 +1,4 @@
-#include "modelfile/synth.h"
+#include "support/synth.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "modelfile/gguf_writer.h"
-#include "modelfile/st_writer.h"
+#include "support/gguf_writer.h"
+#include "support/st_writer.h"
 #include "quant/quantize.h"
 #include "util/half.h"
 
@@ -192,7 +192,8 @@ void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64
     /* Norm vectors stay F32 in GGUF files but take the file's type in HF
      * folders; values exact in bf16 (hence in f16 near 1) keep both the same. */
     if (role_is_norm(t->role))
-        for (int64_t i = 0; i < n; i++) dst[i] = inf_bf16_to_f32(inf_f32_to_bf16(dst[i]));
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = inf_bf16_to_f32(inf_f32_to_bf16(dst[i]));
 }
 
 /* ---- type mixes ---- */

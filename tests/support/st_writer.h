@@ -5,8 +5,8 @@
  * padded with spaces to a multiple of 8), then the tensors back to back.
  * Usage mirrors gguf_writer: declare every tensor, open, append the bytes of
  * each tensor in declaration order (in pieces if convenient), close. */
-#ifndef INF_MODELFILE_ST_WRITER_H
-#define INF_MODELFILE_ST_WRITER_H
+#ifndef INF_SUPPORT_ST_WRITER_H
+#define INF_SUPPORT_ST_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "modelfile/st_writer.h"
+#include "support/st_writer.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,11 +1,13 @@
-/* Shared by the model file readers (gguf.c, hf.c) and model.c; not public.
+/* The builder the model file readers share (model_build.c); not public.
  *
  * A reader allocates the model with model_alloc, fills arch, name, the
  * hyperparameters it knows (all but n_vocab), tensors[] and vocab, and then
  * calls model_bind, which binds the Qwen3 weight slots by the format's tensor
- * names and checks every shape against the hyperparameters. */
-#ifndef INF_MODELFILE_PRIV_H
-#define INF_MODELFILE_PRIV_H
+ * names and checks every shape against the hyperparameters. On failure the
+ * reader frees the half-built model with inf_model_close, which also closes
+ * the parsed files it holds in priv. */
+#ifndef INF_MODELFILE_MODEL_BUILD_H
+#define INF_MODELFILE_MODEL_BUILD_H
 
 #include "modelfile/gguf.h"
 #include "modelfile/model.h"
@@ -27,8 +29,5 @@ int model_alloc(inf_model_file **out, inf_format format, const char *path, inf_e
  * embedding and hp.tied_output. Returns -1 with a message naming the tensor,
  * the expected and the actual shape. */
 int model_bind(inf_model_file *m, inf_err *err);
-
-/* Reads a Hugging Face folder into a model (hf.c). */
-int hf_model_open(inf_model_file **out, const char *dir, inf_err *err);
 
 #endif

@@ -1,4 +1,4 @@
-#include "modelfile/gguf_writer.h"
+#include "support/gguf_writer.h"
 
 #include "modelfile/model.h"
 
