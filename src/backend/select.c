@@ -74,7 +74,8 @@ void inf_backend_free(inf_backend *be) {
 const char *inf_backend_describe(const inf_backend *be, char *buf, int cap) {
     const inf_backend *in = inf_trace_is(be) ? inf_trace_inner(be) : be;
     if (inf_backend_is_simd(in))
-        snprintf(buf, (size_t)cap, "%s x%d%s", in->name, inf_backend_simd_threads(in),
+        snprintf(buf, (size_t)cap, "%s x%d%s%s", in->name, inf_backend_simd_threads(in),
+                 inf_backend_simd_attn(in) == INF_ATTN_MATERIALIZED ? " materialized-attn" : "",
                  inf_trace_is(be) ? " (traced)" : "");
     else
         snprintf(buf, (size_t)cap, "%s%s", in->name, inf_trace_is(be) ? " (traced)" : "");

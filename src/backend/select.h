@@ -25,7 +25,8 @@ typedef struct inf_backend_opts {
 int inf_backend_create(inf_backend **out, const inf_backend_opts *o, inf_err *err);
 void inf_backend_free(inf_backend *be);
 
-/* A one-line description, e.g. "pool-amx x2" (static storage per backend). */
+/* A one-line description, e.g. "pool-amx x2" or "simd-avx512 x1 materialized-attn"
+ * (written into buf). */
 const char *inf_backend_describe(const inf_backend *be, char *buf, int cap);
 
 #endif
