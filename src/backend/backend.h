@@ -60,7 +60,8 @@ struct inf_backend {
     const char *name;
     void *ctx; /* backend state (thread pool, ISA choice, ...) */
 
-    /* Optional: repack w once at load time (sets w->packed). Returns 0 or -1. */
+    /* Optional: repack w once at load time (sets w->packed). Returns 0, or -1
+     * when the memory for the repacked copy cannot be had. */
     int (*prepare_weight)(const inf_backend *be, inf_weight *w);
     void (*release_weight)(const inf_backend *be, inf_weight *w);
 

@@ -62,9 +62,11 @@ typedef struct inf_packed {
     size_t mapped; /* bytes mapped at data */
 } inf_packed;
 
-/* Builds the packed form of w (NULL when its type has none or n_in does not
- * split into whole groups). Caller frees with inf_packed_free. */
-inf_packed *inf_pack_weight(const inf_weight *w);
+/* Builds the packed form of w into *out: NULL when its type has none or n_in
+ * does not split into whole groups (the generic path runs it). Returns -1
+ * when the memory for it cannot be had (a weight silently left unpacked
+ * would give other bits). Caller frees with inf_packed_free. */
+int inf_pack_weight(inf_packed **out, const inf_weight *w);
 void inf_packed_free(inf_packed *p);
 
 /* Activations quantized once per matmul for the integer kernels: per row t,

@@ -132,7 +132,9 @@ static int simd_take_error(const inf_backend *be, inf_err *err) {
 static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
     simd_ctx *c = ctx_of(be);
     if (!c->k->has_packed || w->packed) return 0;
-    w->packed = inf_pack_weight(w); /* NULL (generic path) is fine */
+    inf_packed *p;
+    if (inf_pack_weight(&p, w)) return -1;
+    w->packed = p; /* NULL: the generic path */
     return 0;
 }
 

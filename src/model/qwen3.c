@@ -33,8 +33,10 @@ static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backen
                         t->nbytes, row_bytes * (size_t)n_out);
     *w = (inf_weight){.t = t, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes};
     if (be->prepare_weight(be, w) != 0)
-        return inf_fail(err, "%s: backend %s could not prepare tensor %s", mf->path, be->name,
-                        t->name);
+        return inf_fail(err,
+                        "%s: backend %s could not prepare tensor %s: out of memory for its "
+                        "repacked copy",
+                        mf->path, be->name, t->name);
     return 0;
 }
 
@@ -50,7 +52,9 @@ static int bind_vector(float **out, const inf_model_file *mf, const inf_tensor *
                         mf->path, t->name, (long long)n, inf_ggml_type_name(t->type),
                         (long long)t->ne[1], (long long)t->ne[0]);
     *out = inf_alloc((size_t)n * sizeof(float));
-    if (!*out) return inf_fail(err, "%s: out of memory", mf->path);
+    if (!*out)
+        return inf_fail(err, "%s: tensor %s: out of memory for its f32 copy (%lld floats)",
+                        mf->path, t->name, (long long)n);
     inf_dequantize_row(t->type, *out, t->data, n);
     return 0;
 }

@@ -197,6 +197,24 @@ static void test_hook(void) {
     inf_free(again);
 }
 
+/* creating the model: a failing allocation is an error, whichever it is */
+static void test_create(const inf_model_file *mf, const inf_backend *be) {
+    const size_t sizes[] = {1, 10000}; /* the first allocation; the first activation buffer */
+    for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        inf_qwen3 *m = NULL;
+        inf_err err = {{0}};
+        inf_alloc_fail_next(1, sizes[i]);
+        int rc = inf_qwen3_create(&m, mf, be, N_CTX, N_PROMPT, &err);
+        int pending = inf_alloc_fail_pending();
+        inf_alloc_fail_next(0, 0);
+        CHECK_MSG(rc == -1 && pending == 0 && !m && strstr(err.msg, "out of memory"),
+                  "%s: create with an allocation of >= %zu bytes failing: rc %d, '%s'", be->name,
+                  sizes[i], rc, err.msg);
+        printf("%-12s %-14s -> %s\n", be->name, "create", err.msg);
+        inf_qwen3_free(m);
+    }
+}
+
 int main(void) {
     test_hook();
 
@@ -216,6 +234,7 @@ int main(void) {
         inf_backend *fresh = inf_backend_simd_create(isa, nth, nth > 1, INF_ATTN_FLASH);
         char label[40];
         snprintf(label, sizeof label, "%s x%d", be->name, nth);
+        test_create(mf, be);
         test_backend(label, mf, be, fresh, prompt);
         inf_backend_simd_free(be);
         inf_backend_simd_free(fresh);
