@@ -3,7 +3,9 @@
  * A backend fills the slots it implements and leaves the rest NULL;
  * inf_backend_complete() then fills every empty slot with the scalar
  * reference, so a new backend can start with one op. Ops write into
- * caller-owned buffers (output first, sizes last) and never allocate.
+ * caller-owned buffers (output first, sizes last); the only memory they
+ * allocate is their own scratch, grown on the first use of a larger shape,
+ * and a failure to get it is reported through take_error, never by aborting.
  * Activations are f32 row-major: a [T][n] buffer holds T rows of n floats. */
 #ifndef INF_BACKEND_BACKEND_H
 #define INF_BACKEND_BACKEND_H
@@ -12,6 +14,7 @@
 
 #include "kv/kv_view.h"
 #include "quant/tensor.h"
+#include "util/err.h"
 
 /* A weight matrix as the matmul op sees it: W is [n_out][n_in] of t->type. */
 typedef struct inf_weight {
@@ -33,7 +36,8 @@ struct inf_backend {
     const char *name;
     void *ctx; /* backend state (thread pool, ISA choice, ...) */
 
-    /* Optional: repack w once at load time (sets w->packed). Returns 0 or -1. */
+    /* Optional: repack w once at load time (sets w->packed). Returns 0, or -1
+     * when the memory for the repacked copy cannot be had. */
     int (*prepare_weight)(const inf_backend *be, inf_weight *w);
     void (*release_weight)(const inf_backend *be, inf_weight *w);
 
@@ -85,6 +89,20 @@ struct inf_backend {
 
     /* In-place softmax of x[n] (used by sampling). */
     void (*softmax)(const inf_backend *be, float *x, int n);
+
+    /* Whether every op since the last call did its work. Ops never abort on
+     * allocation failure: an op that cannot get the scratch memory it needs
+     * (grown on the first use of a larger shape) records what it could not
+     * have, skips its work and leaves its outputs unspecified; the first such
+     * failure is kept, and later ops may skip theirs too until the record is
+     * taken (the call they belong to fails anyway). Returns 0 when there was
+     * none, else -1 with that message in err ("out of memory: ..."); either
+     * way the record is cleared, so later ops run normally. Call it from the
+     * thread that runs the ops, before their results are used
+     * (inf_qwen3_forward does, and returns -1). inf_backend_complete fills
+     * the scalar reference's, which reports the scalar ops run on the
+     * calling thread. */
+    int (*take_error)(const inf_backend *be, inf_err *err);
 };
 
 /* Fills every NULL slot of be with the scalar reference implementation. */

@@ -62,9 +62,11 @@ typedef struct inf_packed {
     size_t mapped; /* bytes mapped at data */
 } inf_packed;
 
-/* Builds the packed form of w (NULL when its type has none or n_in does not
- * split into whole groups). Caller frees with inf_packed_free. */
-inf_packed *inf_pack_weight(const inf_weight *w);
+/* Builds the packed form of w into *out: NULL when its type has none or n_in
+ * does not split into whole groups (the generic path runs it). Returns -1
+ * when the memory for it cannot be had (a weight silently left unpacked
+ * would give other bits). Caller frees with inf_packed_free. */
+int inf_pack_weight(inf_packed **out, const inf_weight *w);
 void inf_packed_free(inf_packed *p);
 
 /* Activations quantized once per matmul for the integer kernels: per row t,
@@ -95,7 +97,7 @@ typedef struct inf_xq {
  * the part after a reused prefix. */
 typedef struct inf_attn_rows {
     int R;
-    int prefill; /* from attn_prefill (rather than attn_decode) */
+    int prefill;                    /* from attn_prefill (rather than attn_decode) */
     const float *q[INF_ATTN_MAX_R]; /* [R] -> head_dim floats */
     float *out[INF_ATTN_MAX_R];     /* [R] -> head_dim floats */
     int lim[INF_ATTN_MAX_R];
@@ -154,7 +156,7 @@ typedef struct inf_kernels {
     /* Materialized causal attention of query head h (no online softmax): the
      * whole [T][pos0+T] score matrix S is written, softmaxed row by row, then
      * multiplied by V. Only for measuring what flash attention saves
-     * (INFERNO_ATTN=materialized); NULL where the level has none. */
+     * (inferno bench --attn materialized); NULL where the level has none. */
     void (*attn_materialized)(float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
                               int h, const inf_attn_shape *s, float *S);
 } inf_kernels;

@@ -84,7 +84,8 @@ static void *pack_alloc(size_t n, size_t *mapped) {
     return p;
 }
 
-inf_packed *inf_pack_weight(const inf_weight *w) {
+int inf_pack_weight(inf_packed **out, const inf_weight *w) {
+    *out = NULL;
     inf_pack_kind kind;
     int group = 32;
     size_t gbytes;
@@ -111,11 +112,11 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
         group = 16;
         break;
     default:
-        return NULL;
+        return 0;
     }
-    if (w->n_in % group || w->n_out < INF_PANEL) return NULL;
+    if (w->n_in % group || w->n_out < INF_PANEL) return 0;
     inf_packed *p = inf_alloc(sizeof *p);
-    if (!p) return NULL;
+    if (!p) return -1;
     p->kind = kind;
     p->group = group;
     p->n_panels = w->n_out / INF_PANEL;
@@ -124,7 +125,7 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
     p->data = pack_alloc((size_t)p->n_panels * (size_t)p->n_groups * gbytes, &p->mapped);
     if (!p->data) {
         inf_free(p);
-        return NULL;
+        return -1;
     }
     const uint8_t *base = w->t->data;
     for (int64_t pi = 0; pi < p->n_panels; pi++) {
@@ -174,7 +175,8 @@ inf_packed *inf_pack_weight(const inf_weight *w) {
             if (kind == INF_PACK_Q4_K) memcpy(dst + qbytes + sizeof A, B, sizeof B);
         }
     }
-    return p;
+    *out = p;
+    return 0;
 }
 
 void inf_packed_free(inf_packed *p) {

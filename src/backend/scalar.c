@@ -7,12 +7,14 @@
  * query row gives the same bits whether it came through prefill or decode). */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "quant/quantize.h"
 #include "util/err.h"
+#include "util/mem.h"
 
 /* Attention tiles: keys are walked 64 at a time (the book's tile). */
 #define ATTN_TILE 64
@@ -21,7 +23,9 @@
 
 /* A row of dequantized weights, one per thread, grown to the widest row seen
  * and then reused: the first matmul of a model sizes it, later calls never
- * allocate. A thread's row is freed when the thread ends. */
+ * allocate. A thread's row is freed when the thread ends. When it cannot be
+ * had, the op records that in the thread's error (see scalar_take_error) and
+ * skips its work. */
 typedef struct {
     float *row; /* [n] */
     int64_t n;
@@ -29,29 +33,48 @@ typedef struct {
 
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+static _Thread_local char scratch_err[160]; /* the first failure since take_error; "" if none */
 
 static void scratch_release(void *p) {
     scratch_buf *b = p;
-    free(b->row);
+    inf_free(b->row);
     free(b);
 }
-static void scratch_init(void) { INF_ASSERT(pthread_key_create(&scratch_key, scratch_release) == 0); }
+static void scratch_init(void) {
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_release) == 0;
+}
 
+/* [n] floats of this thread's scratch, or NULL with the failure recorded (and
+ * while one is: the call fails anyway, so its later ops skip their work) */
 static float *scratch(int64_t n) {
+    if (scratch_err[0]) return NULL;
     pthread_once(&scratch_once, scratch_init);
-    scratch_buf *b = pthread_getspecific(scratch_key);
-    if (!b) {
+    scratch_buf *b = scratch_key_ok ? pthread_getspecific(scratch_key) : NULL;
+    if (!b && scratch_key_ok) {
         b = calloc(1, sizeof *b);
-        INF_ASSERT(b != NULL);
-        INF_ASSERT(pthread_setspecific(scratch_key, b) == 0);
+        if (b && pthread_setspecific(scratch_key, b) != 0) {
+            free(b);
+            b = NULL;
+        }
     }
-    if (n > b->n) {
-        float *p = realloc(b->row, (size_t)n * sizeof(float));
-        INF_ASSERT(p != NULL);
-        b->row = p;
-        b->n = n;
+    if (b && n > b->n) {
+        inf_free(b->row);
+        b->row = inf_alloc((size_t)n * sizeof(float));
+        b->n = b->row ? n : 0;
     }
-    return b->row;
+    if (b && b->row) return b->row;
+    snprintf(scratch_err, sizeof scratch_err,
+             "out of memory: scalar matmul scratch for a row of %lld weights (%zu bytes)",
+             (long long)n, (size_t)n * sizeof(float));
+    return NULL;
+}
+
+static int scalar_take_error(const inf_backend *be, inf_err *err) {
+    if (!scratch_err[0]) return 0;
+    inf_fail(err, "%s", scratch_err);
+    scratch_err[0] = 0;
+    return -1;
 }
 
 static void scalar_embed(const inf_backend *be, float *out, const inf_tensor *table,
@@ -69,13 +92,15 @@ static void scalar_matmul(const inf_backend *be, float *y, const float *x, const
                           int T) {
     int64_t n_in = w->n_in, n_out = w->n_out;
     float *wrow = scratch(n_in); /* [n_in] */
+    if (!wrow) return;
     for (int64_t o = 0; o < n_out; o++) {
         const unsigned char *src = (const unsigned char *)w->t->data + (size_t)o * w->row_bytes;
         inf_dequantize_row(w->t->type, wrow, src, n_in);
         for (int t = 0; t < T; t++) {
             const float *xt = x + (int64_t)t * n_in;
             double acc = 0;
-            for (int64_t i = 0; i < n_in; i++) acc += (double)xt[i] * wrow[i];
+            for (int64_t i = 0; i < n_in; i++)
+                acc += (double)xt[i] * wrow[i];
             y[(int64_t)t * n_out + o] = (float)acc;
         }
     }
@@ -87,9 +112,11 @@ static void scalar_rmsnorm(const inf_backend *be, float *out, const float *x, co
         const float *xr = x + (int64_t)r * n;
         float *yr = out + (int64_t)r * n;
         double ss = 0;
-        for (int i = 0; i < n; i++) ss += (double)xr[i] * xr[i];
+        for (int i = 0; i < n; i++)
+            ss += (double)xr[i] * xr[i];
         float inv = (float)(1.0 / sqrt(ss / n + eps));
-        for (int i = 0; i < n; i++) yr[i] = (xr[i] * inv) * w[i];
+        for (int i = 0; i < n; i++)
+            yr[i] = (xr[i] * inv) * w[i];
     }
 }
 
@@ -116,10 +143,11 @@ static void scalar_rope(const inf_backend *be, float *x, const int32_t *pos, int
  * kv_off): online softmax over tiles of 64 keys. Writes head_dim floats. */
 static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_off, int n_keys,
                      int head_dim, float scale) {
-    float s[ATTN_TILE];              /* one tile of scores */
-    float acc[ATTN_MAX_HEAD_DIM];    /* [head_dim] running numerator */
-    float m = -INFINITY, l = 0;      /* running max and denominator */
-    for (int d = 0; d < head_dim; d++) acc[d] = 0;
+    float s[ATTN_TILE];           /* one tile of scores */
+    float acc[ATTN_MAX_HEAD_DIM]; /* [head_dim] running numerator */
+    float m = -INFINITY, l = 0;   /* running max and denominator */
+    for (int d = 0; d < head_dim; d++)
+        acc[d] = 0;
 
     for (int t0 = 0; t0 < n_keys; t0 += ATTN_TILE) {
         int t1 = t0 + ATTN_TILE < n_keys ? t0 + ATTN_TILE : n_keys;
@@ -127,7 +155,8 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
         for (int t = t0; t < t1; t++) {
             const float *k = inf_kv_k_row(kv, t) + kv_off;
             float dot = 0;
-            for (int d = 0; d < head_dim; d++) dot += q[d] * k[d];
+            for (int d = 0; d < head_dim; d++)
+                dot += q[d] * k[d];
             s[t - t0] = dot * scale;
             if (s[t - t0] > tile_max) tile_max = s[t - t0];
         }
@@ -135,7 +164,8 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
          * and must be exp(s - m_new); one factor repairs them all. */
         if (tile_max > m) {
             float corr = expf(m - tile_max);
-            for (int d = 0; d < head_dim; d++) acc[d] *= corr;
+            for (int d = 0; d < head_dim; d++)
+                acc[d] *= corr;
             l *= corr;
             m = tile_max;
         }
@@ -143,11 +173,13 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
             float p = expf(s[t - t0] - m);
             const float *v = inf_kv_v_row(kv, t) + kv_off;
             l += p;
-            for (int d = 0; d < head_dim; d++) acc[d] += p * v[d];
+            for (int d = 0; d < head_dim; d++)
+                acc[d] += p * v[d];
         }
     }
     float inv = 1.0f / l;
-    for (int d = 0; d < head_dim; d++) out[d] = acc[d] * inv;
+    for (int d = 0; d < head_dim; d++)
+        out[d] = acc[d] * inv;
 }
 
 static void scalar_attn_prefill(const inf_backend *be, float *out, const float *q,
@@ -176,11 +208,13 @@ static void scalar_attn_decode(const inf_backend *be, float *out, const float *q
 
 static void scalar_swiglu(const inf_backend *be, float *out, const float *gate, const float *up,
                           int64_t n) {
-    for (int64_t i = 0; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+    for (int64_t i = 0; i < n; i++)
+        out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 static void scalar_add(const inf_backend *be, float *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    for (int64_t i = 0; i < n; i++)
+        y[i] += x[i];
 }
 
 static void scalar_softmax(const inf_backend *be, float *x, int n) {
@@ -193,7 +227,8 @@ static void scalar_softmax(const inf_backend *be, float *x, int n) {
         sum += x[i];
     }
     float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= inv;
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
 }
 
 static int scalar_prepare_weight(const inf_backend *be, inf_weight *w) {
@@ -218,9 +253,12 @@ static const inf_backend scalar_backend = {
     .swiglu = scalar_swiglu,
     .add = scalar_add,
     .softmax = scalar_softmax,
+    .take_error = scalar_take_error,
 };
 
-const inf_backend *inf_backend_scalar(void) { return &scalar_backend; }
+const inf_backend *inf_backend_scalar(void) {
+    return &scalar_backend;
+}
 
 void inf_backend_complete(inf_backend *be) {
     const inf_backend *r = &scalar_backend;
@@ -235,5 +273,6 @@ void inf_backend_complete(inf_backend *be) {
     if (!be->swiglu) be->swiglu = r->swiglu;
     if (!be->add) be->add = r->add;
     if (!be->softmax) be->softmax = r->softmax;
+    if (!be->take_error) be->take_error = r->take_error;
     if (!be->name) be->name = r->name;
 }

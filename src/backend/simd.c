@@ -10,8 +10,16 @@
  * prepare_weight), AMX tiles (prompt rows; see mm_run), and the generic
  * path (dequantize 256 weights at a time, f32 dot) for everything else:
  * F32/F16 weights, tail rows past the last full panel, levels without packed
- * kernels. */
+ * kernels.
+ *
+ * Scratch memory grows on the first use of a larger shape. When it cannot be
+ * had, the op records the error (the first one is kept), skips its work and
+ * returns; take_error hands the message to the forward pass. Scratch is only
+ * ever grown on the calling thread, before a job goes to the pool, so a
+ * failed growth leaves the pool's workers idle and every buffer either its
+ * old size or marked empty (capacity 0), to be grown again on the next call. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +46,10 @@ typedef struct simd_ctx {
     size_t amx_cap;
     float **thr_scratch; /* [nth] attention + dequant scratch */
     size_t thr_cap;      /* floats */
+    inf_attn_impl attn;  /* prefill attention: flash, or materialized (measurement only) */
+
+    bool failed;   /* an op could not get its scratch since the last take_error */
+    char err[200]; /* the first such failure */
 } simd_ctx;
 
 static simd_ctx *ctx_of(const inf_backend *be) {
@@ -65,26 +77,54 @@ static void slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
     *hi = n * (ith + 1) / nth;
 }
 
-static int grow(void **p, size_t *cap, size_t need) {
+/* Records that `bytes` of scratch (what: printf-style) could not be had, unless
+ * an earlier failure is already recorded; returns -1. */
+static int __attribute__((format(printf, 3, 4)))
+scratch_oom(simd_ctx *c, size_t bytes, const char *what, ...) {
+    if (c->failed) return -1;
+    char desc[120];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(desc, sizeof desc, what, ap);
+    va_end(ap);
+    double mib = (double)bytes / (1024.0 * 1024.0);
+    if (mib >= 0.1)
+        snprintf(c->err, sizeof c->err, "out of memory: %s %s (%.1f MiB)", c->name, desc, mib);
+    else
+        snprintf(c->err, sizeof c->err, "out of memory: %s %s (%zu bytes)", c->name, desc, bytes);
+    c->failed = true;
+    return -1;
+}
+
+/* Grows *p to need bytes (contents not kept); -1 with the error recorded when
+ * the memory cannot be had (*p is then NULL, *cap 0). */
+static int grow(simd_ctx *c, void **p, size_t *cap, size_t need, int rows) {
     if (need <= *cap) return 0;
     inf_free(*p);
     *p = inf_alloc(need);
     *cap = *p ? need : 0;
-    return *p ? 0 : -1;
+    return *p ? 0 : scratch_oom(c, need, "matmul scratch for %d rows", rows);
 }
 
 static int ensure_thr_scratch(simd_ctx *c, size_t floats) {
     if (floats <= c->thr_cap) return 0;
+    c->thr_cap = 0; /* until every thread's buffer has the new size */
     for (int i = 0; i < c->nth; i++) {
         inf_free(c->thr_scratch[i]);
         c->thr_scratch[i] = inf_alloc(floats * sizeof(float));
-        if (!c->thr_scratch[i]) {
-            c->thr_cap = 0;
-            return -1;
-        }
+        if (!c->thr_scratch[i])
+            return scratch_oom(c, floats * sizeof(float), "per-thread scratch (thread %d of %d)",
+                               i + 1, c->nth);
     }
     c->thr_cap = floats;
     return 0;
+}
+
+static int simd_take_error(const inf_backend *be, inf_err *err) {
+    simd_ctx *c = ctx_of(be);
+    if (!c->failed) return 0;
+    c->failed = false;
+    return inf_fail(err, "%s", c->err);
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -92,7 +132,9 @@ static int ensure_thr_scratch(simd_ctx *c, size_t floats) {
 static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
     simd_ctx *c = ctx_of(be);
     if (!c->k->has_packed || w->packed) return 0;
-    w->packed = inf_pack_weight(w); /* NULL (generic path) is fine */
+    inf_packed *p;
+    if (inf_pack_weight(&p, w)) return -1;
+    w->packed = p; /* NULL: the generic path */
     return 0;
 }
 
@@ -160,7 +202,8 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
     slice(j->total, ith, nth, &lo, &hi);
     for (int i = 0, start = 0; i < j->nw; start += (int)j->units[i], i++) {
         const inf_packed *pk = j->pk[i];
-        int64_t a = lo > start ? lo - start : 0, b = hi - start < j->units[i] ? hi - start : j->units[i];
+        int64_t a = lo > start ? lo - start : 0,
+                b = hi - start < j->units[i] ? hi - start : j->units[i];
         if (!pk || a >= b) continue;
         if (j->use_amx) /* whole pairs of panels per slice keep the tiles full */
             k->matmul_amx(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, 2 * a,
@@ -189,8 +232,8 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
                    int nw, int T, int prefill) {
     INF_ASSERT(nw >= 1 && nw <= MM_MAX_W);
     mm_job j = {.c = c, .x = x, .T = T, .nw = nw};
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK) ==
-               0);
+    if (c->failed) return; /* the forward pass fails anyway: skip the work */
+    if (ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, 256) + INF_CHUNK)) return;
     const inf_packed *pk = c->k->has_packed ? ws[0]->packed : NULL;
     for (int i = 0; i < nw; i++) {
         j.y[i] = ys[i];
@@ -202,22 +245,23 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     if (pk) {
         int64_t n = ws[0]->n_in;
         int T32 = (T + 31) & ~31;
-        j.use_amx = c->k->matmul_amx &&
-                    (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(pk->kind)));
+        j.use_amx =
+            c->k->matmul_amx && (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(pk->kind)));
         j.bf16_tiles = j.use_amx && prefill;
         bool bf = pk->kind == INF_PACK_BF16 || j.bf16_tiles;
         j.quant_what = bf ? INF_XQ_BF16 : INF_XQ_INT8 | (j.use_amx ? INF_XQ_TILES : 0);
-        INF_ASSERT(grow((void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n) == 0);
-        INF_ASSERT(grow((void **)&c->xq.d, &c->xq_d_cap,
-                        sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
-        INF_ASSERT(grow((void **)&c->xq.s16, &c->xq_s_cap,
-                        sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16)) == 0);
-        INF_ASSERT(grow((void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n) == 0);
-        INF_ASSERT(grow((void **)&c->xq.dT, &c->xq_dT_cap,
-                        sizeof(float) * (size_t)T32 * (size_t)(n / 32)) == 0);
-        INF_ASSERT(grow((void **)&c->xq.sT, &c->xq_sT_cap,
-                        sizeof(int32_t) * (size_t)T32 * (size_t)(n / 32)) == 0);
-        INF_ASSERT(grow((void **)&c->xq.qT, &c->xq_qT_cap, (size_t)T32 * (size_t)n) == 0);
+        if (grow(c, (void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n, T) ||
+            grow(c, (void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32),
+                 T) ||
+            grow(c, (void **)&c->xq.s16, &c->xq_s_cap,
+                 sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16), T) ||
+            grow(c, (void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n, T) ||
+            grow(c, (void **)&c->xq.dT, &c->xq_dT_cap,
+                 sizeof(float) * (size_t)T32 * (size_t)(n / 32), T) ||
+            grow(c, (void **)&c->xq.sT, &c->xq_sT_cap,
+                 sizeof(int32_t) * (size_t)T32 * (size_t)(n / 32), T) ||
+            grow(c, (void **)&c->xq.qT, &c->xq_qT_cap, (size_t)T32 * (size_t)n, T))
+            return;
         c->xq.n = n;
         if (j.use_amx) {
             size_t need = 0;
@@ -226,10 +270,15 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
                 need = b > need ? b : need;
             }
             if (need > c->amx_cap) {
+                c->amx_cap = 0; /* until every thread's tile scratch has the new size */
                 for (int i = 0; i < c->nth; i++) {
                     inf_free(c->amx_scratch[i]);
                     c->amx_scratch[i] = inf_alloc(need);
-                    INF_ASSERT(c->amx_scratch[i]);
+                    if (!c->amx_scratch[i]) {
+                        scratch_oom(c, need, "AMX tile scratch for %d rows (thread %d of %d)", T,
+                                    i + 1, c->nth);
+                        return;
+                    }
                 }
                 c->amx_cap = need;
             }
@@ -270,9 +319,9 @@ static void simd_matmul_n(const inf_backend *be, float *const *ys, const float *
     simd_ctx *c = ctx_of(be);
     bool together = nw <= MM_MAX_W && c->k->has_packed && ws[0]->packed;
     for (int i = 1; i < nw && together; i++)
-        together = ws[i]->packed && ws[i]->n_in == ws[0]->n_in &&
-                   ((const inf_packed *)ws[i]->packed)->kind ==
-                       ((const inf_packed *)ws[0]->packed)->kind;
+        together =
+            ws[i]->packed && ws[i]->n_in == ws[0]->n_in &&
+            ((const inf_packed *)ws[i]->packed)->kind == ((const inf_packed *)ws[0]->packed)->kind;
     if (together) {
         mm_run(c, ys, x, ws, nw, T, prefill);
         return;
@@ -413,7 +462,11 @@ static void embed_task(void *arg, int ith, int nth, int tid) {
 static void simd_embed(const inf_backend *be, float *out, const inf_tensor *table,
                        const int32_t *ids, int T) {
     simd_ctx *c = ctx_of(be);
-    embed_job j = {.c = c, .out = out, .table = table, .ids = ids, .T = T,
+    embed_job j = {.c = c,
+                   .out = out,
+                   .table = table,
+                   .ids = ids,
+                   .T = T,
                    .row_bytes = inf_dtype_row_bytes(table->type, table->ne[0])};
     if (T >= 8)
         run(c, embed_task, &j, n_chunks_for(c, T));
@@ -470,22 +523,24 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
 
 static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view *kv, int pos0,
                      int T, const inf_attn_shape *s, int prefill) {
-    attn_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T,
-                  .prefill = prefill};
+    attn_job j = {
+        .c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T, .prefill = prefill};
     int group = s->n_head / s->n_head_kv;
     j.hpi = group < INF_ATTN_MAX_R ? group : INF_ATTN_MAX_R;
     j.n_hchunk = (group + j.hpi - 1) / j.hpi;
     j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
     j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk;
-    INF_ASSERT(ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) +
-                                         INF_CHUNK) == 0);
+    if (c->failed) return;
+    if (ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK))
+        return;
     run(c, attn_task, &j, j.n_items);
 }
 
-/* INFERNO_ATTN=materialized: the materialized path, by query heads, for
- * measuring what flash attention saves. Its score matrices are allocated
- * per call (T x keys floats per thread), as that path is about memory. */
+/* INF_ATTN_MATERIALIZED (inferno bench --attn materialized): the materialized
+ * path, by query heads, for measuring what flash attention saves. Its score
+ * matrices are allocated per call (T x keys floats per thread), as that path
+ * is about memory. */
 typedef struct mat_job {
     simd_ctx *c;
     float *out;
@@ -502,34 +557,29 @@ static void mat_task(void *arg, int h, int n_heads, int tid) {
     j->c->k->attn_materialized(j->out, j->q, j->kv, j->pos0, j->T, h, j->s, j->S[tid]);
 }
 
-static bool use_materialized(const simd_ctx *c) {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("INFERNO_ATTN");
-        on = e && strcmp(e, "materialized") == 0;
-        if (e && *e && !on && strcmp(e, "flash") != 0)
-            fprintf(stderr, "inferno: INFERNO_ATTN=%s: expected flash or materialized; using flash\n",
-                    e);
-    }
-    return on && c->k->attn_materialized;
-}
-
 static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
                               const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
     simd_ctx *c = ctx_of(be);
-    if (!use_materialized(c) || (s->head_dim != 64 && s->head_dim != 128)) {
+    if (c->attn != INF_ATTN_MATERIALIZED || (s->head_dim != 64 && s->head_dim != 128)) {
         attn_run(c, out, q, kv, pos0, T, s, 1);
         return;
     }
+    if (c->failed) return;
     size_t ld = ((size_t)pos0 + (size_t)T + 15) & ~(size_t)15;
-    float *S[64] = {0};
+    size_t bytes = (size_t)T * ld * sizeof(float);
+    float **S = calloc((size_t)c->nth, sizeof *S);
     mat_job j = {.c = c, .out = out, .q = q, .kv = kv, .s = s, .pos0 = pos0, .T = T, .S = S};
-    INF_ASSERT(c->nth <= 64);
-    for (int i = 0; i < c->nth; i++)
-        INF_ASSERT((S[i] = inf_alloc((size_t)T * ld * sizeof(float))) != NULL);
-    run(c, mat_task, &j, s->n_head);
-    for (int i = 0; i < c->nth; i++)
+    bool ok = S != NULL;
+    for (int i = 0; ok && i < c->nth; i++)
+        ok = (S[i] = inf_alloc(bytes)) != NULL;
+    if (ok)
+        run(c, mat_task, &j, s->n_head);
+    else
+        scratch_oom(c, bytes, "materialized attention scores for %d rows x %zu keys, per thread", T,
+                    ld);
+    for (int i = 0; S && i < c->nth; i++)
         inf_free(S[i]);
+    free(S);
 }
 
 static void simd_attn_decode(const inf_backend *be, float *out, const float *q,
@@ -539,12 +589,14 @@ static void simd_attn_decode(const inf_backend *be, float *out, const float *q,
 
 /* ---- construction --------------------------------------------------------------------------- */
 
-inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
+inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_attn_impl attn) {
     inf_backend *be = calloc(1, sizeof *be);
     simd_ctx *c = calloc(1, sizeof *c);
     if (!be || !c) goto fail;
     c->k = inf_kernels_get(isa);
     c->nth = n_threads < 1 ? 1 : n_threads;
+    c->attn = attn == INF_ATTN_MATERIALIZED && c->k->attn_materialized ? INF_ATTN_MATERIALIZED
+                                                                       : INF_ATTN_FLASH;
     if (c->nth > 1) {
         c->pool = inf_pool_create(c->nth);
         if (!c->pool) goto fail;
@@ -569,6 +621,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool) {
     be->swiglu = simd_swiglu;
     be->add = simd_add;
     be->softmax = simd_softmax;
+    be->take_error = simd_take_error;
     inf_backend_complete(be);
     return be;
 fail:
@@ -612,4 +665,7 @@ int inf_backend_simd_threads(const inf_backend *be) {
 }
 inf_isa inf_backend_simd_isa(const inf_backend *be) {
     return ctx_of(be)->k->isa;
+}
+inf_attn_impl inf_backend_simd_attn(const inf_backend *be) {
+    return ctx_of(be)->attn;
 }

@@ -9,15 +9,27 @@
 #include "backend/backend.h"
 #include "backend/cpu_features.h"
 
+/* How prefill attention runs. Flash attention is the product; the
+ * materialized path (the whole [T][keys] score matrix, allocated per call)
+ * exists only to measure what flash attention saves (inferno bench --attn). */
+typedef enum inf_attn_impl { INF_ATTN_FLASH, INF_ATTN_MATERIALIZED } inf_attn_impl;
+
 /* A backend running `isa` kernels (clamped to what the CPU has) on n_threads
- * (1: no pool); `pool` only names it ("pool-..." rather than "simd-..."). NULL
- * on allocation failure. Free with inf_backend_simd_free. */
-inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool);
+ * (1: no pool); `pool` only names it ("pool-..." rather than "simd-...").
+ * attn = INF_ATTN_MATERIALIZED takes effect where the kernels have that path
+ * (AVX-512, AMX; see inf_backend_simd_attn), for head_dim 64 or 128, and
+ * flash runs otherwise. NULL on allocation failure. Ops that cannot grow
+ * their scratch report it through be->take_error (backend.h). Free with
+ * inf_backend_simd_free. */
+inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_attn_impl attn);
 void inf_backend_simd_free(inf_backend *be);
 
 /* Whether be was made by inf_backend_simd_create. */
 bool inf_backend_is_simd(const inf_backend *be);
 int inf_backend_simd_threads(const inf_backend *be);
 inf_isa inf_backend_simd_isa(const inf_backend *be);
+/* The prefill attention be runs: what was asked for, or flash where the
+ * kernels have no materialized path. */
+inf_attn_impl inf_backend_simd_attn(const inf_backend *be);
 
 #endif

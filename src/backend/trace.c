@@ -112,6 +112,12 @@ static void tr_softmax(const inf_backend *be, float *x, int n) {
     TIMED(be, OP_SOFTMAX, in->softmax(in, x, n));
 }
 
+/* not an op: not counted */
+static int tr_take_error(const inf_backend *be, inf_err *err) {
+    const inf_backend *in = tc(be)->inner;
+    return in->take_error ? in->take_error(in, err) : 0;
+}
+
 inf_backend *inf_trace_wrap(const inf_backend *inner) {
     inf_backend *be = calloc(1, sizeof *be);
     trace_ctx *c = calloc(1, sizeof *c);
@@ -135,6 +141,7 @@ inf_backend *inf_trace_wrap(const inf_backend *inner) {
     be->swiglu = tr_swiglu;
     be->add = tr_add;
     be->softmax = tr_softmax;
+    be->take_error = tr_take_error;
     return be;
 }
 

@@ -2,6 +2,7 @@
  *
  *   inferno bench -m MODEL [-p 512[,..]] [-n 128[,..]] [-t 2[,..]] [--backend pool[,..]]
  *                 [--isa LEVEL] [-r 5] [-b 512] [-o md|json] [--no-ttft] [--trace]
+ *                 [--attn flash|materialized]
  *
  * ppN: prefill N random tokens into an empty cache (logits for the last one
  * only). tgN: N decode steps, one token each, from an empty cache. Each test
@@ -47,6 +48,7 @@ typedef struct bench_args {
     str_list models, backends;
     int_list prompts, gens, threads;
     const char *isa;
+    const char *attn;   /* flash | materialized */
     const char *output; /* md | json */
     int reps, n_batch;
     bool ttft, trace;
@@ -67,7 +69,11 @@ static void usage(FILE *f) {
         "  -b, --batch-size N      rows per forward call in a prefill (default 512)\n"
         "  -o, --output md|json    output format (default md)\n"
         "  --no-ttft               skip the time-to-first-token prompts (17, 511, 2044 tokens)\n"
-        "  --trace                 print the per-op histogram of each model/backend on stderr\n",
+        "  --trace                 print the per-op histogram of each model/backend on stderr\n"
+        "  --attn flash|materialized\n"
+        "                          prefill attention (default flash); materialized builds the\n"
+        "                          whole score matrix, to measure what flash saves (simd and\n"
+        "                          pool backends at avx512 or amx)\n",
         INF_DEFAULT_MODEL);
 }
 
@@ -139,7 +145,16 @@ static int parse_args(bench_args *a, int argc, char **argv) {
             bad = parse_strs(v, &a->backends);
         else if (IS("--isa"))
             a->isa = v;
-        else if (IS("-r") || IS("--repetitions"))
+        else if (IS("--attn")) {
+            a->attn = v;
+            if (strcmp(v, "flash") && strcmp(v, "materialized")) {
+                fprintf(stderr,
+                        "inferno bench: --attn: unknown attention '%s' (expected flash or "
+                        "materialized)\n",
+                        v);
+                return -1;
+            }
+        } else if (IS("-r") || IS("--repetitions"))
             bad = (a->reps = atoi(v)) < 1;
         else if (IS("-b") || IS("--batch-size"))
             bad = (a->n_batch = atoi(v)) < 1;
@@ -392,7 +407,7 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     int rc = -1;
     inf_engine_opts eo = {
         .model_path = path,
-        .backend = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace},
+        .backend = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace, .attn = a->attn},
         .n_seq = 1,
         .n_ctx = n_ctx,
         .n_batch = a->n_batch};

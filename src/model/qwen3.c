@@ -33,23 +33,28 @@ static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backen
                         t->nbytes, row_bytes * (size_t)n_out);
     *w = (inf_weight){.t = t, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes};
     if (be->prepare_weight(be, w) != 0)
-        return inf_fail(err, "%s: backend %s could not prepare tensor %s", mf->path, be->name,
-                        t->name);
+        return inf_fail(err,
+                        "%s: backend %s could not prepare tensor %s: out of memory for its "
+                        "repacked copy",
+                        mf->path, be->name, t->name);
     return 0;
 }
 
 /* Norm weights are tiny: keep an f32 copy whatever the file stores. */
-static int bind_vector(float **out, const inf_model_file *mf, const inf_tensor *t,
-                       const char *what, int64_t n, inf_err *err) {
+static int bind_vector(float **out, const inf_model_file *mf, const inf_tensor *t, const char *what,
+                       int64_t n, inf_err *err) {
     *out = NULL;
     if (!t) return inf_fail(err, "%s: tensor %s is missing", mf->path, what);
     if (!inf_dtype_get(t->type) || t->ne[0] != n || t->ne[1] != 1 ||
         inf_dtype_row_bytes(t->type, n) == 0 || t->nbytes < inf_dtype_row_bytes(t->type, n))
-        return inf_fail(err, "%s: tensor %s: expected a vector of %lld weights, got %s [%lld, %lld]",
+        return inf_fail(err,
+                        "%s: tensor %s: expected a vector of %lld weights, got %s [%lld, %lld]",
                         mf->path, t->name, (long long)n, inf_ggml_type_name(t->type),
                         (long long)t->ne[1], (long long)t->ne[0]);
     *out = inf_alloc((size_t)n * sizeof(float));
-    if (!*out) return inf_fail(err, "%s: out of memory", mf->path);
+    if (!*out)
+        return inf_fail(err, "%s: tensor %s: out of memory for its f32 copy (%lld floats)",
+                        mf->path, t->name, (long long)n);
     inf_dequantize_row(t->type, *out, t->data, n);
     return 0;
 }
@@ -58,10 +63,11 @@ static int check_hparams(const inf_model_file *mf, int n_ctx, int max_rows, inf_
     const inf_hparams *hp = &mf->hp;
     if (hp->n_layer <= 0 || hp->n_embd <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 ||
         hp->head_dim <= 0 || hp->n_ff <= 0 || hp->n_vocab <= 0)
-        return inf_fail(err, "%s: hyperparameters must be positive (layers %d, embd %d, heads "
+        return inf_fail(err,
+                        "%s: hyperparameters must be positive (layers %d, embd %d, heads "
                         "%d/%d, head_dim %d, ff %d, vocab %d)",
-                        mf->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv,
-                        hp->head_dim, hp->n_ff, hp->n_vocab);
+                        mf->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim,
+                        hp->n_ff, hp->n_vocab);
     if (hp->n_head % hp->n_head_kv != 0)
         return inf_fail(err, "%s: %d query heads are not a multiple of %d KV heads", mf->path,
                         hp->n_head, hp->n_head_kv);
@@ -72,8 +78,7 @@ static int check_hparams(const inf_model_file *mf, int n_ctx, int max_rows, inf_
         return inf_fail(err, "%s: rope theta %g and rms eps %g must be positive", mf->path,
                         hp->rope_theta, hp->rms_eps);
     if (n_ctx <= 0 || max_rows <= 0)
-        return inf_fail(err, "context size %d and batch rows %d must be positive", n_ctx,
-                        max_rows);
+        return inf_fail(err, "context size %d and batch rows %d must be positive", n_ctx, max_rows);
     if (!mf->layers) return inf_fail(err, "%s: no layers bound", mf->path);
     return 0;
 }
@@ -198,14 +203,15 @@ static int check_batch(const inf_qwen3 *m, const inf_batch *b, const inf_kv_view
             return inf_fail(err, "row %d: token id %d is outside the vocabulary (0..%d)", r,
                             b->tokens[r], m->hp.n_vocab - 1);
         if (b->pos[r] < 0 || b->pos[r] >= m->n_ctx)
-            return inf_fail(err, "row %d: position %d is outside the context (0..%d)", r,
-                            b->pos[r], m->n_ctx - 1);
+            return inf_fail(err, "row %d: position %d is outside the context (0..%d)", r, b->pos[r],
+                            m->n_ctx - 1);
         if (b->seq[r] < 0 || b->seq[r] >= n_seq)
             return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r], n_seq - 1);
         int cap = kv[(int64_t)b->seq[r] * m->hp.n_layer].capacity;
         if (cap > 0 && b->pos[r] >= cap)
-            return inf_fail(err, "row %d: position %d is beyond its cache (%d positions, the context size)",
-                            r, b->pos[r], cap);
+            return inf_fail(
+                err, "row %d: position %d is beyond its cache (%d positions, the context size)", r,
+                b->pos[r], cap);
     }
     return 0;
 }
@@ -213,7 +219,8 @@ static int check_batch(const inf_qwen3 *m, const inf_batch *b, const inf_kv_view
 /* Length of the span starting at row r: same sequence, consecutive positions. */
 static int span_len(const inf_batch *b, int r) {
     int n = 1;
-    while (r + n < b->n_rows && b->seq[r + n] == b->seq[r] && b->pos[r + n] == b->pos[r] + n) n++;
+    while (r + n < b->n_rows && b->seq[r + n] == b->seq[r] && b->pos[r + n] == b->pos[r] + n)
+        n++;
     return n;
 }
 
@@ -229,8 +236,8 @@ static bool prompt_row(const inf_batch *b, int r) {
 
 /* ys[i] = x . ws[i]^T over the batch's rows (x rows n_in apart, ys[i] rows
  * ws[i]->n_out apart), one call per run of prompt or decode rows. */
-static void matmul_rows(const inf_backend *be, const inf_batch *b, float *const *ys,
-                        const float *x, const inf_weight *const *ws, int n) {
+static void matmul_rows(const inf_backend *be, const inf_batch *b, float *const *ys, const float *x,
+                        const inf_weight *const *ws, int n) {
     for (int r0 = 0, r1; r0 < b->n_rows; r0 = r1) {
         bool kind = prompt_row(b, r0);
         for (r1 = r0 + 1; r1 < b->n_rows && prompt_row(b, r1) == kind; r1++) {
@@ -256,6 +263,12 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
     const int T = b->n_rows;
     const int E = hp->n_embd, F = hp->n_ff, D = hp->head_dim;
     const int Q = hp->n_head * D, KV = hp->n_head_kv * D;
+
+    /* An op that cannot get its scratch memory skips its work and says so
+     * through take_error (backend.h): checked after every layer, so a failed
+     * call stops early, and before the logits are handed back. A failure left
+     * by ops run outside a forward call is not this call's. */
+    be->take_error(be, NULL);
 
     be->embed(be, m->x, m->token_embd, b->tokens, T);
 
@@ -290,8 +303,7 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
                 be->attn_prefill(be, out, q, view, b->pos[r], n, &m->attn);
         }
         /* Qwen3: n_head*head_dim need not equal n_embd; wo maps Q back to E. */
-        matmul_rows(be, b, (float *const[]){m->xb}, m->att, (const inf_weight *const[]){&L->wo},
-                    1);
+        matmul_rows(be, b, (float *const[]){m->xb}, m->att, (const inf_weight *const[]){&L->wo}, 1);
         be->add(be, m->x, m->xb, (int64_t)T * E);
 
         /* MLP block */
@@ -302,6 +314,7 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
         matmul_rows(be, b, (float *const[]){m->xb}, m->gate,
                     (const inf_weight *const[]){&L->w_down}, 1);
         be->add(be, m->x, m->xb, (int64_t)T * E);
+        if (be->take_error(be, err)) return -1;
     }
 
     /* Only the rows that need logits go through the final norm and the head:
@@ -316,5 +329,6 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
     if (n_sel == 0) return 0;
     be->rmsnorm(be, m->xl, m->xl, m->output_norm, n_sel, E, hp->rms_eps);
     be->matmul(be, logits, m->xl, &m->output, n_sel);
+    if (be->take_error(be, err)) return -1;
     return 0;
 }

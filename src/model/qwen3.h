@@ -81,8 +81,13 @@ typedef struct inf_batch {
  * at layer l; it must already hold positions 0..p-1 of every span starting at
  * position p, and room for the batch's rows, which the call writes.
  * logits receives [n_selected][n_vocab] floats, the selected rows in batch
- * order. Nothing is allocated. Returns 0, or -1 with a message for a batch
- * that does not fit (row count, token id, position, sequence index). */
+ * order. Nothing is allocated here (the backend's ops may grow their scratch
+ * on the first use of a larger batch). Returns 0, or -1 with a message for a
+ * batch that does not fit (row count, token id, position, sequence index) or
+ * for memory the backend could not get ("out of memory: ..."). After -1 the
+ * logits and the cache rows at the batch's positions are unspecified (the
+ * caller treats them as not written); the model and the backend stay usable,
+ * and the next call runs normally. */
 int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
                       float *logits, inf_err *err);
 

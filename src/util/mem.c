@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* armed failures left, and the smallest request they apply to */
+static _Atomic int fail_count;
+static _Atomic size_t fail_min;
+
+void inf_alloc_fail_next(int count, size_t min_bytes) {
+    atomic_store(&fail_count, 0);
+    atomic_store(&fail_min, min_bytes);
+    atomic_store(&fail_count, count > 0 ? count : 0);
+}
+
+int inf_alloc_fail_pending(void) {
+    return atomic_load(&fail_count);
+}
+
+/* Whether this request of n bytes is one the armed hook fails (and counts it). */
+static int injected_failure(size_t n) {
+    int left = atomic_load_explicit(&fail_count, memory_order_relaxed);
+    if (left <= 0 || n < atomic_load(&fail_min)) return 0;
+    while (left > 0)
+        if (atomic_compare_exchange_weak(&fail_count, &left, left - 1)) return 1;
+    return 0;
+}
+
 void *inf_alloc(size_t n) {
     void *p = NULL;
+    if (injected_failure(n)) return NULL;
     if (n == 0) n = 1;
     size_t rounded = (n + 63) & ~(size_t)63;
     if (rounded < n || posix_memalign(&p, 64, rounded) != 0) return NULL;
@@ -18,7 +43,9 @@ void *inf_alloc(size_t n) {
     return p;
 }
 
-void inf_free(void *p) { free(p); }
+void inf_free(void *p) {
+    free(p);
+}
 
 int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err) {
     m->data = NULL;

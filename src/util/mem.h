@@ -10,6 +10,18 @@
 void *inf_alloc(size_t n);
 void inf_free(void *p);
 
+/* Fault injection, for tests of the out-of-memory paths: the next `count`
+ * calls of inf_alloc that ask for at least `min_bytes` bytes return NULL, as
+ * if the memory could not be had; smaller requests succeed and are not
+ * counted. count <= 0 disarms. Off until armed; process-wide, and safe to
+ * arm while other threads allocate. Only inf_alloc is affected (not malloc,
+ * nor the mmap of packed weights). */
+void inf_alloc_fail_next(int count, size_t min_bytes);
+
+/* How many of the armed failures have not happened yet (0: all happened, or
+ * disarmed). */
+int inf_alloc_fail_pending(void);
+
 /* A read-only mapping of a whole file. */
 typedef struct inf_mmap {
     const unsigned char *data;

@@ -85,7 +85,7 @@ int main(void) {
         for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
             if (inf_isa_clamp(levels[li]) != levels[li]) continue;
             for (int nth = 1; nth <= (levels[li] == inf_isa_best() ? 2 : 1); nth++) {
-                inf_backend *be = inf_backend_simd_create(levels[li], nth, nth > 1);
+                inf_backend *be = inf_backend_simd_create(levels[li], nth, nth > 1, INF_ATTN_FLASH);
                 int rc = run(mf, be, prompt, greedy, got_greedy, got);
                 CHECK(rc == 0);
                 double worst = 0;

@@ -202,8 +202,12 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) 
     for (int i = 0; i < 3; i++) {
         size_t rb;
         data[i] = make_weight_data(type, n_in, n_outs[i], &rb);
-        t[i] = (inf_tensor){.name = "w", .type = type, .n_dims = 2, .ne = {n_in, n_outs[i], 1, 1},
-                            .data = data[i], .nbytes = rb * (size_t)n_outs[i]};
+        t[i] = (inf_tensor){.name = "w",
+                            .type = type,
+                            .n_dims = 2,
+                            .ne = {n_in, n_outs[i], 1, 1},
+                            .data = data[i],
+                            .nbytes = rb * (size_t)n_outs[i]};
     }
     float *x = malloc(sizeof(float) * (size_t)(T * n_in));
     for (int64_t i = 0; i < T * n_in; i++)
@@ -214,7 +218,9 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) 
         inf_weight w[3];
         float *ys[3], *sep[3];
         for (int i = 0; i < 3; i++) {
-            w[i] = (inf_weight){.t = &t[i], .n_in = n_in, .n_out = n_outs[i],
+            w[i] = (inf_weight){.t = &t[i],
+                                .n_in = n_in,
+                                .n_out = n_outs[i],
                                 .row_bytes = inf_dtype_row_bytes(type, n_in)};
             CHECK(be->prepare_weight(be, &w[i]) == 0);
             ys[i] = galloc((size_t)T * n_outs[i]);
@@ -250,8 +256,8 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) 
             CHECK_MSG(guards_ok(ys[i], (size_t)T * n_outs[i]), "%s matmul_n: wrote outside",
                       bks[b].label);
             CHECK_MSG(!memcmp(ys[i], sep[i], sizeof(float) * (size_t)T * n_outs[i]),
-                      "%s matmul_n %s n_in=%lld T=%d: weight %d differs from matmul",
-                      bks[b].label, inf_dtype_get(type)->name, (long long)n_in, T, i);
+                      "%s matmul_n %s n_in=%lld T=%d: weight %d differs from matmul", bks[b].label,
+                      inf_dtype_get(type)->name, (long long)n_in, T, i);
             gfree(ys[i]);
             free(sep[i]);
             be->release_weight(be, &w[i]);
@@ -312,8 +318,12 @@ static void check_rel(const char *what, const char *label, const float *a, const
 static void test_embed(bk *bks, int nb, inf_dtype type, int64_t n, int64_t rows, int T) {
     size_t row_bytes;
     void *data = make_weight_data(type, n, rows, &row_bytes);
-    inf_tensor table = {.name = "embd", .type = type, .n_dims = 2, .ne = {n, rows, 1, 1},
-                        .data = data, .nbytes = row_bytes * (size_t)rows};
+    inf_tensor table = {.name = "embd",
+                        .type = type,
+                        .n_dims = 2,
+                        .ne = {n, rows, 1, 1},
+                        .data = data,
+                        .nbytes = row_bytes * (size_t)rows};
     int32_t ids[64];
     for (int t = 0; t < T; t++)
         ids[t] = (int32_t)(rnd() % (uint32_t)rows);
@@ -507,7 +517,7 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
         prevd = yd;
     }
     gfree(prev), gfree(prevd);
-    /* the materialized path kept for measurements (INFERNO_ATTN=materialized) */
+    /* the materialized path kept for measurements (inferno bench --attn materialized) */
     const inf_kernels *k5 = inf_kernels_get(inf_isa_clamp(INF_ISA_AVX512));
     if (k5->attn_materialized && (hd == 64 || hd == 128)) {
         size_t ld = ((size_t)n_keys + 15) & ~(size_t)15;
@@ -540,11 +550,11 @@ int main(void) {
         if (inf_isa_clamp(isa) != isa) continue;
         static char labels[16][32];
         snprintf(labels[nb], 32, "simd-%s", inf_isa_name(isa));
-        bks[nb].be = inf_backend_simd_create(isa, 1, false);
+        bks[nb].be = inf_backend_simd_create(isa, 1, false, INF_ATTN_FLASH);
         bks[nb].label = labels[nb];
         nb++;
         snprintf(labels[nb], 32, "pool3-%s", inf_isa_name(isa));
-        bks[nb].be = inf_backend_simd_create(isa, 3, true);
+        bks[nb].be = inf_backend_simd_create(isa, 3, true, INF_ATTN_FLASH);
         bks[nb].label = labels[nb];
         nb++;
     }
@@ -613,6 +623,26 @@ int main(void) {
     inf_backend_opts sc = {.name = "scalar"};
     CHECK(inf_backend_create(&be, &sc, &err) == 0 && be == inf_backend_scalar());
     inf_backend_free(be);
+    /* --attn: flash by default, materialized only where the kernels have it */
+    inf_backend_opts badattn = {.name = "pool", .attn = "dense"};
+    CHECK(inf_backend_create(&be, &badattn, &err) == -1);
+    CHECK_MSG(strstr(err.msg, "--attn") && strstr(err.msg, "dense"), "%s", err.msg);
+    inf_backend_opts scmat = {.name = "scalar", .attn = "materialized"};
+    CHECK(inf_backend_create(&be, &scmat, &err) == -1);
+    CHECK_MSG(strstr(err.msg, "scalar"), "%s", err.msg);
+    inf_backend_opts flash = {.name = "simd", .attn = "flash"};
+    CHECK(inf_backend_create(&be, &flash, &err) == 0 &&
+          inf_backend_simd_attn(be) == INF_ATTN_FLASH);
+    inf_backend_free(be);
+    inf_backend_opts mat = {.name = "simd", .attn = "materialized"};
+    bool has_mat = inf_kernels_get(inf_isa_default())->attn_materialized != NULL;
+    int rc = inf_backend_create(&be, &mat, &err);
+    CHECK_MSG(rc == (has_mat ? 0 : -1), "--attn materialized at %s: rc %d (%s)",
+              inf_isa_name(inf_isa_default()), rc, rc ? err.msg : "");
+    if (rc == 0) {
+        CHECK(inf_backend_simd_attn(be) == INF_ATTN_MATERIALIZED);
+        inf_backend_free(be);
+    }
 
     inf_trace_free(bks[nb - 1].be);
     for (int i = 0; i < nb - 1; i++)
