@@ -29,6 +29,7 @@ typedef struct fake {
     int calls, max_decode_rows, mixed_calls, prefill_rows, max_rows_seen;
     int contract_errors;
     int delay_us; /* per forward call, to let requests overlap */
+    int fail_forward; /* the next calls that fail as out of memory */
     /* The prefix-cache hooks (make_paged): a store of donated sequences and
      * a budget of positions that reserve draws from (-1: unlimited). */
     int n_store;
@@ -54,6 +55,10 @@ static void fake_logits(uint64_t h, float *out) {
 static int fake_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
     fake *f = ctx;
     int decode_rows = 0, pre_rows = 0, sel = 0;
+    if (f->fail_forward > 0) {
+        f->fail_forward--;
+        return inf_fail(err, "out of memory: fake scratch for %d rows", b->n_rows);
+    }
     for (int r = 0; r < b->n_rows; r++) {
         int s = b->seq[r], p = b->pos[r];
         if (s < 0 || s >= MAXSEQ || p != f->len[s] || p >= f->n_ctx) {

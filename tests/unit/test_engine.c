@@ -161,10 +161,48 @@ static void test_limits_and_sampling(void) {
     inf_engine_close(e);
 }
 
+/* Out of memory on a request's path: the forward pass cannot get its
+ * scratch, the request ends unavailable with a message, and the next one is
+ * served with the same tokens as a fresh engine's. */
+static void test_oom(void) {
+    inf_engine *e;
+    inf_err err;
+    inf_engine_opts o = {.model_path = MODEL, .n_ctx = 128, .n_batch = 32,
+                         .kv = {.kind = INF_KV_PAGED}};
+    CHECK(inf_engine_open(&e, &o, &err) == 0);
+    int32_t prompt[40];
+    for (int i = 0; i < 40; i++)
+        prompt[i] = (i * 29 + 17) % 3000 + 3;
+    inf_task *fresh = gen(e, prompt, 40, greedy(6), NULL);
+    char *want = strdup(fresh && fresh->text.data ? fresh->text.data : "");
+    inf_task_release(fresh);
+    inf_engine_close(e);
+
+    CHECK(inf_engine_open(&e, &o, &err) == 0);
+    inf_alloc_fail_next(1, 1); /* the scratch of the first forward call */
+    inf_task *t = gen(e, prompt, 40, greedy(6), NULL);
+    CHECK_INT(inf_alloc_fail_pending(), 0);
+    CHECK(t && t->done && t->status == INF_TASK_UNAVAILABLE);
+    CHECK_MSG(t && strstr(t->err, "out of memory"), "%s", t ? t->err : "(no task)");
+    if (t) fprintf(stderr, "test_oom: the failed request: %s\n", t->err);
+    inf_task_release(t);
+    inf_alloc_fail_next(0, 0);
+    t = gen(e, prompt, 40, greedy(6), NULL); /* the engine goes on serving */
+    CHECK(t && t->status == INF_TASK_OK && t->n_gen == 6);
+    CHECK_STR(t && t->text.data ? t->text.data : "", want);
+    inf_task_release(t);
+    inf_kv_stats st;
+    inf_kv_cache_stats(e->kv, &st);
+    CHECK_INT(st.ref_errors, 0);
+    inf_engine_close(e);
+    free(want);
+}
+
 int main(void) {
     test_reuse(INF_KV_BASIC, 1);
     test_reuse(INF_KV_PAGED, 1);
     test_reuse(INF_KV_PAGED, 2);
     test_limits_and_sampling();
+    test_oom();
     return th_report();
 }

@@ -321,6 +321,30 @@ static void test_disconnect(fake *f) {
     CHECK(metric("llamacpp:prompt_tokens_total") > 0);
 }
 
+/* A request whose forward pass runs out of memory gets a 503 naming it; the
+ * server keeps serving, and the next request gets its whole answer. */
+static void test_out_of_memory(fake *f) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"oom\"}],"
+                       "\"max_tokens\":5,\"temperature\":0}";
+    int st;
+    json_t *want = request_json("POST", "/v1/chat/completions", AUTH, body, &st);
+    CHECK_INT(st, 200);
+    f->fail_forward = 1;
+    json_t *j = request_json("POST", "/v1/chat/completions", AUTH, body, &st);
+    CHECK_INT(st, 503);
+    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    CHECK_MSG(msg && strstr(msg, "out of memory"), "%s", msg ? msg : "(none)");
+    json_decref(j);
+    CHECK_INT(f->fail_forward, 0);
+    j = request_json("POST", "/v1/chat/completions", AUTH, body, &st);
+    CHECK_INT(st, 200);
+    json_t *a = json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "content");
+    json_t *b = json_object_get(json_object_get(json_array_get(json_object_get(want, "choices"), 0), "message"), "content");
+    CHECK(json_is_string(a) && json_equal(a, b));
+    json_decref(j);
+    json_decref(want);
+}
+
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
     g_stop = 1;
@@ -368,6 +392,7 @@ int main(int argc, char **argv) {
         test_basics();
         test_generation();
         test_disconnect(&f);
+        test_out_of_memory(&f);
     }
     srv_http_stop(h);
     inf_sched_free(s);
