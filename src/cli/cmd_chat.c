@@ -17,7 +17,8 @@
 static json_t *new_conversation(const gen_args *a) {
     json_t *msgs = json_array();
     if (a->system)
-        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", a->system));
+        json_array_append_new(msgs,
+                              json_pack("{s:s, s:s}", "role", "system", "content", a->system));
     return msgs;
 }
 
@@ -79,8 +80,8 @@ int cmd_chat(int argc, char **argv) {
             free(reply);
             continue;
         }
-        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "assistant", "content",
-                                              reply ? reply : ""));
+        json_array_append_new(
+            msgs, json_pack("{s:s, s:s}", "role", "assistant", "content", reply ? reply : ""));
         free(reply);
         const inf_timings *tm = &t->timings;
         fprintf(stderr, "[%d prompt tokens (%d cached), %d generated, %.1f tok/s; %s]\n",
@@ -88,8 +89,7 @@ int cmd_chat(int argc, char **argv) {
                 tm->predicted_ms > 0 ? tm->predicted_n / (tm->predicted_ms * 1e-3) : 0.0,
                 inf_finish_name(t->finish));
         /* The last sampled token is never fed: the cache holds n_prompt + n_gen - 1. */
-        bool full =
-            t->finish == INF_FINISH_LENGTH && t->n_prompt + t->n_gen - 1 >= g.e->ex.n_ctx;
+        bool full = t->finish == INF_FINISH_LENGTH && t->n_prompt + t->n_gen - 1 >= g.e->ex.n_ctx;
         inf_task_release(t);
         if (full) {
             fprintf(stderr, "inferno chat: the context (%d tokens) is full\n", g.e->ex.n_ctx);

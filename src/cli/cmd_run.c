@@ -41,7 +41,8 @@ int cmd_run(int argc, char **argv) {
 
     if (a.token_ids) {
         if (parse_ids(a.token_ids, &ids, &n_ids)) {
-            inf_fail(&err, "--token-ids: expected comma-separated token ids, got '%s'", a.token_ids);
+            inf_fail(&err, "--token-ids: expected comma-separated token ids, got '%s'",
+                     a.token_ids);
             goto fail;
         }
         for (int i = 0; i < n_ids; i++)
@@ -56,7 +57,8 @@ int cmd_run(int argc, char **argv) {
     } else {
         json_t *msgs = json_array();
         if (a.system)
-            json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", a.system));
+            json_array_append_new(msgs,
+                                  json_pack("{s:s, s:s}", "role", "system", "content", a.system));
         json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", a.prompt));
         rc = gen_chat_prompt(&g, &a, msgs, &ids, &n_ids, &err);
         json_decref(msgs);
@@ -68,7 +70,8 @@ int cmd_run(int argc, char **argv) {
     }
     if (a.verbose_prompt) {
         fprintf(stderr, "prompt: %d tokens:", n_ids);
-        for (int i = 0; i < n_ids; i++) fprintf(stderr, " %d", ids[i]);
+        for (int i = 0; i < n_ids; i++)
+            fprintf(stderr, " %d", ids[i]);
         fprintf(stderr, "\n");
     }
 

@@ -25,8 +25,8 @@ static void refresh_views(inf_kv_cache *c, int seq) {
         inf_kv_seq_views(c->seqs[seq], v);
 }
 
-int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq,
-                        int n_ctx, int kv_dim, inf_err *err) {
+int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
+                        int kv_dim, inf_err *err) {
     *out = NULL;
     static const inf_kv_opts basic = {0};
     if (!o) o = &basic;
@@ -142,8 +142,8 @@ int inf_kv_cache_begin(inf_kv_cache *c, int seq, const int32_t *prompt, int n, i
 
 int inf_kv_cache_reserve(inf_kv_cache *c, int seq, int n_new, inf_err *err) {
     if (c->n_past[seq] + n_new > c->n_ctx)
-        return inf_fail(err, "kv cache: %d + %d positions exceed the context of %d",
-                        c->n_past[seq], n_new, c->n_ctx);
+        return inf_fail(err, "kv cache: %d + %d positions exceed the context of %d", c->n_past[seq],
+                        n_new, c->n_ctx);
     if (c->kind == INF_KV_BASIC) return inf_kv_basic_reserve(c->basic[seq], n_new, err);
     /* The pool asks the prefix cache to evict when it runs low. */
     if (inf_kv_seq_reserve(c->seqs[seq], n_new, err)) return -1;

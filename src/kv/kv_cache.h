@@ -49,9 +49,9 @@ typedef struct inf_kv_stats {
 typedef struct inf_kv_cache {
     inf_kv_kind kind;
     int n_layer, n_seq, n_ctx;
-    int *n_past;        /* [n_seq] positions 0..n_past-1 hold valid rows */
-    int32_t *tokens;    /* [n_seq][n_ctx] the tokens of those rows */
-    inf_kv_view *views; /* [n_seq][n_layer] for the forward pass */
+    int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */
+    int32_t *tokens;      /* [n_seq][n_ctx] the tokens of those rows */
+    inf_kv_view *views;   /* [n_seq][n_layer] for the forward pass */
     inf_kv_basic **basic; /* basic: [n_seq] */
     inf_kv_pool *pool;    /* paged: the blocks of all sequences */
     inf_kv_seq **seqs;    /* paged: [n_seq] */
@@ -63,8 +63,8 @@ typedef struct inf_kv_cache {
  * layer. Returns 0, or -1 with a message (bad sizes or options, no memory,
  * a budget that holds less than one context). Free with inf_kv_cache_free
  * (NULL is a no-op). */
-int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq,
-                        int n_ctx, int kv_dim, inf_err *err);
+int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
+                        int kv_dim, inf_err *err);
 void inf_kv_cache_free(inf_kv_cache *c);
 
 /* How many leading tokens of prompt[0..n) sequence seq could reuse now

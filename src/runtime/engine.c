@@ -115,8 +115,8 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     }
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
     if (inf_qwen3_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
-    if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx,
-                            hp->n_head_kv * hp->head_dim, err))
+    if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
+                            err))
         goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
     e->ex = (inf_exec){
@@ -210,8 +210,8 @@ int inf_engine_render(const inf_engine *e, const inf_chat_input *in, char **out,
     return 0;
 }
 
-int inf_engine_chat_prompt(const inf_engine *e, const inf_chat_input *in, int32_t **ids,
-                           int *n_ids, bool *in_think, char **text_out, inf_err *err) {
+int inf_engine_chat_prompt(const inf_engine *e, const inf_chat_input *in, int32_t **ids, int *n_ids,
+                           bool *in_think, char **text_out, inf_err *err) {
     *ids = NULL;
     *n_ids = 0;
     char *text = NULL;

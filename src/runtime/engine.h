@@ -69,8 +69,8 @@ int inf_engine_render(const inf_engine *e, const inf_chat_input *in, char **out,
 /* render + tokenize (special tokens parsed). *in_think: the prompt ends
  * inside an open <think> (the reply starts with reasoning). *text, when not
  * NULL, receives the rendered prompt (malloc'd). */
-int inf_engine_chat_prompt(const inf_engine *e, const inf_chat_input *in, int32_t **ids,
-                           int *n_ids, bool *in_think, char **text, inf_err *err);
+int inf_engine_chat_prompt(const inf_engine *e, const inf_chat_input *in, int32_t **ids, int *n_ids,
+                           bool *in_think, char **text, inf_err *err);
 
 /* Queues prompt[0..n) (ownership taken, freed on failure too) as a task and
  * returns it holding one reference for the caller (inf_task_release), or

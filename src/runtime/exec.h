@@ -40,8 +40,8 @@ typedef struct inf_chat_input {
 
 typedef struct inf_exec {
     void *ctx;
-    int n_seq;    /* sequences (slots), each with its own KV cache */
-    int n_ctx;    /* positions per sequence */
+    int n_seq; /* sequences (slots), each with its own KV cache */
+    int n_ctx; /* positions per sequence */
     int n_vocab;
     int max_rows; /* rows one forward call may carry */
     const char *model_name;

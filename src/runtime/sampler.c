@@ -14,14 +14,14 @@ typedef struct cand {
 struct inf_sampler {
     inf_sampler_params p;
     int n_vocab;
-    int window;        /* penalty window length (0: off) */
-    int32_t *history;  /* [window] ring of the last tokens */
-    int n_history;     /* tokens in the ring (<= window) */
-    int head;          /* next slot to write */
-    int32_t *count;    /* [n_vocab] occurrences of each token in the window */
-    cand *cands;       /* [n_vocab] working candidates */
-    double *probs;     /* [n_vocab] probabilities of the kept candidates */
-    uint64_t rng;      /* splitmix64 state */
+    int window;       /* penalty window length (0: off) */
+    int32_t *history; /* [window] ring of the last tokens */
+    int n_history;    /* tokens in the ring (<= window) */
+    int head;         /* next slot to write */
+    int32_t *count;   /* [n_vocab] occurrences of each token in the window */
+    cand *cands;      /* [n_vocab] working candidates */
+    double *probs;    /* [n_vocab] probabilities of the kept candidates */
+    uint64_t rng;     /* splitmix64 state */
     uint64_t seed;
 };
 
@@ -106,19 +106,24 @@ void inf_sampler_free(inf_sampler *s) {
     free(s);
 }
 
-uint64_t inf_sampler_seed(const inf_sampler *s) { return s->seed; }
+uint64_t inf_sampler_seed(const inf_sampler *s) {
+    return s->seed;
+}
 
 void inf_sampler_accept(inf_sampler *s, int32_t token) {
     if (s->window == 0 || token < 0 || token >= s->n_vocab) return;
-    if (s->n_history == s->window) s->count[s->history[s->head]]--; /* evict the oldest */
-    else s->n_history++;
+    if (s->n_history == s->window)
+        s->count[s->history[s->head]]--; /* evict the oldest */
+    else
+        s->n_history++;
     s->history[s->head] = token;
     s->count[token]++;
     s->head = (s->head + 1) % s->window;
 }
 
 void inf_sampler_reset(inf_sampler *s) {
-    for (int i = 0; i < s->n_history; i++) s->count[s->history[i]] = 0;
+    for (int i = 0; i < s->n_history; i++)
+        s->count[s->history[i]] = 0;
     s->n_history = 0;
     s->head = 0;
 }
@@ -171,14 +176,17 @@ static void top_k_sorted(cand *c, int n, int k) {
 /* probs[0..n) = softmax(c[i].logit / temp), candidates sorted descending. */
 static void softmax_sorted(double *probs, const cand *c, int n, double temp) {
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += probs[i] = exp((c[i].logit - c[0].logit) / temp);
-    for (int i = 0; i < n; i++) probs[i] /= sum;
+    for (int i = 0; i < n; i++)
+        sum += probs[i] = exp((c[i].logit - c[0].logit) / temp);
+    for (int i = 0; i < n; i++)
+        probs[i] /= sum;
 }
 
 int32_t inf_sampler_sample(inf_sampler *s, const float *logits) {
     const inf_sampler_params *p = &s->p;
     int n = s->n_vocab;
-    for (int i = 0; i < n; i++) s->cands[i] = (cand){i, logits[i]};
+    for (int i = 0; i < n; i++)
+        s->cands[i] = (cand){i, logits[i]};
 
     /* Penalties, once per distinct token of the window (llama.cpp's formulas).
      * A token's count is negated while it is done, so repeats skip it. */
@@ -219,7 +227,8 @@ int32_t inf_sampler_sample(inf_sampler *s, const float *logits) {
         /* p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p) */
         float floor_logit = s->cands[0].logit + logf(p->min_p);
         int i = 1;
-        while (i < kept && s->cands[i].logit >= floor_logit) i++;
+        while (i < kept && s->cands[i].logit >= floor_logit)
+            i++;
         kept = i;
     }
 

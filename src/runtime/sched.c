@@ -17,9 +17,12 @@ inf_gen_params inf_gen_defaults(void) {
 
 const char *inf_finish_name(inf_finish f) {
     switch (f) {
-    case INF_FINISH_STOP: return "stop";
-    case INF_FINISH_LENGTH: return "length";
-    case INF_FINISH_NONE: break;
+    case INF_FINISH_STOP:
+        return "stop";
+    case INF_FINISH_LENGTH:
+        return "length";
+    case INF_FINISH_NONE:
+        break;
     }
     return "none";
 }
@@ -142,7 +145,7 @@ typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_state;
 typedef struct slot {
     int id;
     slot_state state;
-    inf_task *task; /* NULL when idle */
+    inf_task *task;    /* NULL when idle */
     int n_cache;       /* positions the sequence holds */
     int n_prompt_done; /* prompt tokens in the cache */
     int32_t next;      /* DECODE: the sampled token, not yet in the cache */
@@ -330,7 +333,7 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
     if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
     int32_t id = plain_greedy(&t->p.sampling) ? argmax(logits, e->n_vocab)
-                                               : e->sampler_sample(sl->smpl, logits, e->n_vocab);
+                                              : e->sampler_sample(sl->smpl, logits, e->n_vocab);
     e->sampler_accept(sl->smpl, id);
     if (!sl->t_first) sl->t_first = inf_now_ns();
 
@@ -362,7 +365,8 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     pthread_mutex_unlock(&t->mu);
 
     if (oom) /* the text could not be kept: say so rather than lose it */
-        finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_UNAVAILABLE, "out of memory: the reply's text");
+        finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_UNAVAILABLE,
+                    "out of memory: the reply's text");
     else if (fin != INF_FINISH_NONE)
         finish_slot(s, sl, fin, INF_TASK_OK, NULL);
     else {

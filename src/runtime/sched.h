@@ -29,8 +29,8 @@
 
 /* How to generate: what every program sets the same way for the same result. */
 typedef struct inf_gen_params {
-    inf_sampler_params sampling; /* seed INF_SEED_RANDOM: the scheduler draws one */
-    int max_tokens;              /* -1: until the context ends */
+    inf_sampler_params sampling;     /* seed INF_SEED_RANDOM: the scheduler draws one */
+    int max_tokens;                  /* -1: until the context ends */
     const char *stop[INF_MAX_STOPS]; /* stop strings (copied at inf_task_new) */
     int n_stop;
     bool logprobs;
@@ -53,7 +53,11 @@ const char *inf_finish_name(inf_finish f);
 
 /* Why a task failed: UNAVAILABLE (shutting down, out of memory or cache:
  * try again later; HTTP 503) or INTERNAL (the forward pass failed: 500). */
-typedef enum inf_task_status { INF_TASK_OK, INF_TASK_UNAVAILABLE, INF_TASK_INTERNAL } inf_task_status;
+typedef enum inf_task_status {
+    INF_TASK_OK,
+    INF_TASK_UNAVAILABLE,
+    INF_TASK_INTERNAL
+} inf_task_status;
 
 /* One generated token's log-probabilities, for `logprobs`. */
 typedef struct inf_logprob {

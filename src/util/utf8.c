@@ -104,7 +104,7 @@ size_t inf_utf8_stream_push(inf_utf8_stream *st, const char *s, size_t n, char *
     if (take) memcpy(head + t, s, take);
     int c = inf_utf8_scan(head, t + take);
     size_t k, used; /* bytes of s consumed by the first character */
-    if (c == 0) { /* still unfinished: all of s joins the tail */
+    if (c == 0) {   /* still unfinished: all of s joins the tail */
         memcpy(st->tail + t, s, n);
         st->n_tail = (int)(t + n);
         return 0;

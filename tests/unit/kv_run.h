@@ -13,7 +13,7 @@
 #include "util/mem.h"
 
 typedef struct kv_run {
-    inf_qwen3 *m;  /* borrowed */
+    inf_qwen3 *m; /* borrowed */
     inf_kv_cache *kv;
     float *logits; /* [n_vocab] of the last token fed */
     int reused;    /* prompt tokens the last prefill kept */

@@ -51,16 +51,18 @@ static inf_gen_params greedy(int max_tokens) {
 }
 
 static capture cap_new(int rows, int n_vocab) {
-    return (capture){.rows = malloc((size_t)rows * n_vocab * sizeof(float)),
-                     .cap = rows,
-                     .n_vocab = n_vocab};
+    return (capture){
+        .rows = malloc((size_t)rows * n_vocab * sizeof(float)), .cap = rows, .n_vocab = n_vocab};
 }
 
 /* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical. */
 static void test_reuse(inf_kv_kind kind, int n_seq) {
     inf_engine *e;
     inf_err err;
-    inf_engine_opts o = {.model_path = MODEL, .n_seq = n_seq, .n_ctx = 128, .n_batch = 16,
+    inf_engine_opts o = {.model_path = MODEL,
+                         .n_seq = n_seq,
+                         .n_ctx = 128,
+                         .n_batch = 16,
                          .kv = {.kind = kind, .block_size = 8}};
     CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
     int V = e->ex.n_vocab;
@@ -167,8 +169,8 @@ static void test_limits_and_sampling(void) {
 static void test_oom(void) {
     inf_engine *e;
     inf_err err;
-    inf_engine_opts o = {.model_path = MODEL, .n_ctx = 128, .n_batch = 32,
-                         .kv = {.kind = INF_KV_PAGED}};
+    inf_engine_opts o = {
+        .model_path = MODEL, .n_ctx = 128, .n_batch = 32, .kv = {.kind = INF_KV_PAGED}};
     CHECK(inf_engine_open(&e, &o, &err) == 0);
     int32_t prompt[40];
     for (int i = 0; i < 40; i++)
