@@ -401,7 +401,8 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
         max_p = a->prompts.v[i] > max_p ? a->prompts.v[i] : max_p;
     for (int i = 0; i < a->gens.n; i++)
         max_n = a->gens.v[i] > max_n ? a->gens.v[i] : max_n;
-    int n_ctx = max_p > max_n ? max_p : max_n;
+    /* ppN is a prompt of N with one sampled token; tgN a one-token prompt and N more. */
+    int n_ctx = max_p + 1 > max_n + 2 ? max_p + 1 : max_n + 2;
     if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
     n_ctx = (n_ctx + 255) & ~255;
     int rc = -1;

@@ -47,13 +47,18 @@ serve() {
 }
 msg() { node -e 'process.stdout.write(JSON.stringify(process.argv.slice(1).map((c,i)=>({role:i%2?"assistant":"user",content:c}))))' -- "$@"; }
 
-for mode in greedy sampled; do
-    if [ $mode = greedy ]; then
+# settings MODE SEED: the CLI flags and the request fields of the same sampling.
+settings() {
+    if [ "$1" = greedy ]; then
         flags=(--temp 0); body='"temperature": 0'
     else
-        flags=(--temp 0.8 --top-k 40 --top-p 0.9 --seed 1234)
-        body='"temperature": 0.8, "top_k": 40, "top_p": 0.9, "seed": 1234'
+        flags=(--temp 0.8 --top-k 40 --top-p 0.9 --seed "$2")
+        body="\"temperature\": 0.8, \"top_k\": 40, \"top_p\": 0.9, \"seed\": $2"
     fi
+}
+
+for mode in greedy sampled; do
+    settings $mode 1234
     "$INF" run -m "$MODEL" -p "$Q1" -n $N "${flags[@]}" >"$tmp/run.txt" 2>"$tmp/run.err"
     printf '%s\n/bye\n' "$Q1" | "$INF" chat -m "$MODEL" -n $N "${flags[@]}" >"$tmp/chat.txt" 2>"$tmp/chat.err"
     serve "$(msg "$Q1")" "$body" >"$tmp/serve.txt"
@@ -66,12 +71,7 @@ done
 
 # Two turns, greedy and sampled: chat vs the server given the first reply.
 for mode in greedy sampled; do
-    if [ $mode = greedy ]; then
-        flags=(--temp 0); body='"temperature": 0'
-    else
-        flags=(--temp 0.8 --top-k 40 --top-p 0.9 --seed 99)
-        body='"temperature": 0.8, "top_k": 40, "top_p": 0.9, "seed": 99'
-    fi
+    settings $mode 99
     printf '%s\n%s\n' "$Q1" "$Q2" | "$INF" chat -m "$MODEL" -n $N "${flags[@]}" >"$tmp/chat2.txt" 2>"$tmp/chat2.err"
     # chat prints each reply followed by one newline; the replies may hold newlines
     # themselves, so take the first reply from the server and the rest from chat.
@@ -97,6 +97,15 @@ printf 'fourth\n' | "$INF" chat -m "$MODEL" -n 2 --temp 0 >"$tmp/alone.txt" 2>/d
 printf '"""\nsecond\n\nstill second\n"""\n' | "$INF" chat -m "$MODEL" -n 4 --temp 0 >"$tmp/b1.txt" 2>/dev/null
 "$INF" run -m "$MODEL" -p "$(printf 'second\n\nstill second')" -n 4 --temp 0 >"$tmp/b2.txt" 2>/dev/null
 cmp -s "$tmp/b1.txt" "$tmp/b2.txt" && ok '""" block = the same text given to run' || bad '""" block differs from run'
+
+# bench runs its tests through the engine too: a row per test, at the default sizes
+# (a ppN prompt and a tgN run must fit the context it opens).
+if "$INF" bench -m "$MODEL" -p 512 -n 16 -r 1 --no-ttft -o json >"$tmp/bench.json" 2>"$tmp/bench.err" &&
+    node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));
+        const t=j.tests.map(r=>r.n_prompt+"/"+r.n_gen).join(" ");
+        if(t!=="512/0 0/16"||!j.tests.every(r=>r.avg_ts>0))process.exit(1)' "$tmp/bench.json"; then
+    ok "bench: pp512 and tg16 rows"
+else bad "bench: $(cat "$tmp/bench.err" | tail -3)"; fi
 
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
