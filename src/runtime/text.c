@@ -1,6 +1,7 @@
 #include "runtime/text.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,12 +109,18 @@ int inf_stop_push(inf_stop *s, inf_buf *out, const char *text, size_t n) {
     if (inf_buf_add(&s->held, text, n)) return -1;
     const char *h = s->held.data;
     size_t hn = s->held.len;
-    /* Everything released earlier could not start a stop string, so the
-     * earliest match, if any, lies wholly inside the held text. */
-    size_t best = hn;
+    /* Everything released earlier could not start a stop string, so a
+     * match, if any, lies wholly inside the held text. The stop is the match
+     * that completes first, as a stream meets it byte by byte (a longer stop
+     * string that starts earlier but is not complete yet loses), so the
+     * answer does not depend on how the text was cut into pieces. */
+    size_t best = hn, best_end = SIZE_MAX;
     for (int i = 0; i < s->n_stops; i++) {
-        const char *p = memmem(h, hn, s->stops[i], strlen(s->stops[i]));
-        if (p && (size_t)(p - h) < best) best = (size_t)(p - h);
+        size_t len = strlen(s->stops[i]);
+        const char *p = memmem(h, hn, s->stops[i], len);
+        if (!p) continue;
+        size_t at = (size_t)(p - h);
+        if (at + len < best_end || (at + len == best_end && at < best)) best = at, best_end = at + len;
     }
     if (best < hn) {
         if (inf_buf_add(out, h, best)) return -1;

@@ -81,6 +81,13 @@ static void test_stop(void) {
     test_stop_all_splits(s2, 3, "one\ntwo\n\nthree", "one\ntwo", true);
     test_stop_all_splits(s2, 3, "xxENxENDyy", "xxENx", true);
     test_stop_all_splits(s2, 3, "the ENDING", "the ", true); /* earliest match wins */
+    /* A longer stop string that starts first but completes after a shorter
+     * one inside it: the stream meets the shorter one first, whatever the
+     * cuts (found by fuzz_server). */
+    const char *s7[] = {"a ,t*the", "ere", "th"};
+    test_stop_all_splits(s7, 3, "x a ,t*there", "x a ,t*", true);
+    const char *s8[] = {"abcdef", "cd"};
+    test_stop_all_splits(s8, 2, "xxabcdefyy", "xxab", true);
     const char *s3[] = {"aab"};
     test_stop_all_splits(s3, 1, "aaab", "a", true); /* overlapping self-prefix */
     test_stop_all_splits(s3, 1, "aaaa", "aaaa", false);
