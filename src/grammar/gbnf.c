@@ -233,8 +233,9 @@ static int cmp_range(const void *a, const void *b) {
  * first range above a code point and a negated class can be tested for a
  * whole interval. Returns how many remain. */
 static int normalize_ranges(parser *ps, int first) {
-    uint32_t *r = ps->ranges + 2 * first;
     int n = ps->n_ranges - first;
+    if (n <= 0) return 0;
+    uint32_t *r = ps->ranges + 2 * first;
     qsort(r, (size_t)n, 2 * sizeof *r, cmp_range);
     int k = 0;
     for (int i = 0; i < n; i++) {
@@ -396,13 +397,14 @@ static int parse_sequence(parser *ps, int rule, evec *out) {
                 ps->p++;
                 if (max >= 0 && max < min) return fail_at(ps, op, "{%d,%d}: max < min", min, max);
             }
+            if (out->n == start) continue; /* "" repeated is still "" */
             if (out->n - start != 1) {
                 int r = gen_rule(ps, rule);
                 if (r < 0) return -1;
                 for (int i = start; i < out->n; i++)
                     if (push(ps, &ps->rules[r].body, out->e[i])) return -1;
-                out->n = start + 1;
-                out->e[start] = (gram_elem){G_REF, 0, r, 0};
+                out->n = start;
+                if (push(ps, out, (gram_elem){G_REF, 0, r, 0})) return -1;
             }
             gram_elem x = out->e[start];
             out->n = start;
@@ -572,7 +574,8 @@ int inf_gram_compile(inf_gram **out, const char *text, size_t n, const char *roo
     int k = 0;
     for (int r = 0; r < ps.n_rules; r++) {
         g->rule_start[r] = k;
-        memcpy(g->el + k, ps.rules[r].body.e, (size_t)ps.rules[r].body.n * sizeof *g->el);
+        if (ps.rules[r].body.n)
+            memcpy(g->el + k, ps.rules[r].body.e, (size_t)ps.rules[r].body.n * sizeof *g->el);
         k += ps.rules[r].body.n;
         g->el[k++] = (gram_elem){G_END, 0, 0, 0};
     }
