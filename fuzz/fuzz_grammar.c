@@ -12,9 +12,10 @@
 
 #include "grammar/grammar.h"
 
-static const char *const TOKS[] = {"a", "b", "{", "}", "\"", ":", ",", "1", "0", "-", " ",
-                                   "\n", "true", "null", "[", "]", "\"a\":", "\xC3", "\xA9",
-                                   "\xE2\x82", "\xAC", ".", "e", "x", "(", ")", "<end>"};
+static const char *const TOKS[] = {"a", "b", "{",      "}",    "\"",   ":",        ",",
+                                   "1", "0", "-",      " ",    "\n",   "true",     "null",
+                                   "[", "]", "\"a\":", "\xC3", "\xA9", "\xE2\x82", "\xAC",
+                                   ".", "e", "x",      "(",    ")",    "<end>"};
 #define N_TOKS ((int)(sizeof TOKS / sizeof TOKS[0]))
 
 static int piece(void *ud, int32_t id, char *buf, int cap) {

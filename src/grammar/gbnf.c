@@ -164,10 +164,14 @@ static int64_t parse_char(parser *ps) {
         char x = *ps->p++;
         int digits = 0;
         switch (x) {
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        case '0': return 0;
+        case 'n':
+            return '\n';
+        case 'r':
+            return '\r';
+        case 't':
+            return '\t';
+        case '0':
+            return 0;
         case '\\':
         case '"':
         case '\'':
@@ -179,11 +183,19 @@ static int64_t parse_char(parser *ps) {
         case '.':
         case '(':
         case ')':
-        case '|': return (unsigned char)x;
-        case 'x': digits = 2; break;
-        case 'u': digits = 4; break;
-        case 'U': digits = 8; break;
-        default: return fail_at(ps, at, "unknown escape '\\%c'", x);
+        case '|':
+            return (unsigned char)x;
+        case 'x':
+            digits = 2;
+            break;
+        case 'u':
+            digits = 4;
+            break;
+        case 'U':
+            digits = 8;
+            break;
+        default:
+            return fail_at(ps, at, "unknown escape '\\%c'", x);
         }
         uint32_t v = 0;
         for (int i = 0; i < digits; i++) {

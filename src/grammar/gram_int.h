@@ -19,11 +19,11 @@ typedef struct gram_elem {
 } gram_elem;
 
 struct inf_gram {
-    gram_elem *el;       /* [n_el] every rule's body, one after another */
+    gram_elem *el; /* [n_el] every rule's body, one after another */
     int n_el;
     int32_t *rule_start; /* [n_rules] index of each rule's first element */
     int n_rules;
-    uint32_t *ranges;    /* [n_ranges][2] inclusive code point ranges */
+    uint32_t *ranges; /* [n_ranges][2] inclusive code point ranges */
     int n_ranges;
     int root;
 };

@@ -133,7 +133,8 @@ static const char *const PRIMITIVES =
     "json-value)*)? \"}\" ws\n"
     "json-array ::= \"[\" ws (json-value (\",\" ws json-value)*)? \"]\" ws\n"
     "json-date ::= [0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (\"0\" [1-9] | [12] [0-9] | "
-    "\"3\" [01]) | (\"0\" [469] | \"11\") \"-\" (\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" "
+    "\"3\" [01]) | (\"0\" [469] | \"11\") \"-\" (\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" "
+    "(\"0\" "
     "[1-9] | \"1\" [0-9] | \"2\" [0-8]))\n"
     "json-time ::= ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" "
     "[0-9]{1,6})? (\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])\n"
@@ -145,13 +146,40 @@ static int visit(conv *c, const json_t *s, sbuf *out);
 /* ---- keywords ---- */
 
 static const char *const KNOWN[] = {
-    "type",      "properties", "required",  "additionalProperties", "items",
-    "prefixItems", "minItems", "maxItems",  "enum",                 "const",
-    "anyOf",     "oneOf",      "allOf",     "$ref",                 "$defs",
-    "definitions", "minLength", "maxLength", "pattern",              "format",
-    "minimum",   "maximum",    "exclusiveMinimum", "exclusiveMaximum", "title",
-    "description", "default",  "examples",  "$schema",              "$id",
-    "$comment",  "deprecated", "readOnly",  "writeOnly",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "enum",
+    "const",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$schema",
+    "$id",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
 };
 
 static int check_keywords(conv *c, const json_t *s) {
@@ -169,7 +197,8 @@ static int check_keywords(conv *c, const json_t *s) {
 /* ---- $ref ---- */
 
 static const json_t *resolve(conv *c, const char *ref) {
-    if (ref[0] != '#') return cfail(c, "$ref '%s': only references into this schema (#...)", ref), NULL;
+    if (ref[0] != '#')
+        return cfail(c, "$ref '%s': only references into this schema (#...)", ref), NULL;
     const json_t *cur = c->root;
     const char *p = ref + 1;
     while (*p) {
@@ -288,23 +317,34 @@ static int rx_class_escape(char e, uint32_t *r, int *n, int *neg) {
     *neg = e == 'D' || e == 'W' || e == 'S';
     switch (e) {
     case 'd':
-    case 'D': r[0] = '0', r[1] = '9', *n = 1; return 1;
+    case 'D':
+        r[0] = '0', r[1] = '9', *n = 1;
+        return 1;
     case 'w':
     case 'W':
-        r[0] = 'a', r[1] = 'z', r[2] = 'A', r[3] = 'Z', r[4] = '0', r[5] = '9', r[6] = '_', r[7] = '_';
+        r[0] = 'a', r[1] = 'z', r[2] = 'A', r[3] = 'Z', r[4] = '0', r[5] = '9', r[6] = '_',
+        r[7] = '_';
         *n = 4;
         return 1;
     case 's':
-    case 'S': r[0] = ' ', r[1] = ' ', *n = 1; return 1;
+    case 'S':
+        r[0] = ' ', r[1] = ' ', *n = 1;
+        return 1;
     }
     return 0;
 }
 
 static int rx_escape_char(char e, uint32_t *cp) {
     switch (e) {
-    case 'n': *cp = '\n'; return 1;
-    case 't': *cp = '\t'; return 1;
-    case 'r': *cp = '\r'; return 1;
+    case 'n':
+        *cp = '\n';
+        return 1;
+    case 't':
+        *cp = '\t';
+        return 1;
+    case 'r':
+        *cp = '\r';
+        return 1;
     }
     if (strchr("\\/.^$|?*+()[]{}-\"' ", e)) {
         *cp = (unsigned char)e;
@@ -480,7 +520,9 @@ static int visit_string(conv *c, const json_t *s, sbuf *out) {
                                                      : NULL;
         if (!rule) return cfail(c, "the keyword 'format' with '%s' is not supported", f);
         if (pat || mn || mx)
-            return cfail(c, "the keyword 'format' together with pattern/minLength/maxLength is not supported");
+            return cfail(
+                c,
+                "the keyword 'format' together with pattern/minLength/maxLength is not supported");
         sb_printf(out, "\"\\\"\" %s \"\\\"\" ws", rule);
         return 0;
     }
@@ -488,7 +530,8 @@ static int visit_string(conv *c, const json_t *s, sbuf *out) {
         const char *p = json_string_value(pat);
         if (!p) return cfail(c, "'pattern' must be a string");
         if (mn || mx)
-            return cfail(c, "the keyword 'pattern' together with minLength/maxLength is not supported");
+            return cfail(
+                c, "the keyword 'pattern' together with minLength/maxLength is not supported");
         rx x = {p, p + strlen(p), p, c, 0};
         sb_add(out, "\"\\\"\" (");
         if (rx_alt(&x, out)) return -1;
@@ -581,7 +624,8 @@ static int get_bound(conv *c, const json_t *s, const char *k, int up, int excl, 
                      int *have) {
     json_t *v = json_object_get(s, k);
     if (!v) return 0;
-    if (excl && json_is_boolean(v)) return cfail(c, "'%s' as a boolean (draft 4) is not supported", k);
+    if (excl && json_is_boolean(v))
+        return cfail(c, "'%s' as a boolean (draft 4) is not supported", k);
     if (!json_is_number(v)) return cfail(c, "'%s' must be a number", k);
     double d = json_number_value(v);
     if (!(fabs(d) <= 1e16)) return cfail(c, "'%s' beyond 1e16 is not supported", k);
@@ -628,8 +672,8 @@ static int visit_integer(conv *c, const json_t *s, sbuf *out) {
 static int is_required(const json_t *req, const char *k) {
     size_t i;
     json_t *v;
-    json_array_foreach((json_t *)req, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), k))
-        return 1;
+    json_array_foreach((json_t *)req, i,
+                       v) if (json_is_string(v) && !strcmp(json_string_value(v), k)) return 1;
     return 0;
 }
 
@@ -818,8 +862,7 @@ static int visit_all_of(conv *c, const json_t *all, sbuf *out) {
         for (int hops = 0; json_is_object(cur) && json_object_get(cur, "$ref") && hops < 16;
              hops++) {
             const char *ref = json_string_value(json_object_get(cur, "$ref"));
-            if (!(cur = resolve(c, ref ? ref : "")))
-                break;
+            if (!(cur = resolve(c, ref ? ref : ""))) break;
         }
         if (!cur) {
             rc = -1;
@@ -896,8 +939,10 @@ static int visit(conv *c, const json_t *s, sbuf *out) {
     json_t *v;
     if (rc) {
     } else if ((v = json_object_get(s, "$ref"))) {
-        if (!json_is_string(v)) rc = cfail(c, "'$ref' must be a string");
-        else rc = visit_ref(c, json_string_value(v), out);
+        if (!json_is_string(v))
+            rc = cfail(c, "'$ref' must be a string");
+        else
+            rc = visit_ref(c, json_string_value(v), out);
     } else if ((v = json_object_get(s, "const"))) {
         rc = visit_literal(c, v, out);
     } else if ((v = json_object_get(s, "enum"))) {

@@ -35,13 +35,13 @@ typedef struct mask_entry {
 
 struct inf_gram_vocab {
     int n_vocab;
-    uint8_t *kind;  /* [n_vocab] inf_gram_tok_kind */
-    int max_len;    /* longest token in bytes */
-    char *bytes;    /* every TEXT token's bytes, one after another */
-    size_t *off;    /* [n_vocab] */
-    uint16_t *len;  /* [n_vocab] */
+    uint8_t *kind; /* [n_vocab] inf_gram_tok_kind */
+    int max_len;   /* longest token in bytes */
+    char *bytes;   /* every TEXT token's bytes, one after another */
+    size_t *off;   /* [n_vocab] */
+    uint16_t *len; /* [n_vocab] */
     int n_nodes;
-    uint8_t *nbyte; /* [n_nodes] the byte on the edge into the node */
+    uint8_t *nbyte;                              /* [n_nodes] the byte on the edge into the node */
     int32_t *first_child, *next_sib, *first_tok; /* [n_nodes], -1: none */
     int32_t *tok_next;                           /* [n_vocab] tokens ending at one node */
     int32_t *eog;                                /* [n_eog] */
@@ -57,7 +57,7 @@ struct inf_gram_matcher {
     long work;
     int broken; /* a bound was broken: err says which */
     char err[256];
-    bool ended; /* an EOG token was accepted */
+    bool ended;     /* an EOG token was accepted */
     uint32_t *mask; /* [words] */
     int words;
     mask_entry cache[N_CACHE];
@@ -103,9 +103,8 @@ static int ss_copy(inf_gram_matcher *m, sset *dst, const sset *src) {
 }
 
 static int ss_equal(const sset *x, const sset *y) {
-    return x->n == y->n && x->n_stacks == y->n_stacks && x->pval == y->pval &&
-           x->prem == y->prem && x->plen == y->plen &&
-           !memcmp(x->d, y->d, (size_t)x->n * sizeof *x->d);
+    return x->n == y->n && x->n_stacks == y->n_stacks && x->pval == y->pval && x->prem == y->prem &&
+           x->plen == y->plen && !memcmp(x->d, y->d, (size_t)x->n * sizeof *x->d);
 }
 
 static int broke(inf_gram_matcher *m, const char *msg) {
@@ -117,8 +116,7 @@ static int broke(inf_gram_matcher *m, const char *msg) {
 /* Adds the stack m->w[0..len) to out unless it is there already. */
 static int emit(inf_gram_matcher *m, sset *out, int len) {
     for (int i = 0; i < out->n; i += out->d[i] + 1)
-        if (out->d[i] == len && !memcmp(out->d + i + 1, m->w, (size_t)len * sizeof *m->w))
-            return 0;
+        if (out->d[i] == len && !memcmp(out->d + i + 1, m->w, (size_t)len * sizeof *m->w)) return 0;
     if (out->n_stacks == INF_GRAM_MAX_STACKS)
         return broke(m, "grammar: too ambiguous (more than 128 parses alive at once)");
     if (ss_reserve(m, out, len + 1)) return -1;
@@ -223,7 +221,10 @@ static int advance(inf_gram_matcher *m, const sset *in, uint8_t b, sset *out) {
     ss_clear(out);
     if (in->prem == 0) {
         if (b < 0x80) return accept_cp(m, in, b, out);
-        int len = b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+        int len = b >= 0xC2 && b <= 0xDF   ? 2
+                  : b >= 0xE0 && b <= 0xEF ? 3
+                  : b >= 0xF0 && b <= 0xF4 ? 4
+                                           : 0;
         if (!len) return 0;
         out->pval = b & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
         out->prem = (int8_t)(len - 1);

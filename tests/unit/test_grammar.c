@@ -10,10 +10,11 @@
 /* A small vocabulary: single bytes, multi-terminal tokens, the halves of
  * "é" (C3 A9) and "€" (E2 82 AC), and special tokens. */
 static const char *const TOKS[] = {
-    "a", "b", "x", "y", "1", "2", "+", "*", "(", ")", " ", "1+", "+2", "(1", "2)", "1*2",
-    "ab", "\xC3", "\xA9", "\xA9x", "\xC3\xA9", "\xE2", "\x82\xAC", "\xE2\x82", "\xAC", "{",
-    "}", "\"", ":", ",", "\"a\"", "\":", "true", "null", "-", "0", "9", "\":\"", "\"}", "<|ctl|>",
-    "<|end|>", "[", "]", "T", "Z", "\xFF", "\x80",
+    "a",        "b",    "x",        "y",        "1",    "2",    "+",    "*",     "(",    ")",
+    " ",        "1+",   "+2",       "(1",       "2)",   "1*2",  "ab",   "\xC3",  "\xA9", "\xA9x",
+    "\xC3\xA9", "\xE2", "\x82\xAC", "\xE2\x82", "\xAC", "{",    "}",    "\"",    ":",    ",",
+    "\"a\"",    "\":",  "true",     "null",     "-",    "0",    "9",    "\":\"", "\"}",  "<|ctl|>",
+    "<|end|>",  "[",    "]",        "T",        "Z",    "\xFF", "\x80",
 };
 #define N_TOKS ((int)(sizeof TOKS / sizeof TOKS[0]))
 #define TOK_CTL 39
@@ -25,7 +26,9 @@ static int piece(void *ud, int32_t id, char *buf, int cap) {
     return n;
 }
 static inf_gram_tok_kind kind(void *ud, int32_t id) {
-    return id == TOK_END ? INF_GRAM_TOK_EOG : id == TOK_CTL ? INF_GRAM_TOK_NEVER : INF_GRAM_TOK_TEXT;
+    return id == TOK_END   ? INF_GRAM_TOK_EOG
+           : id == TOK_CTL ? INF_GRAM_TOK_NEVER
+                           : INF_GRAM_TOK_TEXT;
 }
 
 static inf_gram_vocab *vocab(void) {
@@ -140,16 +143,16 @@ static void test_tokens(void) {
     inf_err err;
     CHECK(inf_gram_matcher_create(&m, g, v, &err) == 0);
     check_mask(m, "start");
-    CHECK(inf_gram_matcher_allows(m, 13) == 1);       /* "(1" spans two terminals */
-    CHECK(inf_gram_matcher_allows(m, 15) == 1);       /* "1*2": three */
-    CHECK(inf_gram_matcher_allows(m, 6) == 0);        /* "+" */
-    CHECK(inf_gram_matcher_allows(m, TOK_END) == 0);  /* nothing written yet */
-    CHECK(inf_gram_matcher_allows(m, TOK_CTL) == 0);  /* special */
-    CHECK(inf_gram_matcher_accept(m, 13) == 0);       /* "(1" */
+    CHECK(inf_gram_matcher_allows(m, 13) == 1);      /* "(1" spans two terminals */
+    CHECK(inf_gram_matcher_allows(m, 15) == 1);      /* "1*2": three */
+    CHECK(inf_gram_matcher_allows(m, 6) == 0);       /* "+" */
+    CHECK(inf_gram_matcher_allows(m, TOK_END) == 0); /* nothing written yet */
+    CHECK(inf_gram_matcher_allows(m, TOK_CTL) == 0); /* special */
+    CHECK(inf_gram_matcher_accept(m, 13) == 0);      /* "(1" */
     check_mask(m, "after (1");
-    CHECK(inf_gram_matcher_allows(m, 12) == 1);       /* "+2" */
-    CHECK(inf_gram_matcher_allows(m, 14) == 1);       /* "2)" */
-    CHECK(inf_gram_matcher_accept(m, 14) == 0);       /* "2)" -> "(12)" */
+    CHECK(inf_gram_matcher_allows(m, 12) == 1); /* "+2" */
+    CHECK(inf_gram_matcher_allows(m, 14) == 1); /* "2)" */
+    CHECK(inf_gram_matcher_accept(m, 14) == 0); /* "2)" -> "(12)" */
     CHECK(inf_gram_matcher_can_end(m));
     CHECK(inf_gram_matcher_allows(m, TOK_END) == 1);
     CHECK(!inf_gram_matcher_done(m)); /* "+..." may still follow */
