@@ -10,6 +10,7 @@
 #include "backend/select.h"
 #include "backend/trace.h"
 #include "cli/cli.h"
+#include "util/mem.h"
 
 /* ---- flags ---- */
 
@@ -44,7 +45,9 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "  --ignore-eos              do not stop at end-of-generation tokens\n"
             "  --dump-logits FILE.npy    write the logits of each sampled token [steps, vocab]\n"
             "  --token-ids 1,2,3         the prompt as token ids (implies --raw)\n"
-            "  --verbose-prompt          print the prompt's token ids to stderr\n",
+            "  --verbose-prompt          print the prompt's token ids to stderr\n"
+            "  --grammar FILE            the output follows this GBNF grammar (llama.cpp's syntax)\n"
+            "  --json-schema FILE        the output is JSON valid against this JSON Schema\n",
             cmd, want_prompt ? " -p PROMPT" : "", INF_DEFAULT_MODEL,
             want_prompt ? "  -p, --prompt TEXT         the prompt\n" : "");
 }
@@ -90,7 +93,8 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
             "--token-ids", "--backend", "-n", "--n-predict", "-c", "--ctx-size", "-b",
             "--batch-size", "-t", "--threads", "--temp", "--top-k", "--top-p", "--min-p",
             "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
-            "-s", "--seed", "--kv", "--kv-block", "--cache-mem", "--isa"};
+            "-s", "--seed", "--kv", "--kv-block", "--cache-mem", "--isa", "--grammar",
+            "--json-schema"};
         bool known = false;
         for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
             known |= !strcmp(f, takes_value[k]);
@@ -122,6 +126,8 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
             bad = parse_int(v, &a->kv.block_size) || a->kv.block_size < 1 ||
                   a->kv.block_size > 1024 || (a->kv.block_size & (a->kv.block_size - 1));
         else if (IS("--isa")) a->isa = v;
+        else if (IS("--grammar")) a->grammar = v;
+        else if (IS("--json-schema")) a->json_schema = v;
         else if (IS("-n") || IS("--n-predict")) bad = parse_int(v, &a->n_predict) || a->n_predict < -1;
         else if (IS("-c") || IS("--ctx-size")) bad = parse_int(v, &a->n_ctx) || a->n_ctx < 0;
         else if (IS("-b") || IS("--batch-size")) bad = parse_int(v, &a->n_batch) || a->n_batch < 1;
@@ -151,6 +157,10 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
     inf_err err;
     if (inf_sampler_check(&a->sp, &err)) {
         fprintf(stderr, "inferno %s: %s\n", cmd, err.msg);
+        return -1;
+    }
+    if (a->grammar && a->json_schema) {
+        fprintf(stderr, "inferno %s: give --grammar or --json-schema, not both\n", cmd);
         return -1;
     }
     if (want_prompt && !a->prompt && !a->token_ids) {
@@ -198,8 +208,9 @@ int gen_chat_prompt(gen_ctx *g, const gen_args *a, const json_t *messages, int32
     json_t *kw = json_object();
     if (a->no_think) json_object_set_new(kw, "enable_thinking", json_false());
     inf_chat_input in = {.messages = messages, .kwargs = kw};
-    int rc = inf_engine_chat_prompt(g->e, &in, ids, n_ids, NULL, NULL, err);
+    int rc = inf_engine_chat_prompt(g->e, &in, ids, n_ids, &g->in_think, NULL, err);
     json_decref(kw);
+    g->chat = rc == 0;
     return rc;
 }
 
@@ -242,9 +253,43 @@ static void on_text(void *ud, const char *s, size_t n) {
     (*st->capture)[st->len] = 0;
 }
 
+int gen_grammar(const gen_args *a, inf_gram **out, inf_err *err) {
+    *out = NULL;
+    const char *path = a->grammar ? a->grammar : a->json_schema;
+    if (!path) return 0;
+    char *text = NULL;
+    size_t len = 0;
+    if (inf_read_file(&text, &len, path, 16u << 20, err)) return -1;
+    int rc;
+    inf_err e2 = {{0}};
+    if (a->grammar) {
+        rc = inf_gram_compile(out, text, len, "root", &e2);
+    } else {
+        json_error_t je;
+        json_t *schema = json_loadb(text, len, 0, &je);
+        if (!schema) {
+            free(text);
+            return inf_fail(err, "%s: not JSON: %s (line %d)", path, je.text, je.line);
+        }
+        rc = inf_gram_from_json_schema(out, schema, &e2);
+        json_decref(schema);
+    }
+    free(text);
+    if (rc) return inf_fail(err, "%s: %s", path, e2.msg);
+    return 0;
+}
+
 inf_task *gen_generate(gen_ctx *g, const gen_args *a, int32_t *prompt, int n, char **capture,
                        inf_err *err) {
     inf_gen_params p = gen_params(g, a);
+    if (gen_grammar(a, &p.grammar, err)) {
+        free(prompt);
+        return NULL;
+    }
+    if (p.grammar)
+        p.grammar_start = !g->chat || a->no_think ? INF_GRAM_AT_ONCE
+                          : g->in_think         ? INF_GRAM_AFTER_THINK
+                                                : INF_GRAM_UNLESS_THINK;
     inf_task *t = inf_engine_submit(g->e, prompt, n, &p, err);
     if (!t) return NULL;
     stream st = {.capture = capture};
@@ -278,6 +323,11 @@ void gen_print_timings(const gen_ctx *g, const inf_task *t) {
             tm->prompt_n + tm->predicted_n);
     fprintf(stderr, "stop reason      = %s, backend %s, seed %llu\n", inf_finish_name(t->finish),
             g->e->backend_name, (unsigned long long)t->seed);
+    if (t->p.grammar)
+        fprintf(stderr,
+                "grammar          = %10.2f ms in all, %d masks (%d walked), slowest mask %.3f ms\n",
+                tm->grammar_ms, tm->grammar_masks, tm->grammar_masks_walk,
+                tm->grammar_mask_ms_max);
     if (inf_trace_is(g->e->be)) {
         static char hist[8192];
         inf_trace_format(g->e->be, hist, sizeof hist);

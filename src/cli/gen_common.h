@@ -31,6 +31,8 @@ typedef struct gen_args {
     bool no_think;           /* --no-think: enable_thinking=false */
     bool ignore_eos;         /* --ignore-eos */
     bool verbose_prompt;     /* --verbose-prompt: print the prompt's token ids to stderr */
+    const char *grammar;     /* --grammar FILE: GBNF the output must follow */
+    const char *json_schema; /* --json-schema FILE: a JSON Schema the output must follow */
     inf_sampler_params sp;
     inf_kv_opts kv;          /* --kv basic|paged, --kv-block N, --cache-mem SIZE */
 } gen_args;
@@ -46,6 +48,8 @@ typedef struct gen_ctx {
     FILE *dump; /* --dump-logits */
     int dump_rows;
     int n_vocab;
+    bool chat;     /* the last prompt came from the chat template */
+    bool in_think; /* ... and ends inside <think> */
 } gen_ctx;
 
 /* Opens the model as a one-slot engine. Returns 0 or -1 with the message in
@@ -58,7 +62,12 @@ void gen_ctx_close(gen_ctx *g);
 int gen_chat_prompt(gen_ctx *g, const gen_args *a, const json_t *messages, int32_t **ids,
                     int *n_ids, inf_err *err);
 
-/* The generation parameters the flags give (and the --dump-logits writer). */
+/* The grammar --grammar or --json-schema give (NULL *out when neither);
+ * 0 or -1 with a message naming the file. */
+int gen_grammar(const gen_args *a, inf_gram **out, inf_err *err);
+
+/* The generation parameters the flags give (and the --dump-logits writer);
+ * no grammar (gen_generate adds it). */
 inf_gen_params gen_params(gen_ctx *g, const gen_args *a);
 
 /* Generates from prompt[0..n) (ownership taken): streams the text to stdout

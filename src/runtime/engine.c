@@ -64,6 +64,11 @@ static bool ex_is_eog(void *ctx, int32_t id) {
     return inf_tok_is_eog(((inf_engine *)ctx)->tok, id);
 }
 
+static bool ex_is_control(void *ctx, int32_t id) {
+    int type = inf_tok_token_type(((inf_engine *)ctx)->tok, id);
+    return type == INF_TOKEN_CONTROL || type == INF_TOKEN_UNUSED;
+}
+
 static int ex_render(void *ctx, const inf_chat_input *in, char **out, inf_err *err) {
     return inf_engine_render(ctx, in, out, err);
 }
@@ -138,6 +143,7 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         .tokenize = ex_tokenize,
         .piece = ex_piece,
         .is_eog = ex_is_eog,
+        .is_control = ex_is_control,
         .render = ex_render,
         .sampler_new = ex_sampler_new,
         .sampler_accept = ex_sampler_accept,

@@ -82,6 +82,9 @@ typedef struct inf_exec {
      * (truncated to cap), 0 for ids out of range. */
     int (*piece)(void *ctx, int32_t id, char *buf, int cap);
     bool (*is_eog)(void *ctx, int32_t id);
+    /* Control tokens (<|im_start|> ...): never text a grammar may allow.
+     * NULL: none. */
+    bool (*is_control)(void *ctx, int32_t id);
     /* The chat template over in, with the generation prompt. *out is
      * malloc'd. -1 + err when the model has none or the template fails. */
     int (*render)(void *ctx, const inf_chat_input *in, char **out, inf_err *err);

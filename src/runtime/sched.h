@@ -20,12 +20,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "grammar/grammar.h"
 #include "runtime/exec.h"
 #include "runtime/sampler.h"
 #include "runtime/text.h"
 
 #define INF_MAX_STOPS 16
 #define INF_MAX_TOP_LOGPROBS 20
+
+/* When a grammar starts to constrain the output. */
+typedef enum inf_gram_start {
+    INF_GRAM_AT_ONCE,      /* from the first token */
+    INF_GRAM_AFTER_THINK,  /* the prompt ends inside <think>: after the model's </think> */
+    INF_GRAM_UNLESS_THINK, /* the model may open with <think> (its first token): then after
+                              </think>, else at once */
+} inf_gram_start;
 
 /* How to generate: what every program sets the same way for the same result. */
 typedef struct inf_gen_params {
@@ -37,6 +46,10 @@ typedef struct inf_gen_params {
     int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
     bool ignore_eos;  /* end-of-generation tokens do not stop */
     bool no_reuse;    /* prefill the whole prompt, reusing no cached prefix (bench) */
+    /* The output must be a sentence of this grammar (NULL: free). Owned by
+     * the task from inf_task_new on (freed with it, or on its failure). */
+    inf_gram *grammar;
+    inf_gram_start grammar_start;
     /* Called on the scheduler thread with the logits each token is sampled
      * from, before sampling (NULL: not called). */
     void (*on_logits)(void *ud, const float *logits, int n_vocab);
@@ -70,6 +83,10 @@ typedef struct inf_logprob {
 
 /* llama.cpp's timings. */
 typedef struct inf_timings {
+    int grammar_masks;      /* constrained steps whose sampled token was refused (mask built) */
+    int grammar_masks_walk; /* of those, masks computed by a trie walk (not cached) */
+    double grammar_ms;      /* time in the grammar: checks, masks, resampling */
+    double grammar_mask_ms_max; /* the slowest step's mask */
     int cache_n;  /* prompt tokens reused from a cache */
     int prompt_n; /* prompt tokens evaluated */
     double prompt_ms;
@@ -104,8 +121,8 @@ typedef struct inf_task {
 } inf_task;
 
 /* A new task holding one reference for the caller; takes ownership of prompt
- * (malloc'd). Stop strings are copied. NULL when out of memory (prompt is
- * freed). */
+ * (malloc'd) and of p->grammar. Stop strings are copied. NULL when out of
+ * memory (prompt and grammar are freed). */
 inf_task *inf_task_new(int32_t *prompt, int n_prompt, const inf_gen_params *p);
 /* Drops one reference; the last frees the task. NULL is a no-op. */
 void inf_task_release(inf_task *t);

@@ -412,6 +412,7 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
     }
     inf_gen_params gp;
     srv_request_gen_params(&r, &gp);
+    if (in_think) gp.grammar_start = INF_GRAM_AFTER_THINK;
     inf_task *t = inf_task_new(ids, n, &gp); /* copies the stop strings */
     if (!t) {
         srv_request_free(&r);

@@ -228,6 +228,59 @@ static int parse_stop(srv_request *r, srv_error *e) {
     return 0;
 }
 
+/* The constraint on the output: response_format (OpenAI), or llama.cpp's
+ * `grammar` (GBNF) and `json_schema`; at most one. A schema or grammar that
+ * cannot be compiled is a 400 naming what is wrong. */
+static int parse_grammar(srv_request *r, srv_error *e) {
+    json_t *o = r->root;
+    json_t *rf = field(o, "response_format"), *gr = field(o, "grammar"), *js = field(o, "json_schema");
+    const char *param = NULL;
+    const json_t *schema = NULL;
+    bool any_object = false;
+    if (rf) {
+        json_t *type = json_object_get(rf, "type");
+        if (!json_is_object(rf) || !json_is_string(type))
+            return bad(e, "response_format", "expected an object with a string 'type'");
+        const char *t = json_string_value(type);
+        if (!strcmp(t, "json_object")) {
+            any_object = true;
+            param = "response_format";
+        } else if (!strcmp(t, "json_schema")) {
+            json_t *w = json_object_get(rf, "json_schema");
+            if (!json_is_object(w))
+                return bad(e, "response_format.json_schema", "expected an object");
+            json_t *st = field(w, "strict");
+            if (st && !json_is_boolean(st))
+                return bad(e, "response_format.json_schema.strict", "expected true or false");
+            schema = field(w, "schema");
+            if (!schema) any_object = true;
+            param = "response_format.json_schema.schema";
+        } else if (strcmp(t, "text")) {
+            return bad(e, "response_format",
+                       "type '%s' is not supported (text, json_object, json_schema)", t);
+        }
+    }
+    if (gr) {
+        if (param) return bad(e, "grammar", "give only one of response_format, grammar, json_schema");
+        if (!json_is_string(gr)) return bad(e, "grammar", "expected a string (GBNF)");
+        param = "grammar";
+    }
+    if (js) {
+        if (param)
+            return bad(e, "json_schema", "give only one of response_format, grammar, json_schema");
+        schema = js;
+        param = "json_schema";
+    }
+    if (!param) return 0;
+    inf_err err = {{0}};
+    int rc = gr              ? inf_gram_compile(&r->grammar, json_string_value(gr),
+                                                json_string_length(gr), "root", &err)
+             : any_object ? inf_gram_json_object(&r->grammar, &err)
+                          : inf_gram_from_json_schema(&r->grammar, schema, &err);
+    if (rc) return bad(e, param, "%s", err.msg);
+    return 0;
+}
+
 static int parse_fields(srv_request *r, srv_error *e) {
     json_t *o = r->root;
     json_t *model = field(o, "model");
@@ -293,16 +346,7 @@ static int parse_fields(srv_request *r, srv_error *e) {
     json_t *n = field(o, "n");
     if (n && (!json_is_integer(n) || json_integer_value(n) != 1))
         return bad(e, "n", "only n = 1 is supported");
-    json_t *rf = field(o, "response_format");
-    if (rf) {
-        json_t *type = json_object_get(rf, "type");
-        if (!json_is_object(rf) || !json_is_string(type))
-            return bad(e, "response_format", "expected an object with a string 'type'");
-        const char *t = json_string_value(type);
-        if (strcmp(t, "text") && strcmp(t, "json_object"))
-            return bad(e, "response_format", "type '%s' is not supported (text, json_object)", t);
-    }
-    return 0;
+    return parse_grammar(r, e);
 }
 
 json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je) {
@@ -347,10 +391,11 @@ void srv_request_free(srv_request *r) {
     json_decref(r->messages);
     json_decref(r->root);
     free(r->prompt_tokens);
+    inf_gram_free(r->grammar);
     memset(r, 0, sizeof *r);
 }
 
-void srv_request_gen_params(const srv_request *r, inf_gen_params *p) {
+void srv_request_gen_params(srv_request *r, inf_gen_params *p) {
     *p = inf_gen_defaults();
     const srv_sampling *s = &r->samp;
     p->sampling.temp = s->temperature;
@@ -369,6 +414,10 @@ void srv_request_gen_params(const srv_request *r, inf_gen_params *p) {
     p->logprobs = r->logprobs;
     p->top_logprobs = r->top_logprobs;
     p->ignore_eos = r->ignore_eos;
+    p->grammar = r->grammar;
+    r->grammar = NULL;
+    p->grammar_start = r->kind == SRV_CHAT && r->enable_thinking ? INF_GRAM_UNLESS_THINK
+                                                                  : INF_GRAM_AT_ONCE;
 }
 
 /* ---- responses ---- */

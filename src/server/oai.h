@@ -68,6 +68,9 @@ typedef struct srv_request {
     bool logprobs;
     int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
     bool ignore_eos;  /* llama.cpp's extension: end-of-generation tokens do not stop */
+    /* response_format json_object / json_schema, or llama.cpp's `grammar` /
+     * `json_schema`: compiled here (owned until srv_request_gen_params). */
+    inf_gram *grammar;
 } srv_request;
 
 /* Parses and validates a request body. On success r owns its JSON (free with
@@ -80,8 +83,10 @@ json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je);
 void srv_request_free(srv_request *r);
 
 /* The engine's generation parameters for a parsed request (its strings stay
- * borrowed from r). */
-void srv_request_gen_params(const srv_request *r, inf_gen_params *p);
+ * borrowed from r; its grammar moves to p, for the task to own). A chat
+ * request with thinking on constrains after a <think> the model opens; the
+ * caller sets INF_GRAM_AFTER_THINK when the prompt ends inside one. */
+void srv_request_gen_params(srv_request *r, inf_gen_params *p);
 
 /* Token id -> its text bytes (not necessarily whole UTF-8); for logprobs. */
 typedef int (*srv_piece_fn)(void *ctx, int32_t id, char *buf, int cap);

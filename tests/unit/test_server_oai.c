@@ -57,6 +57,7 @@ static void test_chat_ok(void) {
     CHECK(r.stream && r.include_usage && r.logprobs);
     CHECK_INT(r.top_logprobs, 5);
     CHECK(!r.enable_thinking);
+    CHECK(r.grammar != NULL); /* json_object is enforced */
     CHECK_INT(json_array_size(r.messages), 1);
     srv_request_free(&r);
 
@@ -145,7 +146,18 @@ static void test_chat_bad(void) {
     bad(SRV_CHAT, "{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs");
     bad(SRV_CHAT, "{" MSG ",\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}",
         "chat_template_kwargs.enable_thinking");
-    bad(SRV_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\"}}", "response_format");
+    bad(SRV_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\"}}",
+        "response_format.json_schema");
+    bad(SRV_CHAT, "{" MSG ",\"response_format\":{\"type\":\"xml\"}}", "response_format");
+    /* a schema keyword the compiler does not know is a 400 naming it */
+    bad(SRV_CHAT,
+        "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":"
+        "\"x\",\"schema\":{\"type\":\"string\",\"not\":{}}}}}",
+        "response_format.json_schema.schema");
+    bad(SRV_CHAT, "{" MSG ",\"json_schema\":{\"type\":\"object\",\"if\":{}}}", "json_schema");
+    bad(SRV_CHAT, "{" MSG ",\"grammar\":\"root ::= foo\"}", "grammar");
+    bad(SRV_CHAT, "{" MSG ",\"grammar\":\"root ::= \\\"a\\\"\",\"json_schema\":{}}",
+        "json_schema");
     bad(SRV_CHAT, "{" MSG ",\"response_format\":\"json\"}", "response_format");
     bad(SRV_CHAT, "{" MSG ",\"tools\":{}}", "tools");
 }

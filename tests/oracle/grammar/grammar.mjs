@@ -1,0 +1,253 @@
+// Constrained decoding through the server, checked by oracles inferno did not
+// write: real-world-style JSON Schemas (nested objects, arrays of objects,
+// enums, $ref recursion, optional fields, patterns, formats, integer ranges)
+// sampled at temperature 1.0 on the random-weight model, every output
+// validated by ajv (with ajv-formats); json_object outputs parsed by
+// JSON.parse; an arithmetic grammar's outputs parsed by a parser written here;
+// chat.completions.parse with a zod schema through the openai client; and
+// unsupported keywords refused with a 400 naming them. Constrained and free
+// requests run at the same time, so batched decode mixes them.
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
+import { client, check, checkEq, test, report, raw, MODEL } from '../server/lib.mjs';
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+
+const SCHEMAS = {
+  person: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', maxLength: 24 },
+      age: { type: 'integer', minimum: 0, maximum: 130 },
+      email: { type: 'string', pattern: '^[a-z]{1,8}@[a-z]{1,8}\\.(com|org)$' },
+      nickname: { type: ['string', 'null'] },
+    },
+    required: ['name', 'age'],
+    additionalProperties: false,
+  },
+  order: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', format: 'uuid' },
+      status: { enum: ['pending', 'shipped', 'delivered', 'cancelled'] },
+      placed: { type: 'string', format: 'date-time' },
+      items: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 3,
+        items: {
+          type: 'object',
+          properties: {
+            sku: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' },
+            qty: { type: 'integer', minimum: 1, maximum: 99 },
+            price: { type: 'number' },
+          },
+          required: ['sku', 'qty', 'price'],
+          additionalProperties: false,
+        },
+      },
+      note: { type: 'string', maxLength: 16 },
+    },
+    required: ['id', 'status', 'items'],
+    additionalProperties: false,
+  },
+  tree: {
+    $defs: {
+      node: {
+        type: 'object',
+        properties: {
+          label: { type: 'string', maxLength: 8 },
+          children: { type: 'array', maxItems: 2, items: { $ref: '#/$defs/node' } },
+        },
+        required: ['label', 'children'],
+        additionalProperties: false,
+      },
+    },
+    $ref: '#/$defs/node',
+  },
+  event: {
+    type: 'object',
+    properties: {
+      kind: { const: 'meeting' },
+      day: { type: 'string', format: 'date' },
+      at: { type: 'string', format: 'time' },
+      priority: { type: 'integer', minimum: -3, maximum: 3 },
+      attendees: { type: 'array', items: { type: 'string', maxLength: 6 }, maxItems: 4 },
+      location: {
+        anyOf: [
+          { type: 'object', properties: { room: { type: 'integer', minimum: 100, maximum: 999 } }, required: ['room'], additionalProperties: false },
+          { type: 'null' },
+        ],
+      },
+    },
+    required: ['kind', 'day', 'at', 'priority', 'attendees', 'location'],
+    additionalProperties: false,
+  },
+  settings: {
+    type: 'object',
+    properties: {
+      theme: { enum: ['light', 'dark', null] },
+      volume: { type: 'integer', exclusiveMinimum: 0, exclusiveMaximum: 11 },
+      flags: { type: 'object', additionalProperties: { type: 'boolean' } },
+      pair: { type: 'array', prefixItems: [{ type: 'string', maxLength: 4 }, { type: 'boolean' }], items: false },
+      extra: { allOf: [
+        { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] },
+        { properties: { b: { type: 'null' } }, required: ['b'] },
+      ] },
+    },
+    required: ['volume', 'pair', 'extra'],
+    additionalProperties: false,
+  },
+};
+
+const SEEDS = [1, 2, 3];
+const post = (path, obj) => raw(path, { method: 'POST', body: JSON.stringify(obj) });
+const chat = (extra) =>
+  client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Reply in JSON.' }],
+    temperature: 1.0,
+    max_tokens: 1500,
+    ...extra,
+  });
+
+await test('json_schema outputs validate (ajv), temperature 1.0', async () => {
+  const jobs = [];
+  for (const [name, schema] of Object.entries(SCHEMAS)) {
+    const validate = ajv.compile(schema);
+    for (const seed of SEEDS) {
+      jobs.push(chat({
+        seed,
+        response_format: { type: 'json_schema', json_schema: { name, schema, strict: seed !== 2 } },
+      }).then((r) => {
+        const text = r.choices[0].message.content;
+        checkEq(r.choices[0].finish_reason, 'stop', `${name} seed ${seed}: finish_reason`);
+        let doc;
+        try { doc = JSON.parse(text); } catch (e) {
+          return check(false, `${name} seed ${seed}: parses`, JSON.stringify(text));
+        }
+        check(validate(doc), `${name} seed ${seed}: valid`,
+              `${JSON.stringify(validate.errors)} in ${JSON.stringify(text)}`);
+      }));
+    }
+  }
+  // a free request beside them: the same batch holds constrained and free rows
+  jobs.push(chat({ seed: 9, max_tokens: 64 }).then((r) =>
+    check(r.choices[0].message.content.length > 0, 'free request beside constrained ones')));
+  await Promise.all(jobs);
+});
+
+await test("llama.cpp's json_schema field, thinking off", async () => {
+  const validate = ajv.compile(SCHEMAS.person);
+  const r = await chat({ seed: 5, json_schema: SCHEMAS.person,
+                         chat_template_kwargs: { enable_thinking: false } });
+  const text = r.choices[0].message.content;
+  check(validate(JSON.parse(text)), 'json_schema field: valid', text);
+});
+
+await test('json_object outputs are JSON objects', async () => {
+  // The random model's strings rarely close (a quote is a small part of the
+  // vocabulary), so a reply may run out of tokens inside one: a reply the
+  // grammar ended must parse as an object; one cut by max_tokens must be an
+  // object's prefix (it starts with '{' and has no text a JSON object forbids).
+  let ended = 0;
+  await Promise.all([11, 12, 13, 14, 15, 16].map(async (seed) => {
+    const r = await chat({ seed, max_tokens: 600, response_format: { type: 'json_object' } });
+    const text = r.choices[0].message.content;
+    if (r.choices[0].finish_reason !== 'stop') {
+      check(/^\{/.test(text) && !/[\u0000-\u0008]/.test(text), `json_object seed ${seed}: a prefix`, text);
+      return;
+    }
+    ended++;
+    let doc;
+    try { doc = JSON.parse(text); } catch {
+      return check(false, `json_object seed ${seed}: parses`, JSON.stringify(text));
+    }
+    check(doc !== null && typeof doc === 'object' && !Array.isArray(doc),
+          `json_object seed ${seed}: an object`, text);
+  }));
+  check(ended >= 1, 'json_object: at least one reply ended by the grammar', `${ended} of 6`);
+});
+
+// The arithmetic language, and a parser for it that shares nothing with inferno.
+const ARITH = `root ::= expr
+expr ::= term (("+" | "-") term)*
+term ::= factor (("*" | "/") factor)*
+factor ::= num | "(" expr ")" | "-" factor
+num ::= [0-9] | [1-9] [0-9]{1,3}
+`;
+function parseArith(s) {
+  let i = 0;
+  const num = () => {
+    const m = /^(0|[1-9][0-9]{1,3}|[1-9])/.exec(s.slice(i));
+    if (!m) throw new Error(`number expected at ${i}`);
+    i += m[0].length;
+  };
+  const factor = (d) => {
+    if (d > 2000) throw new Error('too deep');
+    if (s[i] === '(') { i++; expr(d + 1); if (s[i++] !== ')') throw new Error(`')' expected at ${i - 1}`); }
+    else if (s[i] === '-') { i++; factor(d + 1); }
+    else num();
+  };
+  const term = (d) => { factor(d); while (s[i] === '*' || s[i] === '/') { i++; factor(d); } };
+  const expr = (d) => { term(d); while (s[i] === '+' || s[i] === '-') { i++; term(d); } };
+  expr(0);
+  if (i !== s.length) throw new Error(`trailing text at ${i}`);
+}
+await test('arithmetic grammar: only sentences (a separate parser)', async () => {
+  check((() => { try { parseArith('1+(2*3)-4'); parseArith('(1'); return false; } catch { return true; } })(),
+        'the test parser refuses a non-sentence');
+  await Promise.all([21, 22, 23, 24, 25].map(async (seed) => {
+    const r = await post('/v1/completions', {
+      model: MODEL, prompt: 'Compute:', temperature: 1.0, seed, max_tokens: 60, grammar: ARITH });
+    const j = r.json ?? {};
+    const text = j.choices?.[0]?.text ?? '';
+    const fin = j.choices?.[0]?.finish_reason;
+    // cut at max_tokens the text is a prefix of a sentence; whole ones must parse
+    if (fin === 'stop') {
+      try { parseArith(text); check(true, ''); }
+      catch (e) { check(false, `arith seed ${seed}: a sentence`, `${e.message}: ${JSON.stringify(text)}`); }
+    } else {
+      check(/^[-+*/()0-9]*$/.test(text), `arith seed ${seed}: only its alphabet`, JSON.stringify(text));
+    }
+  }));
+  // ended by the grammar: a language of finite sentences
+  const r = await post('/v1/completions', {
+    model: MODEL, prompt: 'x', temperature: 1.0, seed: 4, max_tokens: 200,
+    grammar: 'root ::= "(" [1-9] ("+" [1-9]){0,3} ")"' });
+  const j = r.json ?? {};
+  checkEq(j.choices?.[0]?.finish_reason, 'stop', 'finite grammar ends with stop');
+  check(/^\([1-9](\+[1-9]){0,3}\)$/.test(j.choices?.[0]?.text ?? ''), 'finite grammar: a sentence',
+        JSON.stringify(j.choices?.[0]?.text));
+});
+
+await test('chat.completions.parse with a zod schema', async () => {
+  const Item = z.object({ name: z.string().max(10), done: z.boolean(), tags: z.array(z.enum(['a', 'b'])).max(2) });
+  const r = await client.chat.completions.parse({
+    model: MODEL, messages: [{ role: 'user', content: 'A todo item.' }], temperature: 1.0, seed: 31,
+    max_tokens: 400, response_format: zodResponseFormat(Item, 'item'),
+  });
+  const parsed = r.choices[0].message.parsed;
+  check(parsed && typeof parsed.name === 'string' && typeof parsed.done === 'boolean',
+        'parsed object', JSON.stringify(r.choices[0].message));
+});
+
+await test('unsupported keywords: 400 naming them', async () => {
+  for (const [schema, word] of [
+    [{ type: 'string', not: { const: 'x' } }, "'not'"],
+    [{ type: 'object', patternProperties: { '^a': {} } }, "'patternProperties'"],
+    [{ type: 'string', format: 'email' }, "'email'"],
+  ]) {
+    const r = await post('/v1/chat/completions', {
+      model: MODEL, messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+    checkEq(r.status, 400, `${word}: status`);
+    const j = r.json ?? {};
+    check(j.error?.message?.includes(word), `${word}: named`, j.error?.message);
+  }
+});
+
+process.exit(report('grammar'));
