@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/constrain.h"
 #include "util/timer.h"
 #include "util/utf8.h"
 
@@ -144,10 +145,6 @@ void inf_logprobs_from_logits(inf_logprob *out, const float *logits, int n_vocab
 
 typedef enum { SLOT_IDLE, SLOT_PREFILL, SLOT_DECODE } slot_state;
 
-/* Where a constrained slot stands: no grammar; waiting for </think>; the
- * first token may open <think>; constrained. */
-typedef enum { GRAM_OFF, GRAM_WAIT_THINK, GRAM_MAY_THINK, GRAM_ON } gram_state;
-
 typedef struct slot {
     int id;
     slot_state state;
@@ -157,10 +154,7 @@ typedef struct slot {
     int32_t next;      /* DECODE: the sampled token, not yet in the cache */
     void *smpl;
     inf_utf8_stream utf8; /* the detokenizer's held partial character */
-    inf_gram_matcher *gm; /* the task's grammar state (NULL: none yet or free) */
-    gram_state gstate;
-    char think_tail[8]; /* the last bytes written while waiting for </think> */
-    int n_think_tail;
+    inf_constraint con;   /* the task's grammar, if any */
     uint64_t t_start, t_first;
     uint64_t start_seq, last_used;
 } slot;
@@ -235,11 +229,7 @@ static void start_slot(inf_sched *s, slot *sl, inf_task *t) {
     sl->t_first = 0;
     sl->start_seq = ++s->clock;
     sl->utf8 = (inf_utf8_stream){{0}, 0};
-    sl->gstate = !t->p.grammar                                  ? GRAM_OFF
-                 : t->p.grammar_start == INF_GRAM_AFTER_THINK   ? GRAM_WAIT_THINK
-                 : t->p.grammar_start == INF_GRAM_UNLESS_THINK ? GRAM_MAY_THINK
-                                                                : GRAM_ON;
-    sl->n_think_tail = 0;
+    inf_constraint_begin(&sl->con, t->p.grammar, t->p.grammar_start);
     inf_sampler_params sp = t->p.sampling;
     if (sp.seed == INF_SEED_RANDOM) {
         sp.seed = splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
@@ -276,8 +266,7 @@ static void finish_slot(inf_sched *s, slot *sl, inf_finish fin, inf_task_status 
      * ended, so that what it reads next (/metrics) already includes it. */
     if (sl->smpl) s->ex->sampler_free(sl->smpl);
     sl->smpl = NULL;
-    inf_gram_matcher_free(sl->gm);
-    sl->gm = NULL;
+    inf_constraint_end(&sl->con);
     s->ex->seq_end(s->ex->ctx, sl->id);
     sl->last_used = ++s->clock;
     pthread_mutex_lock(&s->mu);
@@ -352,85 +341,14 @@ static int32_t sample(inf_sched *s, slot *sl, float *logits) {
                                                : e->sampler_sample(sl->smpl, logits, e->n_vocab);
 }
 
-static int ex_piece_fn(void *ud, int32_t id, char *buf, int cap) {
-    const inf_exec *e = ud;
-    return e->piece(e->ctx, id, buf, cap);
-}
-static inf_gram_tok_kind ex_kind_fn(void *ud, int32_t id) {
-    const inf_exec *e = ud;
-    if (e->is_eog(e->ctx, id)) return INF_GRAM_TOK_EOG;
-    if (e->is_control && e->is_control(e->ctx, id)) return INF_GRAM_TOK_NEVER;
-    return INF_GRAM_TOK_TEXT;
-}
-
-/* Whether the bytes of token id are exactly s. */
-static bool piece_is(const inf_exec *e, int32_t id, const char *s) {
-    char buf[64];
-    int n = e->piece(e->ctx, id, buf, sizeof buf);
-    return n == (int)strlen(s) && !memcmp(buf, s, (size_t)n);
-}
-
-/* A constrained slot's token: the sampled one when the grammar allows it
- * (the common case costs a walk over its bytes), else one sampled again
- * from the logits with every token the grammar refuses masked out. -1 with
- * *msg when the grammar fails (a bound broken, or no token can continue). */
-static int32_t sample_constrained(inf_sched *s, slot *sl, float *logits, int32_t id,
-                                  const char **msg) {
-    const inf_exec *e = s->ex;
-    inf_task *t = sl->task;
-    uint64_t t0 = inf_now_ns();
-    int ok = inf_gram_matcher_allows(sl->gm, id);
-    if (ok == 0) {
-        long walks0, walks1, cached;
-        inf_gram_matcher_counts(sl->gm, &walks0, &cached);
-        int n_allowed;
-        const uint32_t *bits = inf_gram_matcher_mask(sl->gm, &n_allowed);
-        inf_gram_matcher_counts(sl->gm, &walks1, &cached);
-        double mask_ms = (double)(inf_now_ns() - t0) * 1e-6;
-        t->timings.grammar_masks++;
-        t->timings.grammar_masks_walk += (int)(walks1 - walks0);
-        if (mask_ms > t->timings.grammar_mask_ms_max) t->timings.grammar_mask_ms_max = mask_ms;
-        if (!bits) {
-            *msg = inf_gram_matcher_error(sl->gm);
-            return -1;
-        }
-        if (!n_allowed) {
-            *msg = "grammar: no token of the vocabulary can continue the output";
-            return -1;
-        }
-        for (int w = 0; w < (e->n_vocab + 31) / 32; w++) {
-            uint32_t b = bits[w];
-            if (b == 0xFFFFFFFFu) continue;
-            int end = w * 32 + 32 < e->n_vocab ? w * 32 + 32 : e->n_vocab;
-            for (int i = w * 32; i < end; i++)
-                if (!(b >> (i & 31) & 1)) s->gscratch[i] = -INFINITY;
-        }
-        id = sample(s, sl, s->gscratch);
-        ok = inf_gram_matcher_allows(sl->gm, id);
-        if (ok == 0) ok = -2; /* the sampler chose a masked token: it cannot */
-    }
-    if (ok == 1 && inf_gram_matcher_accept(sl->gm, id) == 0) {
-        t->timings.grammar_ms += (double)(inf_now_ns() - t0) * 1e-6;
-        return id;
-    }
-    *msg = ok == -2 ? "grammar: the sampler picked a token outside the mask"
-                    : inf_gram_matcher_error(sl->gm);
-    return -1;
-}
-
-/* While a slot waits for </think>: whether the bytes of id close it. */
-static bool closes_think(const inf_exec *e, slot *sl, int32_t id) {
-    char piece[256];
-    int n = e->piece(e->ctx, id, piece, sizeof piece);
-    for (int i = 0; i < n; i++) {
-        if (sl->n_think_tail == 8) {
-            memmove(sl->think_tail, sl->think_tail + 1, 7);
-            sl->n_think_tail = 7;
-        }
-        sl->think_tail[sl->n_think_tail++] = piece[i];
-        if (sl->n_think_tail == 8 && !memcmp(sl->think_tail, "</think>", 8)) return true;
-    }
-    return false;
+/* sample() for the constraint: ud is the slot. */
+typedef struct sample_ctx {
+    inf_sched *s;
+    slot *sl;
+} sample_ctx;
+static int32_t sample_cb(void *ud, float *logits) {
+    sample_ctx *c = ud;
+    return sample(c->s, c->sl, logits);
 }
 
 static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
@@ -438,37 +356,19 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     inf_task *t = sl->task;
     if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
     if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
-    if (sl->gstate != GRAM_OFF && !sl->gm) {
-        inf_err err = {{0}};
-        if (!s->gvocab &&
-            inf_gram_vocab_create(&s->gvocab, e->n_vocab, ex_piece_fn, ex_kind_fn, (void *)e, &err)) {
-            finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_UNAVAILABLE, err.msg);
-            return;
-        }
-        if (inf_gram_matcher_create(&sl->gm, t->p.grammar, s->gvocab, &err)) {
-            finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_INTERNAL, err.msg);
-            return;
-        }
-    }
-    bool constrain = sl->gstate == GRAM_ON || sl->gstate == GRAM_MAY_THINK;
-    if (constrain) memcpy(s->gscratch, logits, (size_t)e->n_vocab * sizeof *logits);
-    int32_t id = sample(s, sl, logits);
-    if (sl->gstate == GRAM_MAY_THINK) {
-        sl->gstate = GRAM_ON;
-        if (piece_is(e, id, "<think>")) {
-            sl->gstate = GRAM_WAIT_THINK;
-            constrain = false;
-        }
-    }
-    if (constrain) {
+    int32_t id;
+    if (sl->con.state == CONSTRAIN_OFF) {
+        id = sample(s, sl, logits);
+    } else {
+        sample_ctx sc = {s, sl};
+        inf_task_status st = INF_TASK_OK;
         const char *msg = NULL;
-        id = sample_constrained(s, sl, logits, id, &msg);
+        id = inf_constraint_pick(&sl->con, t->p.grammar, e, &s->gvocab, logits, s->gscratch,
+                                 sample_cb, &sc, &t->timings, &st, &msg);
         if (id < 0) {
-            finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_INTERNAL, msg);
+            finish_slot(s, sl, INF_FINISH_NONE, st, msg);
             return;
         }
-    } else if (sl->gstate == GRAM_WAIT_THINK && closes_think(e, sl, id)) {
-        sl->gstate = GRAM_ON; /* from the next token */
     }
     e->sampler_accept(sl->smpl, id);
     if (!sl->t_first) sl->t_first = inf_now_ns();
@@ -491,7 +391,7 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
         if (rc == 1) fin = INF_FINISH_STOP;
         oom = rc < 0;
     }
-    if (fin == INF_FINISH_NONE && constrain && inf_gram_matcher_done(sl->gm))
+    if (fin == INF_FINISH_NONE && inf_constraint_done(&sl->con))
         fin = INF_FINISH_STOP; /* a whole sentence that nothing may follow */
     if (fin == INF_FINISH_NONE) {
         if (t->p.max_tokens >= 0 && t->n_gen >= t->p.max_tokens)
