@@ -54,59 +54,51 @@ static float a2_dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-static void a2_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
-    int i = 0;
-    switch (t) {
-    case INF_F16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-        for (; i < n; i++)
-            dst[i] = inf_f16_to_f32(h[i]);
-        return;
+/* ---- dequantization rows: the same floats as the reference (mul, then add; no FMA) ---- */
+
+static void a2_dequant_f16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++)
+        dst[i] = inf_f16_to_f32(h[i]);
+}
+
+static void a2_dequant_bf16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
     }
-    case INF_BF16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 8 <= n; i += 8) {
-            __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
-            _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    for (; i < n; i++)
+        dst[i] = inf_bf16_to_f32(h[i]);
+}
+
+static void a2_dequant_q8_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q8_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
+        for (int j = 0; j < 32; j += 8) {
+            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
+            _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
         }
-        for (; i < n; i++)
-            dst[i] = inf_bf16_to_f32(h[i]);
-        return;
     }
-    case INF_Q8_0: {
-        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + k0 / 32;
-        for (; i < n; i += 32, b++) {
-            __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
-            for (int j = 0; j < 32; j += 8) {
-                __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
-                _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
-            }
+}
+
+static void a2_dequant_q4_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
+        for (int j = 0; j < 16; j += 8) {
+            __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
+            __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)),
+                                          _mm256_set1_epi32(8));
+            __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), _mm256_set1_epi32(8));
+            _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
+            _mm256_storeu_ps(dst + i + 16 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
         }
-        return;
-    }
-    case INF_Q4_0: {
-        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + k0 / 32;
-        for (; i < n; i += 32, b++) {
-            __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
-            for (int j = 0; j < 16; j += 8) {
-                __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
-                __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)),
-                                              _mm256_set1_epi32(8));
-                __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), _mm256_set1_epi32(8));
-                _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
-                _mm256_storeu_ps(dst + i + 16 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
-            }
-        }
-        return;
-    }
-    default: {
-        inf_kernels g;
-        inf_kernels_fill_generic(&g);
-        g.dequant(t, dst, row, k0, n);
-        return;
-    }
     }
 }
 
@@ -230,7 +222,10 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
 
 void inf_kernels_fill_avx2(inf_kernels *k) {
     k->dot_f32 = a2_dot_f32;
-    k->dequant = a2_dequant;
+    k->types[INF_F16].dequant = a2_dequant_f16;
+    k->types[INF_BF16].dequant = a2_dequant_bf16;
+    k->types[INF_Q8_0].dequant = a2_dequant_q8_0;
+    k->types[INF_Q4_0].dequant = a2_dequant_q4_0;
     k->rmsnorm_row = a2_rmsnorm_row;
     k->rope_row = a2_rope_row;
     k->swiglu = a2_swiglu;
