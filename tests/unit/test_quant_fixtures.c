@@ -27,6 +27,7 @@
 #include "harness.h"
 #include "modelfile/gguf.h"
 #include "quant/quantize.h"
+#include "util/half.h"
 
 #define FIXTURES "../shared/fixtures/quant"
 
@@ -94,6 +95,85 @@ static double mm_bound(bool exact_f32, const float *w, const float *x, int64_t n
     return b + 1e-5 * mag + 1e-6;
 }
 
+/* The packed panels (kernels.h's layouts) read back by hand, row r of panel 0,
+ * weights k0..k0+group-1 of group g, into w[]. */
+static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float *mag) {
+    const uint8_t *gp = pk->data + (size_t)g * pk->group_bytes; /* panel 0 */
+    uint16_t A, B = 0;
+    switch (pk->kind) {
+    case INF_PACK_Q8_0:
+        memcpy(&A, gp + 512 + 2 * r, 2);
+        for (int k = 0; k < 32; k++)
+            mag[k] =
+                fabsf(w[k] = inf_f16_to_f32(A) * (float)(gp[64 * (k / 4) + 4 * r + k % 4] - 128));
+        break;
+    case INF_PACK_Q4_0:
+    case INF_PACK_Q4_K:
+        memcpy(&A, gp + 256 + 2 * r, 2);
+        if (pk->kind == INF_PACK_Q4_K) memcpy(&B, gp + 288 + 2 * r, 2);
+        for (int k = 0; k < 32; k++) {
+            const int c = k / 8, j = k % 8;
+            const uint8_t byte = gp[64 * c + 4 * r + j % 4];
+            const int q = j < 4 ? byte & 0xF : byte >> 4;
+            w[k] = pk->kind == INF_PACK_Q4_0 ? inf_f16_to_f32(A) * (float)(q - 8)
+                                             : (float)q * inf_f16_to_f32(A) - inf_f16_to_f32(B);
+            /* an offset form rounds its two terms apart: the bound is on their sizes */
+            mag[k] = fabsf((float)q * inf_f16_to_f32(A)) + fabsf(inf_f16_to_f32(B));
+        }
+        break;
+    case INF_PACK_Q6_K:
+        memcpy(&A, gp + 192 + 2 * r, 2);
+        for (int k = 0; k < 16; k++) {
+            const int c = k / 8, j = k % 8;
+            const uint8_t byte = gp[64 * c + 4 * r + j % 4];
+            const int lo = j < 4 ? byte & 0xF : byte >> 4;
+            const int hi = (gp[128 + 4 * r + k % 4] >> (2 * (k / 4))) & 3;
+            mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)((lo | hi << 4) - 32));
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* Packing (load-time scalar code, so it runs on any CPU even where the packed
+ * kernels cannot): each type's panels hold its values, exactly where the
+ * packed scale is a stored f16, within one f16 rounding where it is a
+ * product of two stored factors (K-quant sub-block scales). */
+static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
+    inf_weight w = {.t = t,
+                    .n_in = t->ne[0],
+                    .n_out = t->ne[1],
+                    .row_bytes = inf_dtype_row_bytes(type, t->ne[0])};
+    inf_packed *pk = NULL;
+    CHECK(inf_pack_weight(&pk, &w) == 0);
+    if (!pk || pk->kind == INF_PACK_BF16) {
+        inf_packed_free(pk);
+        return;
+    }
+    const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
+                       type == INF_Q5_0 || type == INF_IQ4_NL;
+    const int64_t n = t->ne[0];
+    int64_t bad = -1;
+    float got[32], mag[32];
+    for (int r = 0; r < INF_PANEL && bad < 0; r++)
+        for (int64_t g = 0; g < pk->n_groups && bad < 0; g++) {
+            unpack_group(pk, g, r, got, mag);
+            for (int k = 0; k < pk->group; k++) {
+                const float v = want[r * n + g * pk->group + k];
+                const bool ok = exact ? !memcmp(&got[k], &v, 4)
+                                      : fabsf(got[k] - v) <= mag[k] * (1.0f / 1024) + 1e-30f;
+                if (!ok) {
+                    bad = r * n + g * pk->group + k;
+                    break;
+                }
+            }
+        }
+    CHECK_MSG(bad < 0, "%s packed panels: weight [%lld] differs from ggml's",
+              inf_dtype_get(type)->name, (long long)bad);
+    inf_packed_free(pk);
+}
+
 static void check_type(const char *dir, const char *file, inf_dtype type, lvl *lv, int nl) {
     char path[512];
     snprintf(path, sizeof path, "%s/quant-%s.gguf", dir, file);
@@ -136,6 +216,8 @@ static void check_type(const char *dir, const char *file, inf_dtype type, lvl *l
                     .ne = {n, rows, 1, 1},
                     .data = q->data,
                     .nbytes = rb * (size_t)rows};
+
+    check_pack(type, &t, want);
 
     /* embedding rows */
     int32_t ids[5] = {0, (int32_t)rows - 1, 3, 17, 3};
