@@ -10,13 +10,23 @@
 
 #include "support/gguf_writer.h"
 #include "support/st_writer.h"
+#include "quant/mix.h"
 #include "quant/quantize.h"
 #include "util/half.h"
 
 static const char *const mix_names[SYNTH_N_MIX] = {
     [SYNTH_F32] = "f32",   [SYNTH_F16] = "f16",   [SYNTH_BF16] = "bf16", [SYNTH_Q8_0] = "q8_0",
     [SYNTH_Q4_0] = "q4_0", [SYNTH_Q4_K] = "q4_k", [SYNTH_Q6_K] = "q6_k", [SYNTH_Q4_K_M] = "q4_k_m",
+    [SYNTH_Q4_1] = "q4_1", [SYNTH_Q5_0] = "q5_0", [SYNTH_Q5_1] = "q5_1", [SYNTH_Q2_K] = "q2_k",
+    [SYNTH_Q3_K_S] = "q3_k_s", [SYNTH_Q3_K_M] = "q3_k_m", [SYNTH_Q3_K_L] = "q3_k_l",
+    [SYNTH_Q4_K_S] = "q4_k_s", [SYNTH_Q5_K_S] = "q5_k_s", [SYNTH_Q5_K_M] = "q5_k_m",
+    [SYNTH_IQ4_NL] = "iq4_nl", [SYNTH_IQ4_XS] = "iq4_xs", [SYNTH_MXFP4] = "mxfp4",
 };
+
+/* llama-quantize's mix of the same name, or NULL (the pure q4_k, q6_k, mxfp4) */
+static const inf_mix *llama_mix(synth_mix m) {
+    return m >= SYNTH_Q4_1 && m != SYNTH_MXFP4 ? inf_mix_find(mix_names[m]) : NULL;
+}
 
 const char *synth_mix_name(synth_mix m) {
     return (unsigned)m < SYNTH_N_MIX ? mix_names[m] : "unknown";
@@ -227,8 +237,21 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
             use_more_bits(t->layer, hp->n_layer))
             return INF_Q6_K;
         return INF_Q4_K;
-    default:
-        INF_ASSERT(0 && "bad mix");
+    case SYNTH_MXFP4:
+        return INF_MXFP4;
+    default: {
+        const inf_mix *mix = llama_mix(m);
+        INF_ASSERT(mix && "bad mix");
+        const inf_mix_tensor mt = {.name = t->gguf_name,
+                                   .n_dims = t->n_dims,
+                                   .ne0 = t->ne[0],
+                                   .layer = t->layer,
+                                   .n_layer = hp->n_layer,
+                                   .n_gqa = hp->n_head / hp->n_head_kv,
+                                   .tied = hp->tied_output,
+                                   .keep = INF_F32};
+        return inf_mix_tensor_type(mix, &mt);
+    }
     }
 }
 
@@ -252,6 +275,8 @@ uint32_t synth_file_type(synth_mix m) {
         [SYNTH_F32] = 0,  [SYNTH_F16] = 1,   [SYNTH_BF16] = 32, [SYNTH_Q8_0] = 7,
         [SYNTH_Q4_0] = 2, [SYNTH_Q4_K] = 14, [SYNTH_Q6_K] = 18, [SYNTH_Q4_K_M] = 15,
     };
+    if (m == SYNTH_MXFP4) return 38; /* MOSTLY_MXFP4_MOE */
+    if (llama_mix(m)) return llama_mix(m)->ftype;
     return ft[m];
 }
 
@@ -486,8 +511,8 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
     const int64_t chunk = max_row > 262144 ? max_row : 262144 / max_row * max_row;
     float *src = malloc((size_t)chunk * sizeof *src); /* [chunk] */
     /* the chunk converted to each type, shared by the outputs that want it */
-    unsigned char *conv[INF_BF16 + 1] = {0}; /* [type][chunk bytes of that type] */
-    bool have[INF_BF16 + 1];
+    unsigned char *conv[INF_DTYPE_COUNT] = {0}; /* [type][chunk bytes of that type] */
+    bool have[INF_DTYPE_COUNT];
     int rc = 0;
     if (n_tensors < 0 || !sinks || !src) {
         rc = inf_fail(err, "out of memory");
@@ -536,7 +561,7 @@ done:
     }
     free(sinks);
     free(src);
-    for (int k = 0; k <= INF_BF16; k++)
+    for (int k = 0; k < INF_DTYPE_COUNT; k++)
         free(conv[k]);
     free(ts);
     return rc;
