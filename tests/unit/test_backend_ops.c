@@ -578,10 +578,23 @@ int main(void) {
     bks[nb].label = trl;
     nb++;
 
-    const inf_dtype types[] = {INF_F32,   INF_F16,    INF_BF16,   INF_Q8_0,  INF_Q4_0,
-                               INF_Q4_K,  INF_Q6_K,   INF_Q4_1,   INF_Q5_0,  INF_Q5_1,
-                               INF_Q2_K,  INF_Q3_K,   INF_Q5_K,   INF_IQ4_NL, INF_IQ4_XS,
-                               INF_MXFP4, INF_IQ2_S,  INF_IQ3_XXS, INF_IQ3_S};
+    const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0, INF_Q4_0, INF_Q4_K, INF_Q6_K};
+    /* the other types share those paths (dequantization rows, or another type's
+     * packed kind): fewer shapes each */
+    const inf_dtype others[] = {INF_Q4_1,   INF_Q5_0,   INF_Q5_1,  INF_Q2_K,  INF_Q3_K,
+                                INF_Q5_K,   INF_IQ4_NL, INF_IQ4_XS, INF_MXFP4, INF_IQ2_S,
+                                INF_IQ3_XXS, INF_IQ3_S};
+    for (unsigned ti = 0; ti < sizeof others / sizeof *others; ti++) {
+        const inf_dtype t = others[ti];
+        const int64_t n_in = inf_dtype_get(t)->block == 256 ? 512 : 160;
+        test_embed(bks, nb, t, n_in, 7, 3);
+        test_matmul_n(bks, nb, t, n_in, 21);
+        const int64_t n_outs[] = {1, 17, 35};
+        const int Ts[] = {1, 5, 33};
+        for (unsigned b = 0; b < 3; b++)
+            for (unsigned c = 0; c < 3; c++)
+                test_matmul(bks, nb, t, n_in, n_outs[b], Ts[c]);
+    }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         int blk = inf_dtype_get(types[ti])->block;
         test_embed(bks, nb, types[ti], blk == 256 ? 512 : 96, 7, 3);
