@@ -26,6 +26,9 @@
  *   Q6_K: group of 16: 2 nibble chunks (as Q4_0, k 0..7 and 8..15), one
  *         chunk of high bit pairs (lane r byte j: bits 2i..2i+1 = high bits
  *         of k = 4i + j), then 16 f16 (d*sc) (w = (d*sc)(q - 32))     224 B
+ * Other weight types run as one of these kinds where their values are small
+ * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
+ * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
