@@ -234,6 +234,7 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     gguf_writer *w = NULL;
     out_tensor *ts = NULL;
     uint8_t *buf = NULL;
+    bool opened = false;
     int rc = -1;
     if (inf_model_open(&mf, in, err)) return -1;
     int n = list_tensors(mf, &ts);
@@ -299,6 +300,7 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     for (int i = 0; i < n; i++)
         gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].src->n_dims, ts[i].src->ne);
     if (gguf_writer_open(w, out, err)) goto done;
+    opened = true; /* from here a failure removes the incomplete file */
     if (!(buf = malloc(most ? most : 1))) {
         inf_fail(err, "out of memory: %zu bytes for one tensor", most);
         goto done;
@@ -327,7 +329,7 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     rc = 0;
 done:
     gguf_writer_free(w);
-    if (rc && w) remove(out);
+    if (rc && opened) remove(out);
     free(buf);
     free(ts);
     gguf_close(g);
