@@ -9,5 +9,5 @@ tok=$(scripts/tokenizer-files.sh dir)
 scripts/tokenizer-files.sh check
 mkdir -p models
 build/inferno-mkmodel --preset tiny --tokenizer "$tok" --out models \
-    --formats gguf:f32,gguf:f16,gguf:bf16,gguf:q8_0,gguf:q4_0,gguf:q4_k,gguf:q6_k,gguf:q4_k_m,hf:f32,hf:f16,hf:bf16,hf-sharded:f32 \
+    --formats gguf:f32,gguf:f16,gguf:bf16,gguf:q8_0,gguf:q4_0,gguf:q4_k,gguf:q6_k,gguf:q4_k_m,gguf:q4_1,gguf:q5_0,gguf:q5_1,gguf:q2_k,gguf:q3_k_s,gguf:q3_k_m,gguf:q3_k_l,gguf:q4_k_s,gguf:q5_k_s,gguf:q5_k_m,gguf:iq4_nl,gguf:iq4_xs,gguf:mxfp4,hf:f32,hf:f16,hf:bf16,hf-sharded:f32 \
     --skip-existing

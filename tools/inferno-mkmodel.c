@@ -20,7 +20,9 @@ static void usage(void) {
     fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b --tokenizer DIR --out DIR\n"
                     "                       --formats KIND:TYPE[,KIND:TYPE...] [--seed N] "
                     "[--skip-existing]\n"
-                    "  KIND: gguf (TYPE f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m),\n"
+                    "  KIND: gguf (TYPE f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m, llama-quantize's\n"
+                    "        q4_1 q5_0 q5_1 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q5_k_s q5_k_m\n"
+                    "        iq4_nl iq4_xs, and mxfp4),\n"
                     "        hf, hf-sharded (TYPE f32 f16 bf16)\n");
 }
 

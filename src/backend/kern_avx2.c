@@ -54,59 +54,275 @@ static float a2_dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-static void a2_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
-    int i = 0;
-    switch (t) {
-    case INF_F16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-        for (; i < n; i++)
-            dst[i] = inf_f16_to_f32(h[i]);
-        return;
+/* ---- dequantization rows: the same floats as the reference (mul, then add; no FMA) ---- */
+
+static void a2_dequant_f16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++)
+        dst[i] = inf_f16_to_f32(h[i]);
+}
+
+static void a2_dequant_bf16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
     }
-    case INF_BF16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 8 <= n; i += 8) {
-            __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
-            _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    for (; i < n; i++)
+        dst[i] = inf_bf16_to_f32(h[i]);
+}
+
+static void a2_dequant_q8_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q8_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
+        for (int j = 0; j < 32; j += 8) {
+            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
+            _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
         }
-        for (; i < n; i++)
-            dst[i] = inf_bf16_to_f32(h[i]);
-        return;
     }
-    case INF_Q8_0: {
-        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + k0 / 32;
-        for (; i < n; i += 32, b++) {
-            __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
-            for (int j = 0; j < 32; j += 8) {
-                __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
-                _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+}
+
+static void a2_dequant_q4_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
+        for (int j = 0; j < 16; j += 8) {
+            __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
+            __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)),
+                                          _mm256_set1_epi32(8));
+            __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), _mm256_set1_epi32(8));
+            _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
+            _mm256_storeu_ps(dst + i + 16 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
+        }
+    }
+}
+
+/* 32 signed bytes q (weight order) to floats, in the reference's operations:
+ * q * a (MUL), q * a + b (ADD) or q * a - b (SUB); a and b may change after
+ * the first 16 weights (sub-blocks of 16). */
+enum { MUL, ADD, SUB };
+static inline __attribute__((always_inline)) void emit32(float *dst, __m256i q, float a0, float a1,
+                                                         float b0, float b1, const int op) {
+    const __m128i h[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
+    for (int i = 0; i < 4; i++) {
+        const __m128i part = (i & 1) ? _mm_srli_si128(h[i / 2], 8) : h[i / 2];
+        const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(part));
+        const __m256 a = _mm256_set1_ps(i < 2 ? a0 : a1), b = _mm256_set1_ps(i < 2 ? b0 : b1);
+        __m256 y = _mm256_mul_ps(f, a);
+        if (op == ADD) y = _mm256_add_ps(y, b);
+        if (op == SUB) y = _mm256_sub_ps(y, b);
+        _mm256_storeu_ps(dst + 8 * i, y);
+    }
+}
+
+/* 16 bytes of nibbles: low nibbles as weights 0..15, high as 16..31 */
+static inline __m256i nibbles32(const uint8_t *qs) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+}
+
+/* bit j of the 32-bit qh as 0x10 in byte j (Q5_0/Q5_1's fifth bits) */
+static inline __m256i fifth_bits(const uint8_t qh[4]) {
+    uint32_t u;
+    memcpy(&u, qh, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32((int)u), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                    2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+static void a2_dequant_q4_1(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_1 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d), m = inf_f16_to_f32(b->m);
+        emit32(dst + i, nibbles32(b->qs), d, d, m, m, ADD);
+    }
+}
+
+static void a2_dequant_q5_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q5_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        __m256i q = _mm256_or_si256(nibbles32(b->qs), fifth_bits(b->qh));
+        emit32(dst + i, _mm256_sub_epi8(q, _mm256_set1_epi8(16)), d, d, 0, 0, MUL);
+    }
+}
+
+static void a2_dequant_q5_1(float *dst, const void *src, int64_t n) {
+    const inf_block_q5_1 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d), m = inf_f16_to_f32(b->m);
+        emit32(dst + i, _mm256_or_si256(nibbles32(b->qs), fifth_bits(b->qh)), d, d, m, m, ADD);
+    }
+}
+
+/* Q4_K/Q5_K's 6-bit scale and min of sub-block j */
+static inline void k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+static void a2_dequant_q4_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_K *b = src; /* [n/256] */
+    const __m256i m0f = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d), dmin = inf_f16_to_f32(b->dmin);
+        for (int j = 0; j < 4; j++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * j));
+            int sc, m;
+            k4_scale_min(b->scales, 2 * j, &sc, &m);
+            const float d1 = d * (float)sc, m1 = dmin * (float)m;
+            k4_scale_min(b->scales, 2 * j + 1, &sc, &m);
+            const float d2 = d * (float)sc, m2 = dmin * (float)m;
+            emit32(dst + i + 64 * j, _mm256_and_si256(v, m0f), d1, d1, m1, m1, SUB);
+            emit32(dst + i + 64 * j + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f), d2, d2,
+                   m2, m2, SUB);
+        }
+    }
+}
+
+static void a2_dequant_q5_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q5_K *b = src; /* [n/256] */
+    const __m256i m0f = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d), dmin = inf_f16_to_f32(b->dmin);
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)b->qh);
+        for (int s = 0; s < 8; s++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * (s / 2)));
+            const __m256i lo = (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f)
+                                       : _mm256_and_si256(v, m0f);
+            const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(s)), one);
+            int sc, m;
+            k4_scale_min(b->scales, s, &sc, &m);
+            const float ds = d * (float)sc, dm = dmin * (float)m;
+            emit32(dst + i + 32 * s, _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4)), ds, ds, dm, dm,
+                   SUB);
+        }
+    }
+}
+
+static void a2_dequant_q6_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q6_K *b = src; /* [n/256] */
+    const __m256i m0f = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3),
+                  off = _mm256_set1_epi8(32);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = b->ql + 64 * h;
+            const int8_t *sc = b->scales + 8 * h;
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+            /* weights 32c + l: low nibbles of l0, l1, then high nibbles; qh bits 2c */
+            const __m256i lo[4] = {_mm256_and_si256(l0, m0f), _mm256_and_si256(l1, m0f),
+                                   _mm256_and_si256(_mm256_srli_epi16(l0, 4), m0f),
+                                   _mm256_and_si256(_mm256_srli_epi16(l1, 4), m0f)};
+            for (int c = 0; c < 4; c++) {
+                const __m256i hi =
+                    _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), m3);
+                const __m256i q =
+                    _mm256_sub_epi8(_mm256_or_si256(lo[c], _mm256_slli_epi16(hi, 4)), off);
+                emit32(dst + i + 128 * h + 32 * c, q, d * (float)sc[2 * c],
+                       d * (float)sc[2 * c + 1], 0, 0, MUL);
             }
         }
-        return;
     }
-    case INF_Q4_0: {
-        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + k0 / 32;
-        for (; i < n; i += 32, b++) {
-            __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
-            for (int j = 0; j < 16; j += 8) {
-                __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
-                __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)),
-                                              _mm256_set1_epi32(8));
-                __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), _mm256_set1_epi32(8));
-                _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
-                _mm256_storeu_ps(dst + i + 16 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
+}
+
+static void a2_dequant_q2_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q2_K *b = src; /* [n/256] */
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d), dmin = inf_f16_to_f32(b->dmin);
+        for (int h = 0; h < 2; h++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * h));
+            for (int j = 0; j < 4; j++) {
+                const uint8_t s0 = b->scales[8 * h + 2 * j], s1 = b->scales[8 * h + 2 * j + 1];
+                const __m256i q =
+                    _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), m3);
+                emit32(dst + i + 128 * h + 32 * j, q, d * (float)(s0 & 0xF), d * (float)(s1 & 0xF),
+                       dmin * (float)(s0 >> 4), dmin * (float)(s1 >> 4), SUB);
             }
         }
-        return;
     }
-    default: {
-        inf_kernels g;
-        inf_kernels_fill_generic(&g);
-        g.dequant(t, dst, row, k0, n);
-        return;
+}
+
+static void a2_dequant_q3_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q3_K *b = src; /* [n/256] */
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)b->hmask);
+        int sc[16];
+        for (int s = 0; s < 16; s++) {
+            const int lo = s < 8 ? b->scales[s] & 0xF : b->scales[s - 8] >> 4;
+            sc[s] = (lo | ((b->scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4) - 32;
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * h));
+            for (int j = 0; j < 4; j++) {
+                const __m128i sh = _mm_cvtsi32_si128(2 * j), hs = _mm_cvtsi32_si128(4 * h + j);
+                const __m256i low = _mm256_and_si256(_mm256_srl_epi16(v, sh), m3);
+                /* minus 4 where the high bit is clear */
+                const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(hm, hs), one);
+                const __m256i q = _mm256_sub_epi8(
+                    low, _mm256_slli_epi16(_mm256_xor_si256(hb, one), 2));
+                const int s = 8 * h + 2 * j;
+                emit32(dst + i + 128 * h + 32 * j, q, d * (float)sc[s], d * (float)sc[s + 1], 0, 0,
+                       MUL);
+            }
+        }
     }
+}
+
+/* nibbles looked up in a 16-entry signed table (IQ4_NL, IQ4_XS, MXFP4) */
+static inline __m256i lookup32(const uint8_t *qs, const int8_t *table) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table));
+    return _mm256_shuffle_epi8(t, nibbles32(qs));
+}
+
+static void a2_dequant_iq4_nl(float *dst, const void *src, int64_t n) {
+    const inf_block_iq4_nl *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        emit32(dst + i, lookup32(b->qs, inf_iq4nl_values), d, d, 0, 0, MUL);
+    }
+}
+
+static void a2_dequant_iq4_xs(float *dst, const void *src, int64_t n) {
+    const inf_block_iq4_xs *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        for (int s = 0; s < 8; s++) {
+            const int ls = ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) |
+                           ((b->scales_h >> (2 * s)) & 3) << 4;
+            const float dl = d * (float)(ls - 32);
+            emit32(dst + i + 32 * s, lookup32(b->qs + 16 * s, inf_iq4nl_values), dl, dl, 0, 0,
+                   MUL);
+        }
+    }
+}
+
+static void a2_dequant_mxfp4(float *dst, const void *src, int64_t n) {
+    const inf_block_mxfp4 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        /* 2^(e - 128), as the reference builds it (subnormal for e < 2) */
+        const uint32_t bits = b->e < 2 ? 0x00200000u << b->e : (uint32_t)(b->e - 1) << 23;
+        float d;
+        memcpy(&d, &bits, 4);
+        emit32(dst + i, lookup32(b->qs, inf_fp4_values), d, d, 0, 0, MUL);
     }
 }
 
@@ -230,7 +446,21 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
 
 void inf_kernels_fill_avx2(inf_kernels *k) {
     k->dot_f32 = a2_dot_f32;
-    k->dequant = a2_dequant;
+    k->types[INF_F16].dequant = a2_dequant_f16;
+    k->types[INF_BF16].dequant = a2_dequant_bf16;
+    k->types[INF_Q8_0].dequant = a2_dequant_q8_0;
+    k->types[INF_Q4_0].dequant = a2_dequant_q4_0;
+    k->types[INF_Q4_1].dequant = a2_dequant_q4_1;
+    k->types[INF_Q5_0].dequant = a2_dequant_q5_0;
+    k->types[INF_Q5_1].dequant = a2_dequant_q5_1;
+    k->types[INF_Q2_K].dequant = a2_dequant_q2_K;
+    k->types[INF_Q3_K].dequant = a2_dequant_q3_K;
+    k->types[INF_Q4_K].dequant = a2_dequant_q4_K;
+    k->types[INF_Q5_K].dequant = a2_dequant_q5_K;
+    k->types[INF_Q6_K].dequant = a2_dequant_q6_K;
+    k->types[INF_IQ4_NL].dequant = a2_dequant_iq4_nl;
+    k->types[INF_IQ4_XS].dequant = a2_dequant_iq4_xs;
+    k->types[INF_MXFP4].dequant = a2_dequant_mxfp4;
     k->rmsnorm_row = a2_rmsnorm_row;
     k->rope_row = a2_rope_row;
     k->swiglu = a2_swiglu;

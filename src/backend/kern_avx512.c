@@ -27,62 +27,46 @@ static float a5_dot_f32(const float *a, const float *b, int n) {
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-static void a5_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
-    switch (t) {
-    case INF_F32:
-        memcpy(dst, (const float *)row + k0, sizeof(float) * (size_t)n);
-        return;
-    case INF_F16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (int i = 0; i < n; i += 16) {
-            __mmask16 m = tail_mask(n - i);
-            __m256i v = _mm256_maskz_loadu_epi16(m, h + i);
-            _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(v));
-        }
-        return;
+static void a5_dequant_f16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m256i v = _mm256_maskz_loadu_epi16(m, h + i);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(v));
     }
-    case INF_BF16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (int i = 0; i < n; i += 16) {
-            __mmask16 m = tail_mask(n - i);
-            __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, h + i));
-            _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
-        }
-        return;
+}
+
+static void a5_dequant_bf16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, h + i));
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
     }
-    case INF_Q8_0: {
-        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + k0 / 32;
-        for (int i = 0; i < n; i += 32, b++) {
-            __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
-            __m128i lo = _mm_loadu_si128((const __m128i *)b->qs);
-            __m128i hi = _mm_loadu_si128((const __m128i *)(b->qs + 16));
-            _mm512_storeu_ps(dst + i,
-                             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
-            _mm512_storeu_ps(dst + i + 16,
-                             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi))));
-        }
-        return;
+}
+
+static void a5_dequant_q8_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q8_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
+        __m128i lo = _mm_loadu_si128((const __m128i *)b->qs);
+        __m128i hi = _mm_loadu_si128((const __m128i *)(b->qs + 16));
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
+        _mm512_storeu_ps(dst + i + 16,
+                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi))));
     }
-    case INF_Q4_0: {
-        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + k0 / 32;
-        const __m512i eight = _mm512_set1_epi32(8);
-        for (int i = 0; i < n; i += 32, b++) {
-            __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
-            __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
-            __m512i lo = _mm512_sub_epi32(_mm512_and_si512(q, _mm512_set1_epi32(15)), eight);
-            __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight);
-            _mm512_storeu_ps(dst + i, _mm512_mul_ps(d, _mm512_cvtepi32_ps(lo)));
-            _mm512_storeu_ps(dst + i + 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(hi)));
-        }
-        return;
-    }
-    default: {
-        /* K-quants: the reference dequantizer, one super-block at a time. */
-        inf_kernels g;
-        inf_kernels_fill_generic(&g);
-        g.dequant(t, dst, row, k0, n);
-        return;
-    }
+}
+
+static void a5_dequant_q4_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_0 *b = src; /* [n/32] */
+    const __m512i eight = _mm512_set1_epi32(8);
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        __m512 d = _mm512_set1_ps(inf_f16_to_f32(b->d));
+        __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
+        __m512i lo = _mm512_sub_epi32(_mm512_and_si512(q, _mm512_set1_epi32(15)), eight);
+        __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight);
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(d, _mm512_cvtepi32_ps(lo)));
+        _mm512_storeu_ps(dst + i + 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(hi)));
     }
 }
 
@@ -847,7 +831,10 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
         a5_reduce16_ok = ok;
     }
     k->dot_f32 = a5_dot_f32;
-    k->dequant = a5_dequant;
+    k->types[INF_F16].dequant = a5_dequant_f16;
+    k->types[INF_BF16].dequant = a5_dequant_bf16;
+    k->types[INF_Q8_0].dequant = a5_dequant_q8_0;
+    k->types[INF_Q4_0].dequant = a5_dequant_q4_0;
     k->has_packed = 1;
     k->quantize_x = a5_quantize_x;
     k->matmul_packed = a5_matmul_packed;

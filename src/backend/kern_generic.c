@@ -15,12 +15,6 @@ static float g_dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-static void g_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
-    const inf_dtype_info *ti = inf_dtype_get(t);
-    const uint8_t *src = (const uint8_t *)row + (size_t)(k0 / ti->block) * ti->block_bytes;
-    inf_dequantize_row(t, dst, src, n);
-}
-
 static void g_rmsnorm_row(float *out, const float *x, const float *w, int n, float eps) {
     float ss = 0;
     for (int i = 0; i < n; i++)
@@ -109,7 +103,10 @@ void inf_kernels_fill_generic(inf_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = INF_ISA_SCALAR;
     k->dot_f32 = g_dot_f32;
-    k->dequant = g_dequant;
+    for (int t = 0; t < INF_DTYPE_COUNT; t++) {
+        const inf_dtype_info *ti = inf_dtype_get((uint32_t)t);
+        k->types[t].dequant = ti ? ti->dequant : NULL;
+    }
     k->rmsnorm_row = g_rmsnorm_row;
     k->rope_row = g_rope_row;
     k->swiglu = g_swiglu;

@@ -46,64 +46,53 @@ static float ne_dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-static void ne_dequant(inf_dtype t, float *dst, const void *row, int64_t k0, int n) {
-    int i = 0;
-    switch (t) {
-    case INF_F16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 4 <= n; i += 4)
-            vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
-        for (; i < n; i++)
-            dst[i] = inf_f16_to_f32(h[i]);
-        return;
-    }
-    case INF_BF16: {
-        const uint16_t *h = (const uint16_t *)row + k0;
-        for (; i + 4 <= n; i += 4)
-            vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h + i), 16)));
-        for (; i < n; i++)
-            dst[i] = inf_bf16_to_f32(h[i]);
-        return;
-    }
-    case INF_Q8_0: {
-        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + k0 / 32;
-        for (; i < n; i += 32, b++) {
-            float d = inf_f16_to_f32(b->d);
-            for (int j = 0; j < 32; j += 8) {
-                int16x8_t q = vmovl_s8(vld1_s8(b->qs + j));
-                vst1q_f32(dst + i + j, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d));
-                vst1q_f32(dst + i + j + 4,
-                          vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d));
-            }
+static void ne_dequant_f16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
+    for (; i < n; i++)
+        dst[i] = inf_f16_to_f32(h[i]);
+}
+
+static void ne_dequant_bf16(float *dst, const void *src, int64_t n) {
+    const uint16_t *h = src; /* [n] */
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h + i), 16)));
+    for (; i < n; i++)
+        dst[i] = inf_bf16_to_f32(h[i]);
+}
+
+static void ne_dequant_q8_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q8_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        float d = inf_f16_to_f32(b->d);
+        for (int j = 0; j < 32; j += 8) {
+            int16x8_t q = vmovl_s8(vld1_s8(b->qs + j));
+            vst1q_f32(dst + i + j, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d));
+            vst1q_f32(dst + i + j + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d));
         }
-        return;
     }
-    case INF_Q4_0: {
-        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + k0 / 32;
-        for (; i < n; i += 32, b++) {
-            float d = inf_f16_to_f32(b->d);
-            uint8x16_t q = vld1q_u8(b->qs);
-            int8x16_t lo =
-                vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8));
-            int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
-            int8x16_t parts[2] = {lo, hi};
-            for (int h = 0; h < 2; h++) {
-                int16x8_t a = vmovl_s8(vget_low_s8(parts[h])), c = vmovl_s8(vget_high_s8(parts[h]));
-                float *o = dst + i + 16 * h;
-                vst1q_f32(o, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(a))), d));
-                vst1q_f32(o + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(a))), d));
-                vst1q_f32(o + 8, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(c))), d));
-                vst1q_f32(o + 12, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(c))), d));
-            }
-        }
-        return;
-    }
-    default: {
-        inf_kernels g;
-        inf_kernels_fill_generic(&g);
-        g.dequant(t, dst, row, k0, n);
-        return;
-    }
+}
+
+/* 16 int8 values times d into dst[16] */
+static inline void ne_store16(float *dst, int8x16_t v, float d) {
+    int16x8_t a = vmovl_s8(vget_low_s8(v)), c = vmovl_s8(vget_high_s8(v));
+    vst1q_f32(dst, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(a))), d));
+    vst1q_f32(dst + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(a))), d));
+    vst1q_f32(dst + 8, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(c))), d));
+    vst1q_f32(dst + 12, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(c))), d));
+}
+
+static void ne_dequant_q4_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        float d = inf_f16_to_f32(b->d);
+        uint8x16_t q = vld1q_u8(b->qs);
+        ne_store16(dst + i, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8)),
+                   d);
+        ne_store16(dst + i + 16, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8)), d);
     }
 }
 
@@ -222,7 +211,10 @@ static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
 
 void inf_kernels_fill_neon(inf_kernels *k) {
     k->dot_f32 = ne_dot_f32;
-    k->dequant = ne_dequant;
+    k->types[INF_F16].dequant = ne_dequant_f16;
+    k->types[INF_BF16].dequant = ne_dequant_bf16;
+    k->types[INF_Q8_0].dequant = ne_dequant_q8_0;
+    k->types[INF_Q4_0].dequant = ne_dequant_q4_0;
     k->rmsnorm_row = ne_rmsnorm_row;
     k->rope_row = ne_rope_row;
     k->swiglu = ne_swiglu;

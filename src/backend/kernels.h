@@ -26,6 +26,9 @@
  *   Q6_K: group of 16: 2 nibble chunks (as Q4_0, k 0..7 and 8..15), one
  *         chunk of high bit pairs (lane r byte j: bits 2i..2i+1 = high bits
  *         of k = 4i + j), then 16 f16 (d*sc) (w = (d*sc)(q - 32))     224 B
+ * Other weight types run as one of these kinds where their values are small
+ * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
+ * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -37,6 +40,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_features.h"
+#include "quant/dtype.h"
 
 #define INF_PANEL 16   /* output rows per packed panel */
 #define INF_CHUNK 256  /* k elements dequantized at a time on the generic path */
@@ -122,13 +126,24 @@ static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
     return most > by_amx ? most : by_amx;
 }
 
+/* dst[n] = the values of n weights (whole blocks) at blocks. */
+typedef void (*inf_dequant_fn)(float *dst, const void *blocks, int64_t n);
+
+/* A weight type's row of an ISA's table. The generic table fills every row
+ * with the type's scalar reference (quant/); an ISA overrides the rows it
+ * has vector code for, and must give the same floats bit for bit (the
+ * fixture tests read every type on every level). */
+typedef struct inf_type_kernels {
+    inf_dequant_fn dequant;
+} inf_type_kernels;
+
 typedef struct inf_kernels {
     inf_isa isa;
 
     /* sum a[i]*b[i], i < n */
     float (*dot_f32)(const float *a, const float *b, int n);
-    /* dst[n] = elements k0..k0+n-1 of one raw row of type t (k0 and n whole blocks). */
-    void (*dequant)(inf_dtype t, float *dst, const void *row, int64_t k0, int n);
+    /* per weight type, indexed by inf_dtype */
+    inf_type_kernels types[INF_DTYPE_COUNT];
 
     /* Packed path; NULL where the level has none. */
     int has_packed;
@@ -160,6 +175,13 @@ typedef struct inf_kernels {
     void (*attn_materialized)(float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
                               int h, const inf_attn_shape *s, float *S);
 } inf_kernels;
+
+/* dst[n] = elements k0..k0+n-1 of one raw row of type t (k0 and n whole blocks). */
+static inline void inf_kern_dequant(const inf_kernels *k, inf_dtype t, float *dst, const void *row,
+                                    int64_t k0, int n) {
+    const inf_dtype_info *ti = inf_dtype_get(t);
+    k->types[t].dequant(dst, (const uint8_t *)row + (size_t)(k0 / ti->block) * ti->block_bytes, n);
+}
 
 /* The kernel table for an ISA level (must be one the CPU runs: inf_isa_clamp). */
 const inf_kernels *inf_kernels_get(inf_isa isa);

@@ -18,55 +18,132 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
     }
 }
 
-/* One row's group g: q[k] in the packed kernels' unsigned form, and the
- * per-row scale A (and offset scale B for Q4_K) as f16 bits. */
-static void fetch_group(inf_pack_kind kind, const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A,
-                        uint16_t *B) {
-    switch (kind) {
-    case INF_PACK_Q8_0: {
-        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + g;
-        for (int k = 0; k < 32; k++)
-            q[k] = (uint8_t)(b->qs[k] + 128);
-        *A = b->d;
-        break;
-    }
-    case INF_PACK_Q4_0: {
-        const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + g;
-        for (int k = 0; k < 16; k++) {
-            q[k] = b->qs[k] & 0xF;
-            q[k + 16] = b->qs[k] >> 4;
-        }
-        *A = b->d;
-        break;
-    }
-    case INF_PACK_Q4_K: {
-        const inf_block_q4_K *b = (const inf_block_q4_K *)row + g / 8;
-        int sub = (int)(g % 8), sc, m;
-        q4k_scale_min(b->scales, sub, &sc, &m);
-        const uint8_t *qs = b->qs + 32 * (sub / 2);
-        for (int k = 0; k < 32; k++)
-            q[k] = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
-        *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
-        *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
-        break;
-    }
-    case INF_PACK_Q6_K: {
-        const inf_block_q6_K *b = (const inf_block_q6_K *)row + g / 16;
-        int s = (int)(g % 16);
-        for (int i = 0; i < 16; i++) {
-            int k = 16 * s + i, half = k / 128, kk = k % 128, quad = kk / 32, l = kk % 32;
-            const uint8_t *ql = b->ql + 64 * half, *qh = b->qh + 32 * half;
-            int lo = (quad & 1) ? ql[l + 32] : ql[l];
-            lo = (quad & 2) ? lo >> 4 : lo & 0xF;
-            q[i] = (uint8_t)(lo | (((qh[l] >> (2 * quad)) & 3) << 4));
-        }
-        *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)b->scales[s]);
-        break;
-    }
-    default:
-        break;
-    }
+/* ---- per weight type: which packed kind it runs as, and how one row's group g
+ * reads: q[k] in the kind's unsigned form, the per-row scale A (and offset
+ * scale B for Q4_K's kind) as f16 bits. Types whose values are small integers
+ * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
+ * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
+ * (w = A (q - 32)). Where A is a product of two stored factors (K-quant
+ * sub-block scales) it is rounded to f16 once, as for Q4_K and Q6_K. ---- */
+
+typedef void (*fetch_fn)(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B);
+
+static void fetch_q8_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + g;
+    for (int k = 0; k < 32; k++)
+        q[k] = (uint8_t)(b->qs[k] + 128);
+    *A = b->d;
 }
+
+static void fetch_q5_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q5_0 *b = (const inf_block_q5_0 *)row + g;
+    for (int k = 0; k < 16; k++) {
+        int lo = (b->qs[k] & 0xF) | ((b->qh[k / 8] >> (k % 8)) & 1) << 4;
+        int hi = (b->qs[k] >> 4) | ((b->qh[(k + 16) / 8] >> (k % 8)) & 1) << 4;
+        q[k] = (uint8_t)(lo - 16 + 128);
+        q[k + 16] = (uint8_t)(hi - 16 + 128);
+    }
+    *A = b->d;
+}
+
+static void fetch_iq4_nl(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_iq4_nl *b = (const inf_block_iq4_nl *)row + g;
+    for (int k = 0; k < 16; k++) {
+        q[k] = (uint8_t)(inf_iq4nl_values[b->qs[k] & 0xF] + 128);
+        q[k + 16] = (uint8_t)(inf_iq4nl_values[b->qs[k] >> 4] + 128);
+    }
+    *A = b->d;
+}
+
+static void fetch_iq4_xs(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + g / 8;
+    const int s = (int)(g % 8);
+    const int ls = ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | ((b->scales_h >> (2 * s)) & 3)
+                                                                        << 4;
+    const uint8_t *qs = b->qs + 16 * s;
+    for (int k = 0; k < 16; k++) {
+        q[k] = (uint8_t)(inf_iq4nl_values[qs[k] & 0xF] + 128);
+        q[k + 16] = (uint8_t)(inf_iq4nl_values[qs[k] >> 4] + 128);
+    }
+    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(ls - 32));
+}
+
+static void fetch_q4_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + g;
+    for (int k = 0; k < 16; k++) {
+        q[k] = b->qs[k] & 0xF;
+        q[k + 16] = b->qs[k] >> 4;
+    }
+    *A = b->d;
+}
+
+static void fetch_q4_1(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q4_1 *b = (const inf_block_q4_1 *)row + g;
+    for (int k = 0; k < 16; k++) {
+        q[k] = b->qs[k] & 0xF;
+        q[k + 16] = b->qs[k] >> 4;
+    }
+    *A = b->d;
+    *B = (uint16_t)(b->m ^ 0x8000); /* w = d q + m = A q - (-m): a sign flip, exact */
+}
+
+static void fetch_q4_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q4_K *b = (const inf_block_q4_K *)row + g / 8;
+    int sub = (int)(g % 8), sc, m;
+    q4k_scale_min(b->scales, sub, &sc, &m);
+    const uint8_t *qs = b->qs + 32 * (sub / 2);
+    for (int k = 0; k < 32; k++)
+        q[k] = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
+    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
+    *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
+}
+
+static void fetch_q6_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q6_K *b = (const inf_block_q6_K *)row + g / 16;
+    int s = (int)(g % 16);
+    for (int i = 0; i < 16; i++) {
+        int k = 16 * s + i, half = k / 128, kk = k % 128, quad = kk / 32, l = kk % 32;
+        const uint8_t *ql = b->ql + 64 * half, *qh = b->qh + 32 * half;
+        int lo = (quad & 1) ? ql[l + 32] : ql[l];
+        lo = (quad & 2) ? lo >> 4 : lo & 0xF;
+        q[i] = (uint8_t)(lo | (((qh[l] >> (2 * quad)) & 3) << 4));
+    }
+    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)b->scales[s]);
+}
+
+static void fetch_q3_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q3_K *b = (const inf_block_q3_K *)row + g / 16;
+    const int s = (int)(g % 16);
+    const int lo4 = s < 8 ? b->scales[s] & 0xF : b->scales[s - 8] >> 4;
+    const int sc = lo4 | ((b->scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
+    for (int i = 0; i < 16; i++) {
+        const int k = 16 * s + i;
+        const int low2 = (b->qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        const int v = low2 - ((b->hmask[k % 32] >> (k / 32)) & 1 ? 0 : 4); /* -4..3 */
+        q[i] = (uint8_t)(v + 32);
+    }
+    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(sc - 32));
+}
+
+static const struct {
+    inf_pack_kind kind;
+    fetch_fn fetch; /* NULL for BF16 (copied as is) */
+} pack_rows[INF_DTYPE_COUNT] = {
+    [INF_BF16] = {INF_PACK_BF16, NULL},         [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
+    [INF_Q5_0] = {INF_PACK_Q8_0, fetch_q5_0},   [INF_IQ4_NL] = {INF_PACK_Q8_0, fetch_iq4_nl},
+    [INF_IQ4_XS] = {INF_PACK_Q8_0, fetch_iq4_xs}, [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
+    [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},   [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
+    [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},   [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
+};
+
+/* per kind: k elements per group and bytes of one panel's group (layouts in kernels.h) */
+static const struct {
+    int group;
+    size_t bytes;
+} kinds[] = {
+    [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544}, [INF_PACK_Q4_0] = {32, 288},
+    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {16, 224},
+};
 
 /* Packed weights live in 2 MiB huge pages where the kernel allows (THP
  * "madvise" mode): decode streams them, and the hardware prefetchers stop at
@@ -86,34 +163,12 @@ static void *pack_alloc(size_t n, size_t *mapped) {
 
 int inf_pack_weight(inf_packed **out, const inf_weight *w) {
     *out = NULL;
-    inf_pack_kind kind;
-    int group = 32;
-    size_t gbytes;
-    switch (w->t->type) {
-    case INF_BF16:
-        kind = INF_PACK_BF16;
-        gbytes = 1024;
-        break;
-    case INF_Q8_0:
-        kind = INF_PACK_Q8_0;
-        gbytes = 544;
-        break;
-    case INF_Q4_0:
-        kind = INF_PACK_Q4_0;
-        gbytes = 288;
-        break;
-    case INF_Q4_K:
-        kind = INF_PACK_Q4_K;
-        gbytes = 320;
-        break;
-    case INF_Q6_K:
-        kind = INF_PACK_Q6_K;
-        gbytes = 224;
-        group = 16;
-        break;
-    default:
-        return 0;
-    }
+    const inf_dtype type = w->t->type;
+    if ((unsigned)type >= INF_DTYPE_COUNT || !pack_rows[type].kind) return 0;
+    const inf_pack_kind kind = pack_rows[type].kind;
+    const fetch_fn fetch = pack_rows[type].fetch;
+    const int group = kinds[kind].group;
+    const size_t gbytes = kinds[kind].bytes;
     if (w->n_in % group || w->n_out < INF_PANEL) return 0;
     inf_packed *p = inf_alloc(sizeof *p);
     if (!p) return -1;
@@ -143,8 +198,7 @@ int inf_pack_weight(inf_packed **out, const inf_weight *w) {
             uint8_t q[INF_PANEL][32];
             uint16_t A[INF_PANEL], B[INF_PANEL];
             for (int r = 0; r < INF_PANEL; r++)
-                fetch_group(kind, base + (size_t)(16 * pi + r) * w->row_bytes, g, q[r], &A[r],
-                            &B[r]);
+                fetch(base + (size_t)(16 * pi + r) * w->row_bytes, g, q[r], &A[r], &B[r]);
             size_t qbytes;
             if (kind == INF_PACK_Q8_0) {
                 for (int c = 0; c < 8; c++)

@@ -177,7 +177,7 @@ static void generic_rows(const inf_kernels *k, float *y, const float *x, const i
             if (type == INF_F32) {
                 wv = (const float *)row + k0;
             } else {
-                k->dequant(type, buf, row, k0, n);
+                inf_kern_dequant(k, type, buf, row, k0, n);
                 wv = buf;
             }
             for (int t = 0; t < T; t++)
@@ -455,7 +455,7 @@ static void embed_task(void *arg, int ith, int nth, int tid) {
         INF_ASSERT(j->ids[t] >= 0 && j->ids[t] < j->table->ne[1]);
         const unsigned char *row =
             (const unsigned char *)j->table->data + (size_t)j->ids[t] * j->row_bytes;
-        j->c->k->dequant(j->table->type, j->out + t * n, row, 0, (int)n);
+        inf_kern_dequant(j->c->k, j->table->type, j->out + t * n, row, 0, (int)n);
     }
 }
 

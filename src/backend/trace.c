@@ -19,14 +19,17 @@ enum {
     OP_SOFTMAX,
     OP_MATMUL0, /* + 2 * dtype slot + (T > 1) */
 };
-#define N_TYPES 8
+#define N_TYPES (INF_DTYPE_COUNT + 1) /* a slot per type id, then "other" */
 #define N_OPS (OP_MATMUL0 + 2 * N_TYPES)
 
 static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed",        "rmsnorm",
                                                  "rope",           "attn_prefill", "attn_decode",
                                                  "swiglu",         "add",          "softmax"};
-static const inf_dtype type_slots[N_TYPES] = {INF_F32,  INF_F16,  INF_BF16, INF_Q8_0,
-                                              INF_Q4_0, INF_Q4_K, INF_Q6_K, (inf_dtype)-1};
+
+/* a weight type's matmul slot: its id (every type inferno reads has one) */
+static int type_slot(inf_dtype t) {
+    return (unsigned)t < INF_DTYPE_COUNT ? (int)t : N_TYPES - 1;
+}
 
 typedef struct trace_ctx {
     const inf_backend *inner;
@@ -64,18 +67,14 @@ static void tr_embed(const inf_backend *be, float *out, const inf_tensor *table,
 }
 static void tr_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w, int T) {
     const inf_backend *in = tc(be)->inner;
-    int slot = N_TYPES - 1;
-    for (int i = 0; i < N_TYPES - 1; i++)
-        if (type_slots[i] == w->t->type) slot = i;
+    const int slot = type_slot(w->t->type);
     TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul(in, y, x, w, T));
 }
 /* counted as one matmul of the first weight's type (the call is one pass) */
 static void tr_matmul_n(const inf_backend *be, float *const *ys, const float *x,
                         const inf_weight *const *ws, int n, int T, int prefill) {
     const inf_backend *in = tc(be)->inner;
-    int slot = N_TYPES - 1;
-    for (int i = 0; i < N_TYPES - 1; i++)
-        if (type_slots[i] == ws[0]->t->type) slot = i;
+    const int slot = type_slot(ws[0]->t->type);
     TIMED(be, OP_MATMUL0 + 2 * slot + (T > 1), in->matmul_n(in, ys, x, ws, n, T, prefill));
 }
 static void tr_rmsnorm(const inf_backend *be, float *out, const float *x, const float *w, int rows,
@@ -167,7 +166,7 @@ static void op_name(int op, char *buf, size_t cap) {
         return;
     }
     int slot = (op - OP_MATMUL0) / 2, batched = (op - OP_MATMUL0) % 2;
-    const inf_dtype_info *ti = slot < N_TYPES - 1 ? inf_dtype_get(type_slots[slot]) : NULL;
+    const inf_dtype_info *ti = slot < N_TYPES - 1 ? inf_dtype_get((uint32_t)slot) : NULL;
     snprintf(buf, cap, "matmul %s %s", ti ? ti->name : "other", batched ? "T>1" : "T=1");
 }
 

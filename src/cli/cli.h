@@ -10,6 +10,7 @@ int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 /* The default generated model, used when -m is not given. */
 #define INF_DEFAULT_MODEL "models/tiny-q8_0.gguf"

@@ -16,6 +16,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "text to token ids"},
     {"template", cmd_template, "render the chat template for a messages JSON file"},
     {"inspect", cmd_inspect, "show what is inside a GGUF file or Hugging Face folder"},
+    {"quantize", cmd_quantize, "write a GGUF file of one of llama-quantize's types"},
 };
 
 static void usage(FILE *f) {

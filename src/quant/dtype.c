@@ -1,20 +1,5 @@
 #include "quant/dtype.h"
 
-static const inf_dtype_info infos[] = {
-    [INF_F32] = {"F32", 1, 4},
-    [INF_F16] = {"F16", 1, 2},
-    [INF_Q4_0] = {"Q4_0", INF_QK4_0, sizeof(inf_block_q4_0)},
-    [INF_Q8_0] = {"Q8_0", INF_QK8_0, sizeof(inf_block_q8_0)},
-    [INF_Q4_K] = {"Q4_K", INF_QK_K, sizeof(inf_block_q4_K)},
-    [INF_Q6_K] = {"Q6_K", INF_QK_K, sizeof(inf_block_q6_K)},
-    [INF_BF16] = {"BF16", 1, 2},
-};
-
-const inf_dtype_info *inf_dtype_get(uint32_t type) {
-    if (type >= sizeof infos / sizeof infos[0] || !infos[type].name) return NULL;
-    return &infos[type];
-}
-
 const char *inf_ggml_type_name(uint32_t type) {
     static const char *names[] = {
         "F32",     "F16",    "Q4_0",   "Q4_1",    "Q4_2",   "Q4_3",    "Q5_0",   "Q5_1",

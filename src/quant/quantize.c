@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "quant/grids.h"
 #include "util/err.h"
 #include "util/half.h"
 
@@ -375,34 +376,558 @@ static void quant_q6_K(void *dst, const float *x, int64_t n) {
     }
 }
 
-/* ---- the table ---- */
+/* ---- Q4_1 / Q5_0 / Q5_1: 32-weight blocks, nibbles as Q4_0 (+ a fifth bit in qh) ---- */
 
-typedef struct {
-    void (*dequant)(float *y, const void *src, int64_t n);
-    void (*quant)(void *dst, const float *x, int64_t n);
-} quant_ops;
+/* bit 4 of weight j (0..31) of a Q5 block */
+static inline int q5_high(const uint8_t qh[4], int j) {
+    return (qh[j / 8] >> (j % 8)) & 1;
+}
 
-static const quant_ops ops[] = {
-    [INF_F32] = {dequant_f32, quant_f32},    [INF_F16] = {dequant_f16, quant_f16},
-    [INF_BF16] = {dequant_bf16, quant_bf16}, [INF_Q8_0] = {dequant_q8_0, quant_q8_0},
-    [INF_Q4_0] = {dequant_q4_0, quant_q4_0}, [INF_Q4_K] = {dequant_q4_K, quant_q4_K},
-    [INF_Q6_K] = {dequant_q6_K, quant_q6_K},
+static void dequant_q4_1(float *y, const void *src, int64_t n) {
+    const inf_block_q4_1 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++, y += 32) {
+        const float d = inf_f16_to_f32(b[i].d), m = inf_f16_to_f32(b[i].m);
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)(b[i].qs[j] & 0xF) * d + m;
+            y[j + 16] = (float)(b[i].qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+static void dequant_q5_0(float *y, const void *src, int64_t n) {
+    const inf_block_q5_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++, y += 32) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int j = 0; j < 16; j++) {
+            const int x0 = ((b[i].qs[j] & 0xF) | q5_high(b[i].qh, j) << 4) - 16;
+            const int x1 = ((b[i].qs[j] >> 4) | q5_high(b[i].qh, j + 16) << 4) - 16;
+            y[j] = (float)x0 * d;
+            y[j + 16] = (float)x1 * d;
+        }
+    }
+}
+
+static void dequant_q5_1(float *y, const void *src, int64_t n) {
+    const inf_block_q5_1 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++, y += 32) {
+        const float d = inf_f16_to_f32(b[i].d), m = inf_f16_to_f32(b[i].m);
+        for (int j = 0; j < 16; j++) {
+            const int x0 = (b[i].qs[j] & 0xF) | q5_high(b[i].qh, j) << 4;
+            const int x1 = (b[i].qs[j] >> 4) | q5_high(b[i].qh, j + 16) << 4;
+            y[j] = (float)x0 * d + m;
+            y[j + 16] = (float)x1 * d + m;
+        }
+    }
+}
+
+/* 32 values q[j] in 0..15 (and bit 4 into qh when qh is not NULL), Q4_0's nibble order */
+static void pack_nibbles(uint8_t qs[16], uint8_t *qh, const uint8_t q[32]) {
+    for (int j = 0; j < 16; j++)
+        qs[j] = (uint8_t)((q[j] & 0xF) | (q[j + 16] & 0xF) << 4);
+    if (qh) {
+        memset(qh, 0, 4);
+        for (int j = 0; j < 32; j++)
+            qh[j / 8] |= (uint8_t)(((q[j] >> 4) & 1) << (j % 8));
+    }
+}
+
+/* x[32] ≈ d * q + m with q in 0..nmax: ggml's reference (min and range),
+ * rounding against the stored f16 d and m. */
+static void quant_affine32(const float *x, int nmax, uint16_t *dh, uint16_t *mh, uint8_t q[32]) {
+    float lo = x[0], hi = x[0];
+    for (int j = 1; j < 32; j++) {
+        lo = fminf(lo, x[j]);
+        hi = fmaxf(hi, x[j]);
+    }
+    *dh = inf_f32_to_f16((hi - lo) / (float)nmax);
+    *mh = inf_f32_to_f16(lo);
+    const float d = inf_f16_to_f32(*dh), m = inf_f16_to_f32(*mh);
+    for (int j = 0; j < 32; j++)
+        q[j] = (uint8_t)(d > 0 ? clampi(nearest_int((x[j] - m) / d), 0, nmax) : 0);
+}
+
+static void quant_q4_1(void *dst, const float *x, int64_t n) {
+    inf_block_q4_1 *b = dst; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint8_t q[32];
+        quant_affine32(x + 32 * i, 15, &b[i].d, &b[i].m, q);
+        pack_nibbles(b[i].qs, NULL, q);
+    }
+}
+
+static void quant_q5_1(void *dst, const float *x, int64_t n) {
+    inf_block_q5_1 *b = dst; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint8_t q[32];
+        quant_affine32(x + 32 * i, 31, &b[i].d, &b[i].m, q);
+        pack_nibbles(b[i].qs, b[i].qh, q);
+    }
+}
+
+static void quant_q5_0(void *dst, const float *x, int64_t n) {
+    inf_block_q5_0 *b = dst; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *xb = x + 32 * i;
+        /* as Q4_0: the weight of largest magnitude, with its sign, maps to -16 */
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(xb[j]) > amax) {
+                amax = fabsf(xb[j]);
+                max = xb[j];
+            }
+        b[i].d = inf_f32_to_f16(max / -16.0f);
+        const float d = inf_f16_to_f32(b[i].d);
+        uint8_t q[32];
+        for (int j = 0; j < 32; j++)
+            q[j] = (uint8_t)(d != 0 ? clampi(nearest_int(xb[j] / d) + 16, 0, 31) : 16);
+        pack_nibbles(b[i].qs, b[i].qh, q);
+    }
+}
+
+/* ---- Q2_K / Q3_K: 16 sub-blocks of 16, 2-bit fields in qs ---- */
+
+/* the 2-bit field of weight k (0..255) in a K-quant's qs[64] */
+static inline int k2_field(const uint8_t *qs, int k) {
+    return (qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+}
+
+static void set_k2_fields(uint8_t qs[64], const uint8_t L[256]) {
+    memset(qs, 0, 64);
+    for (int k = 0; k < 256; k++)
+        qs[32 * (k / 128) + k % 32] |= (uint8_t)((L[k] & 3) << (2 * ((k % 128) / 32)));
+}
+
+static void dequant_q2_K(float *y, const void *src, int64_t n) {
+    const inf_block_q2_K *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++, y += INF_QK_K) {
+        const float d = inf_f16_to_f32(b[i].d), min = inf_f16_to_f32(b[i].dmin);
+        for (int s = 0; s < 16; s++) {
+            const float dl = d * (float)(b[i].scales[s] & 0xF), ml = min * (float)(b[i].scales[s] >> 4);
+            for (int l = 0; l < 16; l++)
+                y[16 * s + l] = dl * (float)k2_field(b[i].qs, 16 * s + l) - ml;
+        }
+    }
+}
+
+static void quant_q2_K(void *dst, const float *x, int64_t n) {
+    inf_block_q2_K *b = dst; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float *xb = x + i * INF_QK_K;
+        float scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
+        for (int s = 0; s < 16; s++) {
+            scales[s] = fit_affine(16, 3, xb + 16 * s, &mins[s]);
+            max_scale = fmaxf(max_scale, scales[s]);
+            max_min = fmaxf(max_min, mins[s]);
+        }
+        b[i].d = inf_f32_to_f16(max_scale / 15.0f);
+        b[i].dmin = inf_f32_to_f16(max_min / 15.0f);
+        const float d = inf_f16_to_f32(b[i].d), dmin = inf_f16_to_f32(b[i].dmin);
+        uint8_t L[256];
+        for (int s = 0; s < 16; s++) {
+            const int ls = d > 0 ? clampi(nearest_int(scales[s] / d), 0, 15) : 0;
+            const int lm = dmin > 0 ? clampi(nearest_int(mins[s] / dmin), 0, 15) : 0;
+            b[i].scales[s] = (uint8_t)(ls | lm << 4);
+            const float ds = d * (float)ls, dm = dmin * (float)lm;
+            for (int l = 0; l < 16; l++)
+                L[16 * s + l] =
+                    (uint8_t)(ds > 0 ? clampi(nearest_int((xb[16 * s + l] + dm) / ds), 0, 3) : 0);
+        }
+        set_k2_fields(b[i].qs, L);
+    }
+}
+
+/* Q3_K's 6-bit scale of sub-block s (0..15) */
+static inline int q3_K_scale(const uint8_t *sc, int s) {
+    const int lo = s < 8 ? sc[s] & 0xF : sc[s - 8] >> 4;
+    const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+    return lo | hi << 4;
+}
+
+static void dequant_q3_K(float *y, const void *src, int64_t n) {
+    const inf_block_q3_K *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++, y += INF_QK_K) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 16; s++) {
+            const float dl = d * (float)(q3_K_scale(b[i].scales, s) - 32);
+            for (int l = 0; l < 16; l++) {
+                const int k = 16 * s + l;
+                const int q = k2_field(b[i].qs, k) - ((b[i].hmask[k % 32] >> (k / 32)) & 1 ? 0 : 4);
+                y[k] = dl * (float)q;
+            }
+        }
+    }
+}
+
+static void quant_q3_K(void *dst, const float *x, int64_t n) {
+    inf_block_q3_K *b = dst; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float *xb = x + i * INF_QK_K;
+        float scales[16], amax = 0.0f, max = 0.0f;
+        for (int s = 0; s < 16; s++) {
+            scales[s] = fit_symmetric(16, 4, xb + 16 * s);
+            if (fabsf(scales[s]) > amax) {
+                amax = fabsf(scales[s]);
+                max = scales[s];
+            }
+        }
+        memset(b[i].scales, 0, sizeof b[i].scales);
+        memset(b[i].hmask, 0, sizeof b[i].hmask);
+        uint8_t L[256];
+        b[i].d = amax > 0 ? inf_f32_to_f16(max / -32.0f) : 0;
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 16; s++) {
+            const int l = d != 0 ? clampi(nearest_int(scales[s] / d), -32, 31) : 0;
+            const int v = l + 32;
+            if (s < 8)
+                b[i].scales[s] |= (uint8_t)(v & 0xF);
+            else
+                b[i].scales[s - 8] |= (uint8_t)((v & 0xF) << 4);
+            b[i].scales[8 + s % 4] |= (uint8_t)((v >> 4) << (2 * (s / 4)));
+            const float ds = d * (float)l;
+            for (int j = 0; j < 16; j++) {
+                const int k = 16 * s + j;
+                const int q = ds != 0 ? clampi(nearest_int(xb[k] / ds), -4, 3) : 0;
+                L[k] = (uint8_t)(q + 4);
+                if (L[k] & 4) b[i].hmask[k % 32] |= (uint8_t)(1 << (k / 32));
+            }
+        }
+        set_k2_fields(b[i].qs, L);
+    }
+}
+
+/* ---- Q5_K: Q4_K's scales with a fifth bit per weight ---- */
+
+static void dequant_q5_K(float *y, const void *src, int64_t n) {
+    const inf_block_q5_K *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++, y += INF_QK_K) {
+        const float d = inf_f16_to_f32(b[i].d), min = inf_f16_to_f32(b[i].dmin);
+        for (int s = 0; s < 8; s++) {
+            uint8_t sc, m;
+            q4_K_scale_min(s, b[i].scales, &sc, &m);
+            const float ds = d * sc, dm = min * m;
+            const uint8_t *qs = b[i].qs + 32 * (s / 2);
+            for (int l = 0; l < 32; l++) {
+                const int q = ((s & 1) ? qs[l] >> 4 : qs[l] & 0xF) | ((b[i].qh[l] >> s) & 1) << 4;
+                y[32 * s + l] = ds * (float)q - dm;
+            }
+        }
+    }
+}
+
+static void quant_q5_K(void *dst, const float *x, int64_t n) {
+    inf_block_q5_K *b = dst; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float *xb = x + i * INF_QK_K;
+        float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
+        for (int s = 0; s < 8; s++) {
+            scales[s] = fit_affine(32, 31, xb + 32 * s, &mins[s]);
+            max_scale = fmaxf(max_scale, scales[s]);
+            max_min = fmaxf(max_min, mins[s]);
+        }
+        const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+        const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+        memset(b[i].scales, 0, sizeof b[i].scales);
+        for (int s = 0; s < 8; s++) {
+            const uint8_t ls = (uint8_t)clampi(nearest_int(inv_scale * scales[s]), 0, 63);
+            const uint8_t lm = (uint8_t)clampi(nearest_int(inv_min * mins[s]), 0, 63);
+            if (s < 4) {
+                b[i].scales[s] = ls;
+                b[i].scales[s + 4] = lm;
+            } else {
+                b[i].scales[s + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+                b[i].scales[s - 4] |= (uint8_t)((ls >> 4) << 6);
+                b[i].scales[s] |= (uint8_t)((lm >> 4) << 6);
+            }
+        }
+        b[i].d = inf_f32_to_f16(max_scale / 63.0f);
+        b[i].dmin = inf_f32_to_f16(max_min / 63.0f);
+        const float d = inf_f16_to_f32(b[i].d), dmin = inf_f16_to_f32(b[i].dmin);
+        memset(b[i].qs, 0, sizeof b[i].qs);
+        memset(b[i].qh, 0, sizeof b[i].qh);
+        for (int s = 0; s < 8; s++) {
+            uint8_t sc, m;
+            q4_K_scale_min(s, b[i].scales, &sc, &m);
+            const float ds = d * sc, dm = dmin * m;
+            for (int l = 0; l < 32; l++) {
+                const int q = ds ? clampi(nearest_int((xb[32 * s + l] + dm) / ds), 0, 31) : 0;
+                b[i].qs[32 * (s / 2) + l] |= (uint8_t)((q & 0xF) << (4 * (s & 1)));
+                b[i].qh[l] |= (uint8_t)((q >> 4) << s);
+            }
+        }
+    }
+}
+
+/* ---- IQ4_NL / IQ4_XS: 16 non-linear levels ---- */
+
+const int8_t inf_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
+
+static void dequant_iq4_nl(float *y, const void *src, int64_t n) {
+    const inf_block_iq4_nl *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++, y += 32) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)inf_iq4nl_values[b[i].qs[j] & 0xF];
+            y[j + 16] = d * (float)inf_iq4nl_values[b[i].qs[j] >> 4];
+        }
+    }
+}
+
+static void dequant_iq4_xs(float *y, const void *src, int64_t n) {
+    const inf_block_iq4_xs *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++, y += 32) {
+            const int ls = ((b[i].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) |
+                           ((b[i].scales_h >> (2 * s)) & 3) << 4;
+            const float dl = d * (float)(ls - 32);
+            const uint8_t *qs = b[i].qs + 16 * s;
+            for (int j = 0; j < 16; j++) {
+                y[j] = dl * (float)inf_iq4nl_values[qs[j] & 0xF];
+                y[j + 16] = dl * (float)inf_iq4nl_values[qs[j] >> 4];
+            }
+        }
+    }
+}
+
+/* index of the level nearest v (levels ascending) */
+static int nearest_level(const int8_t *levels, int nl, float v) {
+    int best = 0;
+    float bd = fabsf(v - levels[0]);
+    for (int k = 1; k < nl; k++) {
+        const float dd = fabsf(v - levels[k]);
+        if (dd < bd) {
+            bd = dd;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* x[32] ≈ s * values[q[j]]: candidate scales around max / values[0], each
+ * refit by least squares; returns the s of least squared error (0 for an all-zero block). */
+static float fit_iq4(const float *x, uint8_t q[32]) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++)
+        if (fabsf(x[j]) > amax) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    memset(q, 8, 32); /* level 1 of 16: the value nearest 0 */
+    if (amax == 0.0f) return 0.0f;
+    float best_s = max / inf_iq4nl_values[0], best_gain = -1.0f;
+    for (int step = -10; step <= 10; step++) {
+        const float id = ((float)inf_iq4nl_values[0] + 0.1f * step) / max;
+        float sqx = 0, sq2 = 0;
+        for (int j = 0; j < 32; j++) {
+            const int l = nearest_level(inf_iq4nl_values, 16, x[j] * id);
+            const float v = inf_iq4nl_values[l];
+            sqx += v * x[j];
+            sq2 += v * v;
+        }
+        if (sq2 > 0 && sqx * sqx > best_gain * sq2) {
+            best_gain = sqx * sqx / sq2;
+            best_s = sqx / sq2;
+        }
+    }
+    return best_s;
+}
+
+static void quant_iq4_nl(void *dst, const float *x, int64_t n) {
+    inf_block_iq4_nl *b = dst; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *xb = x + 32 * i;
+        uint8_t q[32];
+        b[i].d = inf_f32_to_f16(fit_iq4(xb, q));
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int j = 0; j < 32; j++)
+            q[j] = (uint8_t)(d != 0 ? nearest_level(inf_iq4nl_values, 16, xb[j] / d) : 8);
+        pack_nibbles(b[i].qs, NULL, q);
+    }
+}
+
+static void quant_iq4_xs(void *dst, const float *x, int64_t n) {
+    inf_block_iq4_xs *b = dst; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float *xb = x + i * INF_QK_K;
+        float scales[8], amax = 0.0f, max = 0.0f;
+        uint8_t q[32];
+        for (int s = 0; s < 8; s++) {
+            scales[s] = fit_iq4(xb + 32 * s, q);
+            if (fabsf(scales[s]) > amax) {
+                amax = fabsf(scales[s]);
+                max = scales[s];
+            }
+        }
+        b[i].d = amax > 0 ? inf_f32_to_f16(max / -32.0f) : 0;
+        const float d = inf_f16_to_f32(b[i].d);
+        b[i].scales_h = 0;
+        memset(b[i].scales_l, 0, sizeof b[i].scales_l);
+        for (int s = 0; s < 8; s++) {
+            const int l = d != 0 ? clampi(nearest_int(scales[s] / d), -32, 31) : 0;
+            const int ls = l + 32;
+            b[i].scales_l[s / 2] |= (uint8_t)((ls & 0xF) << (4 * (s % 2)));
+            b[i].scales_h |= (uint16_t)((ls >> 4) << (2 * s));
+            const float dl = d * (float)l;
+            for (int j = 0; j < 32; j++)
+                q[j] = (uint8_t)(dl != 0 ? nearest_level(inf_iq4nl_values, 16, xb[32 * s + j] / dl)
+                                         : 8);
+            pack_nibbles(b[i].qs + 16 * s, NULL, q);
+        }
+    }
+}
+
+/* ---- MXFP4: a power-of-two scale, e2m1 values ---- */
+
+const int8_t inf_fp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* 2^(e - 128) as ggml computes it (e < 2: the subnormals 2^-128, 2^-127) */
+static inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static void dequant_mxfp4(float *y, const void *src, int64_t n) {
+    const inf_block_mxfp4 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++, y += 32) {
+        const float d = e8m0_half(b[i].e);
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)inf_fp4_values[b[i].qs[j] & 0xF] * d;
+            y[j + 16] = (float)inf_fp4_values[b[i].qs[j] >> 4] * d;
+        }
+    }
+}
+
+static void quant_mxfp4(void *dst, const float *x, int64_t n) {
+    /* the positive half of the levels, ascending: nibble = index, | 8 for negative */
+    static const int8_t pos[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+    inf_block_mxfp4 *b = dst; /* [n/32] */
+    for (int64_t i = 0; i < n / 32; i++) {
+        const float *xb = x + 32 * i;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(xb[j]));
+        /* the largest level (12 * 2^(e-128)) lands in (0.75, 1.5] x amax */
+        const int e = amax > 0 ? clampi((int)floorf(log2f(amax)) - 2 + 127, 0, 254) : 0;
+        b[i].e = (uint8_t)e;
+        const float d = e8m0_half((uint8_t)e);
+        uint8_t q[32];
+        for (int j = 0; j < 32; j++) {
+            const int l = amax > 0 ? nearest_level(pos, 8, fabsf(xb[j]) / d) : 0;
+            q[j] = (uint8_t)(l | (xb[j] < 0 && l ? 8 : 0));
+        }
+        pack_nibbles(b[i].qs, NULL, q);
+    }
+}
+
+/* ---- grid types: IQ2_S, IQ3_XXS, IQ3_S (read only) ---- */
+
+/* byte j of a grid entry */
+static inline float grid_byte(uint64_t entry, int j) {
+    return (float)(uint8_t)(entry >> (8 * j));
+}
+
+static void dequant_iq2_s(float *y, const void *src, int64_t n) {
+    const inf_block_iq2_s *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        const uint8_t *idx = b[i].qs, *signs = b[i].qs + 32;
+        for (int s = 0; s < 8; s++) {
+            const float db[2] = {d * (0.5f + (float)(b[i].scales[s] & 0xF)) * 0.25f,
+                                 d * (0.5f + (float)(b[i].scales[s] >> 4)) * 0.25f};
+            for (int l = 0; l < 4; l++, y += 8) {
+                const uint64_t g = inf_iq2s_grid[idx[4 * s + l] | ((b[i].qh[s] >> (2 * l)) & 3) << 8];
+                const uint8_t sg = signs[4 * s + l];
+                for (int j = 0; j < 8; j++)
+                    y[j] = db[l / 2] * grid_byte(g, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
+            }
+        }
+    }
+}
+
+static void dequant_iq3_xxs(float *y, const void *src, int64_t n) {
+    const inf_block_iq3_xxs *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++) {
+            const uint8_t *idx = b[i].qs + 8 * s;
+            uint32_t aux;
+            memcpy(&aux, b[i].qs + 64 + 4 * s, 4);
+            const float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
+            for (int l = 0; l < 4; l++, y += 8) {
+                /* 7 sign bits; the eighth makes the number of minus signs even */
+                uint32_t sg = (aux >> (7 * l)) & 127;
+                sg |= (uint32_t)(__builtin_popcount(sg) & 1) << 7;
+                const uint32_t g1 = inf_iq3xxs_grid[idx[2 * l]], g2 = inf_iq3xxs_grid[idx[2 * l + 1]];
+                for (int j = 0; j < 4; j++) {
+                    y[j] = db * grid_byte(g1, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
+                    y[j + 4] = db * grid_byte(g2, j) * ((sg >> (j + 4)) & 1 ? -1.0f : 1.0f);
+                }
+            }
+        }
+    }
+}
+
+static void dequant_iq3_s(float *y, const void *src, int64_t n) {
+    const inf_block_iq3_s *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++) {
+            const float db = d * (float)(1 + 2 * ((b[i].scales[s / 2] >> (4 * (s % 2))) & 0xF));
+            const uint8_t *idx = b[i].qs + 8 * s, *signs = b[i].signs + 4 * s;
+            for (int l = 0; l < 4; l++, y += 8) {
+                const uint32_t g1 = inf_iq3s_grid[idx[2 * l] | ((b[i].qh[s] >> (2 * l)) & 1) << 8];
+                const uint32_t g2 =
+                    inf_iq3s_grid[idx[2 * l + 1] | ((b[i].qh[s] >> (2 * l + 1)) & 1) << 8];
+                for (int j = 0; j < 4; j++) {
+                    y[j] = db * grid_byte(g1, j) * ((signs[l] >> j) & 1 ? -1.0f : 1.0f);
+                    y[j + 4] = db * grid_byte(g2, j) * ((signs[l] >> (j + 4)) & 1 ? -1.0f : 1.0f);
+                }
+            }
+        }
+    }
+}
+
+/* ---- the table: one row per type ---- */
+
+static const inf_dtype_info infos[INF_DTYPE_COUNT] = {
+    [INF_F32] = {"F32", 1, 4, dequant_f32, quant_f32},
+    [INF_F16] = {"F16", 1, 2, dequant_f16, quant_f16},
+    [INF_BF16] = {"BF16", 1, 2, dequant_bf16, quant_bf16},
+    [INF_Q4_0] = {"Q4_0", 32, sizeof(inf_block_q4_0), dequant_q4_0, quant_q4_0},
+    [INF_Q4_1] = {"Q4_1", 32, sizeof(inf_block_q4_1), dequant_q4_1, quant_q4_1},
+    [INF_Q5_0] = {"Q5_0", 32, sizeof(inf_block_q5_0), dequant_q5_0, quant_q5_0},
+    [INF_Q5_1] = {"Q5_1", 32, sizeof(inf_block_q5_1), dequant_q5_1, quant_q5_1},
+    [INF_Q8_0] = {"Q8_0", 32, sizeof(inf_block_q8_0), dequant_q8_0, quant_q8_0},
+    [INF_Q2_K] = {"Q2_K", INF_QK_K, sizeof(inf_block_q2_K), dequant_q2_K, quant_q2_K},
+    [INF_Q3_K] = {"Q3_K", INF_QK_K, sizeof(inf_block_q3_K), dequant_q3_K, quant_q3_K},
+    [INF_Q4_K] = {"Q4_K", INF_QK_K, sizeof(inf_block_q4_K), dequant_q4_K, quant_q4_K},
+    [INF_Q5_K] = {"Q5_K", INF_QK_K, sizeof(inf_block_q5_K), dequant_q5_K, quant_q5_K},
+    [INF_Q6_K] = {"Q6_K", INF_QK_K, sizeof(inf_block_q6_K), dequant_q6_K, quant_q6_K},
+    [INF_IQ4_NL] = {"IQ4_NL", 32, sizeof(inf_block_iq4_nl), dequant_iq4_nl, quant_iq4_nl},
+    [INF_IQ4_XS] = {"IQ4_XS", INF_QK_K, sizeof(inf_block_iq4_xs), dequant_iq4_xs, quant_iq4_xs},
+    [INF_MXFP4] = {"MXFP4", 32, sizeof(inf_block_mxfp4), dequant_mxfp4, quant_mxfp4},
+    [INF_IQ2_S] = {"IQ2_S", INF_QK_K, sizeof(inf_block_iq2_s), dequant_iq2_s, NULL},
+    [INF_IQ3_XXS] = {"IQ3_XXS", INF_QK_K, sizeof(inf_block_iq3_xxs), dequant_iq3_xxs, NULL},
+    [INF_IQ3_S] = {"IQ3_S", INF_QK_K, sizeof(inf_block_iq3_s), dequant_iq3_s, NULL},
 };
 
-static const quant_ops *ops_for(inf_dtype t) {
-    if ((unsigned)t >= sizeof ops / sizeof ops[0] || !ops[t].dequant) return NULL;
-    return &ops[t];
+const inf_dtype_info *inf_dtype_get(uint32_t type) {
+    if (type >= INF_DTYPE_COUNT || !infos[type].name) return NULL;
+    return &infos[type];
 }
 
 void inf_dequantize_row(inf_dtype t, float *dst, const void *src, int64_t n) {
-    const quant_ops *o = ops_for(t);
-    INF_ASSERT(o && inf_dtype_row_bytes(t, n) > 0);
-    o->dequant(dst, src, n);
+    const inf_dtype_info *ti = inf_dtype_get(t);
+    INF_ASSERT(ti && inf_dtype_row_bytes(t, n) > 0);
+    ti->dequant(dst, src, n);
 }
 
 int inf_quantize_row(inf_dtype t, void *dst, const float *src, int64_t n) {
-    const quant_ops *o = ops_for(t);
-    if (!o || inf_dtype_row_bytes(t, n) == 0) return -1;
-    o->quant(dst, src, n);
+    const inf_dtype_info *ti = inf_dtype_get(t);
+    if (!ti || !ti->quant || inf_dtype_row_bytes(t, n) == 0) return -1;
+    ti->quant(dst, src, n);
     return 0;
 }

@@ -7,7 +7,9 @@
 #    and every decode step: max abs diff < 1e-4.
 # 2. The GGUF file and the HF folder of the same F32 weights give identical
 #    logits (difference 0); the F16/BF16 folders match the reference.
-# 3. Every other type (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_K_M mixed):
+# 3. Every other type (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, and llama-quantize's
+#    mixes: Q4_K_M, Q4_K_S, Q5_K_S/M, Q3_K_S/M/L, Q2_K, Q4_1, Q5_0/1, IQ4_NL/XS,
+#    plus every matrix MXFP4):
 #    inferno on the quantized file against the reference on the same file's
 #    dequantized weights: < 1e-4 too, since both use the exact same weight
 #    values and only the summation order differs. The distance to the F32
@@ -68,8 +70,18 @@ for t in f16 bf16; do
         cmp_npy "${t^^} HF folder vs reference" "$tmp/hf_$t.npy" "$tmp/ref_hf_$t.npy" $TOL || bad "reference $t HF"
 done
 
-# 3. every type against the reference on its own dequantized weights
-for t in f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m; do
+# 3. every type against the reference on its own dequantized weights, read by
+#    the reference's own dequantizers, which first must reproduce llama.cpp's
+#    values on its weight-type fixtures (../shared/fixtures/quant) bit for bit
+FIX=../shared/fixtures/quant
+if [ -d "$FIX" ]; then
+    $PY $REF --check-fixtures "$FIX" >"$tmp/fix.txt" && ok "reference dequantizers == llama.cpp's on $(grep -c '^ok' "$tmp/fix.txt") fixtures" ||
+        { cat "$tmp/fix.txt"; bad "reference dequantizers on the fixtures"; }
+else
+    echo "note: no $FIX (llama.cpp's weight-type fixtures): the reference dequantizers are not checked against llama.cpp"
+fi
+for t in f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m q4_k_s q5_k_s q5_k_m q3_k_s q3_k_m q3_k_l q2_k q4_1 q5_0 q5_1 \
+    iq4_nl iq4_xs mxfp4; do
     args=()
     for L in 17; do
         run_inf models/tiny-$t.gguf "$(ids $L)" "$tmp/${t}_$L.npy" || { bad "inferno run $t $L"; continue; }

@@ -162,8 +162,135 @@ GGUF_TYPES = {  # type id -> (block size, bytes per block, dequantizer)
 }
 
 
-def load_gguf(path):
-    """(config, {HF name: float32 array}) from a GGUF file."""
+# ---- the other block types (ggml's layouts; every product in float32, in
+# ggml's order, so the values are bit-exact: --check-fixtures verifies that
+# against the dequantized values llama.cpp wrote) ----
+
+F32 = np.float32
+
+
+def blocks(raw, nbytes):
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, nbytes)
+
+
+def f16col(b, at):  # f16 at byte offset `at` of every block, as a float32 column
+    return f16(np.ascontiguousarray(b[:, at:at + 2]).tobytes())[:, None]
+
+
+def nibbles(q):  # 16 bytes -> 32 values: low nibbles, then high
+    return np.concatenate([q & 15, q >> 4], axis=1)
+
+
+def fifth_bit(qh4):  # 4 bytes (u32 little-endian) -> bit j for weight j
+    bits = np.unpackbits(qh4, axis=1, bitorder="little")  # [blocks, 32]
+    return bits.astype(np.uint8) << 4
+
+
+def deq_q4_1(raw):  # 20 bytes: d, m, qs[16]
+    b = blocks(raw, 20)
+    return (nibbles(b[:, 4:]).astype(F32) * f16col(b, 0) + f16col(b, 2)).reshape(-1)
+
+
+def deq_q5_0(raw):  # 22 bytes: d, qh[4], qs[16]
+    b = blocks(raw, 22)
+    q = (nibbles(b[:, 6:]) | fifth_bit(b[:, 2:6])).astype(np.int16) - 16
+    return (q.astype(F32) * f16col(b, 0)).reshape(-1)
+
+
+def deq_q5_1(raw):  # 24 bytes: d, m, qh[4], qs[16]
+    b = blocks(raw, 24)
+    q = nibbles(b[:, 8:]) | fifth_bit(b[:, 4:8])
+    return (q.astype(F32) * f16col(b, 0) + f16col(b, 2)).reshape(-1)
+
+
+def k2_fields(qs):  # [blocks, 64] -> [blocks, 256] 2-bit fields, weight order
+    out = np.empty((qs.shape[0], 256), np.uint8)
+    for h in range(2):
+        for j in range(4):
+            out[:, 128 * h + 32 * j:128 * h + 32 * j + 32] = (qs[:, 32 * h:32 * h + 32] >> (2 * j)) & 3
+    return out
+
+
+def deq_q2_k(raw):  # 84 bytes: scales[16], qs[64], d, dmin
+    b = blocks(raw, 84)
+    sc = b[:, :16]
+    d, dmin = f16col(b, 80), f16col(b, 82)
+    dl = np.repeat(d * (sc & 15).astype(F32), 16, axis=1)
+    ml = np.repeat(dmin * (sc >> 4).astype(F32), 16, axis=1)
+    return (dl * k2_fields(b[:, 16:80]).astype(F32) - ml).reshape(-1)
+
+
+def deq_q3_k(raw):  # 110 bytes: hmask[32], qs[64], scales[12], d
+    b = blocks(raw, 110)
+    hm, s12 = b[:, :32], b[:, 96:108].astype(np.int16)
+    d = f16col(b, 108)
+    sc = np.empty((b.shape[0], 16), np.int16)
+    for s in range(16):
+        lo = s12[:, s] & 15 if s < 8 else s12[:, s - 8] >> 4
+        sc[:, s] = (lo | (((s12[:, 8 + s % 4] >> (2 * (s // 4))) & 3) << 4)) - 32
+    hbit = np.concatenate([(hm >> j) & 1 for j in range(8)], axis=1)  # weight 32j + l
+    q = k2_fields(b[:, 32:96]).astype(np.int16) - 4 * (1 - hbit.astype(np.int16))
+    dl = np.repeat(d * sc.astype(F32), 16, axis=1)
+    return (dl * q.astype(F32)).reshape(-1)
+
+
+def deq_q5_k(raw):  # 176 bytes: d, dmin, scales[12], qh[32], qs[128]
+    b = blocks(raw, 176)
+    d, dmin = f16col(b, 0), f16col(b, 2)
+    s, m = k_scale_min(b[:, 4:16])
+    qh, qs = b[:, 16:48], b[:, 48:]
+    out = np.empty((b.shape[0], 256), F32)
+    for j in range(8):
+        q4 = qs[:, 32 * (j // 2):32 * (j // 2) + 32]
+        q = ((q4 >> 4) if j % 2 else (q4 & 15)) | (((qh >> j) & 1) << 4)
+        out[:, 32 * j:32 * j + 32] = (d * s[:, j:j + 1]) * q.astype(F32) - dmin * m[:, j:j + 1]
+    return out.reshape(-1)
+
+
+IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], F32)
+FP4 = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], F32)
+
+
+def deq_iq4_nl(raw):  # 18 bytes: d, qs[16]
+    b = blocks(raw, 18)
+    return (f16col(b, 0) * IQ4NL[nibbles(b[:, 2:])]).reshape(-1)
+
+
+def deq_iq4_xs(raw):  # 136 bytes: d, scales_h (u16), scales_l[4], qs[128]
+    b = blocks(raw, 136)
+    d = f16col(b, 0)
+    sh = b[:, 2].astype(np.int32) | (b[:, 3].astype(np.int32) << 8)
+    out = np.empty((b.shape[0], 256), F32)
+    for s in range(8):
+        ls = ((b[:, 4 + s // 2].astype(np.int32) >> (4 * (s % 2))) & 15) | (((sh >> (2 * s)) & 3) << 4)
+        dl = d * (ls - 32).astype(F32)[:, None]
+        out[:, 32 * s:32 * s + 32] = dl * IQ4NL[nibbles(b[:, 8 + 16 * s:24 + 16 * s])]
+    return out.reshape(-1)
+
+
+def deq_mxfp4(raw):  # 17 bytes: e (E8M0), qs[16]; scale 2^(e-128) as ggml builds it
+    b = blocks(raw, 17)
+    e = b[:, 0].astype(np.uint32)
+    bits = np.where(e < 2, np.uint32(0x00200000) << e, (e - 1) << 23).astype(np.uint32)
+    d = bits.view(F32)[:, None]
+    return (FP4[nibbles(b[:, 1:])] * d).reshape(-1)
+
+
+GGUF_TYPES.update({
+    3: (32, 20, deq_q4_1),
+    6: (32, 22, deq_q5_0),
+    7: (32, 24, deq_q5_1),
+    10: (256, 84, deq_q2_k),
+    11: (256, 110, deq_q3_k),
+    13: (256, 176, deq_q5_k),
+    20: (32, 18, deq_iq4_nl),
+    23: (256, 136, deq_iq4_xs),
+    39: (32, 17, deq_mxfp4),
+})
+
+
+def read_gguf(path):
+    """(raw bytes, metadata, [(name, ne, type, offset)], data section start) of a GGUF file."""
     with open(path, "rb") as f:
         raw = f.read()
     pos = [0]
@@ -210,6 +337,41 @@ def load_gguf(path):
         infos.append((name, ne, int(take("<u4")), int(take("<u8"))))
     align = int(meta.get("general.alignment", 32))
     base = (pos[0] + align - 1) // align * align
+    return raw, meta, infos, base
+
+
+def tensor_values(raw, base, ne, t, off):
+    block, bb, deq = GGUF_TYPES[t]
+    n = int(np.prod(ne))
+    return deq(raw[base + off:base + off + n // block * bb]).astype(np.float32)
+
+
+def check_fixtures(folder):
+    """Each fixture's q dequantized here equals ggml's deq bit for bit."""
+    bad = 0
+    for fn in sorted(os.listdir(folder)):
+        if not fn.endswith(".gguf"):
+            continue
+        raw, meta, infos, base = read_gguf(os.path.join(folder, fn))
+        t = {name: (ne, ty, off) for name, ne, ty, off in infos}
+        if t["q"][1] not in GGUF_TYPES:
+            print(f"skip {fn}: type {t['q'][1]} has no dequantizer here")
+            continue
+        got = tensor_values(raw, base, *t["q"])
+        want = tensor_values(raw, base, *t["deq"])
+        diff = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+        if diff.size:
+            i = int(diff[0])
+            print(f"FAIL {fn}: {diff.size} values differ, first [{i}] {got[i]!r} vs ggml {want[i]!r}")
+            bad += 1
+        else:
+            print(f"ok   {fn}: {got.size} values bit-exact")
+    return 1 if bad else 0
+
+
+def load_gguf(path):
+    """(config, {HF name: float32 array}) from a GGUF file."""
+    raw, meta, infos, base = read_gguf(path)
     a = meta["general.architecture"]
     cfg = {
         "hidden_size": meta[a + ".embedding_length"],
@@ -222,9 +384,7 @@ def load_gguf(path):
     }
     W = {}
     for name, ne, t, off in infos:
-        block, bb, deq = GGUF_TYPES[t]
-        n = int(np.prod(ne))
-        data = deq(raw[base + off:base + off + n // block * bb]).astype(np.float32)
+        data = tensor_values(raw, base, ne, t, off)
         hf = None
         for g, h in GGUF_NAMES.items():
             parts = name.split(".")
@@ -326,7 +486,11 @@ def main():
     ap.add_argument("--out", action="append", help="where to write the logits .npy")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"))
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--check-fixtures", metavar="DIR",
+                    help="check the dequantizers on llama.cpp's weight-type fixtures")
     args = ap.parse_args()
+    if args.check_fixtures:
+        return check_fixtures(args.check_fixtures)
     if args.compare:
         return compare(args.compare[0], args.compare[1], args.tol)
     if not args.model or not args.tokens or not args.out or len(args.tokens) != len(args.out):

@@ -8,15 +8,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "support/gguf_writer.h"
+#include "convert/gguf_writer.h"
+#include "convert/qwen3_meta.h"
 #include "support/st_writer.h"
+#include "quant/mix.h"
 #include "quant/quantize.h"
 #include "util/half.h"
 
 static const char *const mix_names[SYNTH_N_MIX] = {
     [SYNTH_F32] = "f32",   [SYNTH_F16] = "f16",   [SYNTH_BF16] = "bf16", [SYNTH_Q8_0] = "q8_0",
     [SYNTH_Q4_0] = "q4_0", [SYNTH_Q4_K] = "q4_k", [SYNTH_Q6_K] = "q6_k", [SYNTH_Q4_K_M] = "q4_k_m",
+    [SYNTH_Q4_1] = "q4_1", [SYNTH_Q5_0] = "q5_0", [SYNTH_Q5_1] = "q5_1", [SYNTH_Q2_K] = "q2_k",
+    [SYNTH_Q3_K_S] = "q3_k_s", [SYNTH_Q3_K_M] = "q3_k_m", [SYNTH_Q3_K_L] = "q3_k_l",
+    [SYNTH_Q4_K_S] = "q4_k_s", [SYNTH_Q5_K_S] = "q5_k_s", [SYNTH_Q5_K_M] = "q5_k_m",
+    [SYNTH_IQ4_NL] = "iq4_nl", [SYNTH_IQ4_XS] = "iq4_xs", [SYNTH_MXFP4] = "mxfp4",
 };
+
+/* llama-quantize's mix of the same name, or NULL (the pure q4_k, q6_k, mxfp4) */
+static const inf_mix *llama_mix(synth_mix m) {
+    return m >= SYNTH_Q4_1 && m != SYNTH_MXFP4 ? inf_mix_find(mix_names[m]) : NULL;
+}
 
 const char *synth_mix_name(synth_mix m) {
     return (unsigned)m < SYNTH_N_MIX ? mix_names[m] : "unknown";
@@ -227,8 +238,21 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
             use_more_bits(t->layer, hp->n_layer))
             return INF_Q6_K;
         return INF_Q4_K;
-    default:
-        INF_ASSERT(0 && "bad mix");
+    case SYNTH_MXFP4:
+        return INF_MXFP4;
+    default: {
+        const inf_mix *mix = llama_mix(m);
+        INF_ASSERT(mix && "bad mix");
+        const inf_mix_tensor mt = {.name = t->gguf_name,
+                                   .n_dims = t->n_dims,
+                                   .ne0 = t->ne[0],
+                                   .layer = t->layer,
+                                   .n_layer = hp->n_layer,
+                                   .n_gqa = hp->n_head / hp->n_head_kv,
+                                   .tied = hp->tied_output,
+                                   .keep = INF_F32};
+        return inf_mix_tensor_type(mix, &mt);
+    }
     }
 }
 
@@ -252,6 +276,8 @@ uint32_t synth_file_type(synth_mix m) {
         [SYNTH_F32] = 0,  [SYNTH_F16] = 1,   [SYNTH_BF16] = 32, [SYNTH_Q8_0] = 7,
         [SYNTH_Q4_0] = 2, [SYNTH_Q4_K] = 14, [SYNTH_Q6_K] = 18, [SYNTH_Q4_K_M] = 15,
     };
+    if (m == SYNTH_MXFP4) return 38; /* MOSTLY_MXFP4_MOE */
+    if (llama_mix(m)) return llama_mix(m)->ftype;
     return ft[m];
 }
 
@@ -267,65 +293,11 @@ typedef struct {
 } sink;
 
 static void gguf_metadata(gguf_writer *w, const synth_model *m, synth_mix mix) {
-    const inf_hparams *hp = &m->hp;
-    gguf_writer_add_str(w, "general.architecture", "qwen3");
-    gguf_writer_add_str(w, "general.type", "model");
-    gguf_writer_add_str(w, "general.name", m->name);
-    gguf_writer_add_u32(w, "general.file_type", synth_file_type(mix));
-    gguf_writer_add_u32(w, "general.quantization_version", 2);
-    gguf_writer_add_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
-    gguf_writer_add_u32(w, "qwen3.block_count", (uint32_t)hp->n_layer);
-    gguf_writer_add_u32(w, "qwen3.context_length", (uint32_t)hp->n_ctx_train);
-    gguf_writer_add_u32(w, "qwen3.embedding_length", (uint32_t)hp->n_embd);
-    gguf_writer_add_u32(w, "qwen3.feed_forward_length", (uint32_t)hp->n_ff);
-    gguf_writer_add_u32(w, "qwen3.attention.head_count", (uint32_t)hp->n_head);
-    gguf_writer_add_u32(w, "qwen3.attention.head_count_kv", (uint32_t)hp->n_head_kv);
-    gguf_writer_add_f32(w, "qwen3.rope.freq_base", hp->rope_theta);
-    gguf_writer_add_f32(w, "qwen3.attention.layer_norm_rms_epsilon", hp->rms_eps);
-    gguf_writer_add_u32(w, "qwen3.attention.key_length", (uint32_t)hp->head_dim);
-    gguf_writer_add_u32(w, "qwen3.attention.value_length", (uint32_t)hp->head_dim);
+    inf_convert_qwen3_meta(w, m->name, &m->hp, synth_file_type(mix));
 }
 
-/* The tokenizer keys. Ids the vocabulary leaves empty (below n_vocab) get
- * "[PAD<id>]" of type UNUSED. */
 static int gguf_tokenizer(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {
-    int n = v->n_tokens > n_vocab ? v->n_tokens : n_vocab;
-    const char **tokens = calloc((size_t)n, sizeof *tokens);
-    int32_t *types = calloc((size_t)n, sizeof *types);
-    char *pads = malloc((size_t)(n - v->n_tokens + 1) * 16);
-    if (!tokens || !types || !pads) {
-        free(tokens);
-        free(types);
-        free(pads);
-        return inf_fail(err, "out of memory building the token list");
-    }
-    for (int i = 0; i < n; i++) {
-        if (i < v->n_tokens && v->tokens[i]) {
-            tokens[i] = v->tokens[i];
-            types[i] = v->token_type ? v->token_type[i] : INF_TOKEN_NORMAL;
-        } else {
-            char *p = pads + (size_t)(i - v->n_tokens) * 16;
-            snprintf(p, 16, "[PAD%d]", i);
-            tokens[i] = p;
-            types[i] = INF_TOKEN_UNUSED;
-        }
-    }
-    gguf_writer_add_str(w, "tokenizer.ggml.model", v->model ? v->model : "gpt2");
-    gguf_writer_add_str(w, "tokenizer.ggml.pre", v->pre ? v->pre : "qwen2");
-    gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tokens, (uint64_t)n);
-    gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)n);
-    gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges,
-                            (uint64_t)v->n_merges);
-    if (v->eos_id >= 0) gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
-    if (v->pad_id >= 0)
-        gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad_id);
-    if (v->bos_id >= 0) gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id);
-    gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
-    if (v->chat_template) gguf_writer_add_str(w, "tokenizer.chat_template", v->chat_template);
-    free(tokens);
-    free(types);
-    free(pads); /* the writer has copied the strings */
-    return 0;
+    return inf_convert_tokenizer_meta(w, v, n_vocab, err);
 }
 
 static int make_dir(const char *path, inf_err *err) {
@@ -486,8 +458,8 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
     const int64_t chunk = max_row > 262144 ? max_row : 262144 / max_row * max_row;
     float *src = malloc((size_t)chunk * sizeof *src); /* [chunk] */
     /* the chunk converted to each type, shared by the outputs that want it */
-    unsigned char *conv[INF_BF16 + 1] = {0}; /* [type][chunk bytes of that type] */
-    bool have[INF_BF16 + 1];
+    unsigned char *conv[INF_DTYPE_COUNT] = {0}; /* [type][chunk bytes of that type] */
+    bool have[INF_DTYPE_COUNT];
     int rc = 0;
     if (n_tensors < 0 || !sinks || !src) {
         rc = inf_fail(err, "out of memory");
@@ -536,7 +508,7 @@ done:
     }
     free(sinks);
     free(src);
-    for (int k = 0; k <= INF_BF16; k++)
+    for (int k = 0; k < INF_DTYPE_COUNT; k++)
         free(conv[k]);
     free(ts);
     return rc;

@@ -30,10 +30,25 @@ typedef enum synth_mix {
     SYNTH_Q6_K,   /* every matrix Q6_K */
     SYNTH_Q4_K_M, /* Q4_K; token_embd Q6_K; attn_v, ffn_down Q6_K in llama.cpp's "more bits" layers
                    */
+    /* llama-quantize's other mixes, by its rules (quant/mix.h) */
+    SYNTH_Q4_1,
+    SYNTH_Q5_0,
+    SYNTH_Q5_1,
+    SYNTH_Q2_K,
+    SYNTH_Q3_K_S,
+    SYNTH_Q3_K_M,
+    SYNTH_Q3_K_L,
+    SYNTH_Q4_K_S,
+    SYNTH_Q5_K_S,
+    SYNTH_Q5_K_M,
+    SYNTH_IQ4_NL,
+    SYNTH_IQ4_XS,
+    SYNTH_MXFP4, /* every matrix MXFP4 (as MoE files hold their experts; no dense llama.cpp mix) */
     SYNTH_N_MIX,
 } synth_mix;
 
-/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m". */
+/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m", and
+ * llama-quantize's names in lower case ("q5_k_m", "iq4_xs", ...), "mxfp4". */
 const char *synth_mix_name(synth_mix m);
 /* The mix named s, or -1. */
 int synth_mix_parse(const char *s);

@@ -60,8 +60,10 @@ done:
 }
 
 int main(void) {
-    static const char *const types[] = {"f32",  "f16",  "bf16", "q8_0",
-                                        "q4_0", "q4_k", "q6_k", "q4_k_m"};
+    static const char *const types[] = {
+        "f32",    "f16",    "bf16",   "q8_0",   "q4_0",   "q4_k",   "q6_k",
+        "q4_k_m", "q4_k_s", "q5_k_s", "q5_k_m", "q3_k_s", "q3_k_m", "q3_k_l",
+        "q2_k",   "q4_1",   "q5_0",   "q5_1",   "iq4_nl", "iq4_xs", "mxfp4"};
     const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
                               INF_ISA_AMX};
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {

@@ -108,6 +108,20 @@ static void *make_weight_data(inf_dtype t, int64_t n_in, int64_t n_out, size_t *
             for (int64_t b = 0; b < n_in / 256; b++)
                 ((inf_block_q6_K *)row)[b].d = inf_f32_to_f16(0.0002f * (float)(1 + rnd() % 8));
             break;
+        default:
+            if (inf_dtype_get(t)->quant) { /* the type's own quantizer on random weights */
+                float *v = malloc(sizeof(float) * (size_t)n_in);
+                for (int64_t i = 0; i < n_in; i++)
+                    v[i] = 0.02f * frand() * (i % 11 == 0 ? 3.0f : 1.0f);
+                inf_quantize_row(t, row, v, n_in);
+                free(v);
+            } else { /* grid types: random indices, signs and scales; a small f16 d first */
+                const inf_dtype_info *ti = inf_dtype_get(t);
+                for (int64_t b = 0; b < n_in / ti->block; b++)
+                    *(uint16_t *)(row + (size_t)b * ti->block_bytes) =
+                        inf_f32_to_f16(0.0005f * (float)(1 + rnd() % 8));
+            }
+            break;
         }
     }
     return d;
@@ -565,6 +579,22 @@ int main(void) {
     nb++;
 
     const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0, INF_Q4_0, INF_Q4_K, INF_Q6_K};
+    /* the other types share those paths (dequantization rows, or another type's
+     * packed kind): fewer shapes each */
+    const inf_dtype others[] = {INF_Q4_1,   INF_Q5_0,   INF_Q5_1,  INF_Q2_K,  INF_Q3_K,
+                                INF_Q5_K,   INF_IQ4_NL, INF_IQ4_XS, INF_MXFP4, INF_IQ2_S,
+                                INF_IQ3_XXS, INF_IQ3_S};
+    for (unsigned ti = 0; ti < sizeof others / sizeof *others; ti++) {
+        const inf_dtype t = others[ti];
+        const int64_t n_in = inf_dtype_get(t)->block == 256 ? 512 : 160;
+        test_embed(bks, nb, t, n_in, 7, 3);
+        test_matmul_n(bks, nb, t, n_in, 21);
+        const int64_t n_outs[] = {1, 17, 35};
+        const int Ts[] = {1, 5, 33};
+        for (unsigned b = 0; b < 3; b++)
+            for (unsigned c = 0; c < 3; c++)
+                test_matmul(bks, nb, t, n_in, n_outs[b], Ts[c]);
+    }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         int blk = inf_dtype_get(types[ti])->block;
         test_embed(bks, nb, types[ti], blk == 256 ? 512 : 96, 7, 3);
@@ -592,6 +622,11 @@ int main(void) {
     test_batch_invariance(bks, nb, INF_Q4_K);
     test_batch_invariance(bks, nb, INF_BF16);
     test_batch_invariance(bks, nb, INF_Q6_K);
+    /* the types that run as another's packed kind, and the dequantizing ones */
+    const inf_dtype more[] = {INF_Q4_1, INF_Q5_0, INF_Q5_1, INF_Q2_K, INF_Q3_K, INF_Q5_K,
+                              INF_IQ4_NL, INF_IQ4_XS, INF_MXFP4, INF_IQ3_S};
+    for (unsigned i = 0; i < sizeof more / sizeof *more; i++)
+        test_batch_invariance(bks, nb, more[i]);
 
     const int row_shapes[][2] = {{1, 1}, {1, 17}, {3, 128}, {7, 33}, {300, 131}, {1, 70001}};
     for (unsigned i = 0; i < sizeof row_shapes / sizeof *row_shapes; i++)

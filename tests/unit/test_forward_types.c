@@ -64,7 +64,17 @@ int main(void) {
         {"Q4_0", {INF_Q4_0, INF_Q4_0, INF_Q4_0}, 0},
         {"Q4_K", {INF_Q4_K, INF_Q4_K, INF_Q4_K}, 0},
         {"Q6_K", {INF_Q6_K, INF_Q6_K, INF_Q6_K}, 0},
+        {"Q4_1", {INF_Q4_1, INF_Q4_1, INF_Q4_1}, 0},
+        {"Q5_0", {INF_Q5_0, INF_Q5_0, INF_Q5_0}, 0},
+        {"Q5_1", {INF_Q5_1, INF_Q5_1, INF_Q5_1}, 0},
+        {"Q2_K", {INF_Q2_K, INF_Q2_K, INF_Q2_K}, 0},
+        {"Q3_K", {INF_Q3_K, INF_Q3_K, INF_Q3_K}, 0},
+        {"Q5_K", {INF_Q5_K, INF_Q5_K, INF_Q5_K}, 0},
+        {"IQ4_NL", {INF_IQ4_NL, INF_IQ4_NL, INF_IQ4_NL}, 0},
+        {"IQ4_XS", {INF_IQ4_XS, INF_IQ4_XS, INF_IQ4_XS}, 0},
+        {"MXFP4", {INF_MXFP4, INF_MXFP4, INF_MXFP4}, 0},
         {"mixed Q6_K/Q4_K/Q8_0", {INF_Q6_K, INF_Q4_K, INF_Q8_0}, 0},
+        {"mixed Q5_K/Q3_K/IQ4_XS untied", {INF_Q5_K, INF_Q3_K, INF_IQ4_XS}, 1},
         {"mixed BF16/Q4_0/F16 untied", {INF_BF16, INF_Q4_0, INF_F16}, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

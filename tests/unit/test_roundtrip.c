@@ -20,7 +20,7 @@
 
 #include "harness.h"
 #include "modelfile/gguf.h"
-#include "support/gguf_writer.h"
+#include "convert/gguf_writer.h"
 #include "modelfile/model.h"
 #include "support/synth.h"
 #include "quant/quantize.h"

@@ -1,4 +1,4 @@
-#include "support/gguf_writer.h"
+#include "convert/gguf_writer.h"
 
 #include "modelfile/model.h"
 

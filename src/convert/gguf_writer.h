@@ -11,8 +11,8 @@
  * Adding metadata or tensor infos never fails immediately: an allocation
  * failure or a bad argument is remembered and reported by
  * gguf_writer_open. */
-#ifndef INF_SUPPORT_GGUF_WRITER_H
-#define INF_SUPPORT_GGUF_WRITER_H
+#ifndef INF_CONVERT_GGUF_WRITER_H
+#define INF_CONVERT_GGUF_WRITER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,338 @@
+/* inferno quantize (see quantize.h). */
+#include "convert/quantize.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/gguf_writer.h"
+#include "convert/qwen3_meta.h"
+#include "modelfile/gguf.h"
+#include "modelfile/model.h"
+#include "quant/quantize.h"
+#include "util/mem.h"
+
+/* One output tensor: its GGUF name, the input tensor and the chosen type. */
+typedef struct out_tensor {
+    char name[64];
+    const inf_tensor *src;
+    int layer;
+    inf_dtype type;
+} out_tensor;
+
+/* the model's tensors in llama.cpp's naming: token_embd, each block, output_norm, output */
+static int list_tensors(const inf_model_file *mf, out_tensor **out) {
+    const int per_layer = 11, n = 3 + per_layer * mf->hp.n_layer;
+    out_tensor *ts = calloc((size_t)n, sizeof *ts);
+    if (!ts) return -1;
+    int k = 0;
+#define ADD(t, l, ...)                                                                             \
+    do {                                                                                           \
+        snprintf(ts[k].name, sizeof ts[k].name, __VA_ARGS__);                                      \
+        ts[k].src = (t);                                                                           \
+        ts[k].layer = (l);                                                                         \
+        k++;                                                                                       \
+    } while (0)
+    ADD(mf->token_embd, -1, "token_embd.weight");
+    for (int i = 0; i < mf->hp.n_layer; i++) {
+        const inf_layer_weights *L = &mf->layers[i];
+        ADD(L->attn_norm, i, "blk.%d.attn_norm.weight", i);
+        ADD(L->wq, i, "blk.%d.attn_q.weight", i);
+        ADD(L->wk, i, "blk.%d.attn_k.weight", i);
+        ADD(L->wv, i, "blk.%d.attn_v.weight", i);
+        ADD(L->wo, i, "blk.%d.attn_output.weight", i);
+        ADD(L->q_norm, i, "blk.%d.attn_q_norm.weight", i);
+        ADD(L->k_norm, i, "blk.%d.attn_k_norm.weight", i);
+        ADD(L->ffn_norm, i, "blk.%d.ffn_norm.weight", i);
+        ADD(L->w_gate, i, "blk.%d.ffn_gate.weight", i);
+        ADD(L->w_up, i, "blk.%d.ffn_up.weight", i);
+        ADD(L->w_down, i, "blk.%d.ffn_down.weight", i);
+    }
+    ADD(mf->output_norm, -1, "output_norm.weight");
+    if (!mf->hp.tied_output && mf->output && mf->output != mf->token_embd)
+        ADD(mf->output, -1, "output.weight");
+#undef ADD
+    *out = ts;
+    return k;
+}
+
+static inf_dtype choose_type(const inf_quantize_opts *o, const inf_model_file *mf,
+                             const out_tensor *t) {
+    const int n_dims = t->src->n_dims;
+    if (n_dims == 1) return INF_F32; /* norms: F32, as llama.cpp's converter writes them */
+    const bool output = !strcmp(t->name, "output.weight");
+    const bool embd = !strcmp(t->name, "token_embd.weight");
+    if (output && o->output_type >= 0) return (inf_dtype)o->output_type;
+    if (embd && o->token_embd_type >= 0) return (inf_dtype)o->token_embd_type;
+    const inf_mix_tensor mt = {.name = t->name,
+                               .n_dims = n_dims,
+                               .ne0 = t->src->ne[0],
+                               .layer = t->layer,
+                               .n_layer = mf->hp.n_layer,
+                               .n_gqa = mf->hp.n_head / (mf->hp.n_head_kv ? mf->hp.n_head_kv : 1),
+                               .tied = mf->hp.tied_output,
+                               .keep = INF_F32};
+    if (o->pure) { /* the base type, with only the fallback for rows it does not fit */
+        const inf_mix pure_mix = {
+            .name = o->mix->name, .ftype = o->mix->ftype, .base = o->mix->base};
+        inf_mix_tensor p = mt;
+        p.name = "pure.weight"; /* no category: no per-tensor rule applies */
+        return inf_mix_tensor_type(&pure_mix, &p);
+    }
+    return inf_mix_tensor_type(o->mix, &mt);
+}
+
+/* ---- copying a GGUF file's metadata ---- */
+
+static char *strndup_z(const char *p, uint64_t n) {
+    char *s = malloc((size_t)n + 1);
+    if (s) {
+        memcpy(s, p, (size_t)n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+static int copy_kv(gguf_writer *w, const gguf_kv *kv, inf_err *err) {
+    const gguf_value *v = &kv->val;
+    switch (v->type) {
+    case GGUF_TYPE_UINT8:
+        gguf_writer_add_u8(w, kv->key, (uint8_t)v->u);
+        break;
+    case GGUF_TYPE_INT8:
+        gguf_writer_add_i8(w, kv->key, (int8_t)v->i);
+        break;
+    case GGUF_TYPE_UINT16:
+        gguf_writer_add_u16(w, kv->key, (uint16_t)v->u);
+        break;
+    case GGUF_TYPE_INT16:
+        gguf_writer_add_i16(w, kv->key, (int16_t)v->i);
+        break;
+    case GGUF_TYPE_UINT32:
+        gguf_writer_add_u32(w, kv->key, (uint32_t)v->u);
+        break;
+    case GGUF_TYPE_INT32:
+        gguf_writer_add_i32(w, kv->key, (int32_t)v->i);
+        break;
+    case GGUF_TYPE_UINT64:
+        gguf_writer_add_u64(w, kv->key, v->u);
+        break;
+    case GGUF_TYPE_INT64:
+        gguf_writer_add_i64(w, kv->key, v->i);
+        break;
+    case GGUF_TYPE_FLOAT32:
+        gguf_writer_add_f32(w, kv->key, (float)v->f);
+        break;
+    case GGUF_TYPE_FLOAT64:
+        gguf_writer_add_f64(w, kv->key, v->f);
+        break;
+    case GGUF_TYPE_BOOL:
+        gguf_writer_add_bool(w, kv->key, v->b);
+        break;
+    case GGUF_TYPE_STRING: {
+        char *s = strndup_z(v->str.ptr, v->str.len);
+        if (!s) return inf_fail(err, "out of memory copying %s", kv->key);
+        gguf_writer_add_str(w, kv->key, s);
+        free(s);
+        break;
+    }
+    case GGUF_TYPE_ARRAY:
+        if (v->arr.type == GGUF_TYPE_STRING) {
+            char **items = calloc(v->arr.n ? (size_t)v->arr.n : 1, sizeof *items);
+            int rc = items ? 0 : -1;
+            for (uint64_t i = 0; !rc && i < v->arr.n; i++)
+                if (!(items[i] = strndup_z(v->arr.items[i].str.ptr, v->arr.items[i].str.len)))
+                    rc = -1;
+            if (!rc) gguf_writer_add_arr_str(w, kv->key, (const char *const *)items, v->arr.n);
+            for (uint64_t i = 0; items && i < v->arr.n; i++)
+                free(items[i]);
+            free(items);
+            if (rc) return inf_fail(err, "out of memory copying %s", kv->key);
+        } else if (v->arr.type != GGUF_TYPE_ARRAY) {
+            gguf_writer_add_arr(w, kv->key, (enum gguf_type)v->arr.type, v->arr.raw, v->arr.n);
+        } else {
+            return inf_fail(err, "metadata %s: arrays of arrays are not copied by inferno",
+                            kv->key);
+        }
+        break;
+    default:
+        return inf_fail(err, "metadata %s: unknown value type %u", kv->key, v->type);
+    }
+    return 0;
+}
+
+/* ---- quantizing one tensor on n threads ---- */
+
+typedef struct job {
+    const inf_tensor *src;
+    inf_dtype to;
+    int64_t rows, n;
+    size_t rb_in, rb_out;
+    uint8_t *dst; /* [rows][rb_out] */
+    int ith, nth;
+    int failed;
+} job;
+
+static void *work(void *arg) {
+    job *j = arg;
+    float *row = malloc(sizeof(float) * (size_t)j->n);
+    if (!row) {
+        j->failed = 1;
+        return NULL;
+    }
+    const int64_t r0 = j->rows * j->ith / j->nth, r1 = j->rows * (j->ith + 1) / j->nth;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *in = (const uint8_t *)j->src->data + (size_t)r * j->rb_in;
+        inf_dequantize_row(j->src->type, row, in, j->n);
+        if (inf_quantize_row(j->to, j->dst + (size_t)r * j->rb_out, row, j->n)) j->failed = 1;
+    }
+    free(row);
+    return NULL;
+}
+
+static int quantize_tensor(const out_tensor *t, int n_threads, uint8_t *dst, inf_err *err) {
+    enum { MAX_THREADS = 64 };
+    const int64_t n = t->src->ne[0];
+    const size_t rb_in = inf_dtype_row_bytes(t->src->type, n);
+    const int64_t rows = (int64_t)(t->src->nbytes / rb_in);
+    int nth = n_threads < 1 ? 1 : n_threads > MAX_THREADS ? MAX_THREADS : n_threads;
+    if (rows < nth) nth = rows > 0 ? (int)rows : 1;
+    job jobs[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int i = 0; i < nth; i++) {
+        jobs[i] = (job){.src = t->src,
+                        .to = t->type,
+                        .rows = rows,
+                        .n = n,
+                        .rb_in = rb_in,
+                        .rb_out = inf_dtype_row_bytes(t->type, n),
+                        .dst = dst,
+                        .ith = i,
+                        .nth = nth};
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, work, &jobs[i]) == 0;
+    }
+    /* the calling thread takes slice 0 and any slice whose thread did not start */
+    for (int i = 0; i < nth; i++)
+        if (!started[i]) work(&jobs[i]);
+    int failed = 0;
+    for (int i = 0; i < nth; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        failed |= jobs[i].failed;
+    }
+    if (failed)
+        return inf_fail(err, "tensor %s: cannot quantize to %s (out of memory)", t->name,
+                        inf_dtype_get(t->type)->name);
+    return 0;
+}
+
+int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts *o, inf_err *err) {
+    inf_model_file *mf = NULL;
+    gguf_file *g = NULL;
+    gguf_writer *w = NULL;
+    out_tensor *ts = NULL;
+    uint8_t *buf = NULL;
+    bool opened = false;
+    int rc = -1;
+    if (inf_model_open(&mf, in, err)) return -1;
+    int n = list_tensors(mf, &ts);
+    if (n < 0) {
+        inf_fail(err, "out of memory");
+        goto done;
+    }
+    size_t most = 0;
+    for (int i = 0; i < n; i++) {
+        const inf_dtype_info *ti = inf_dtype_get(ts[i].src->type);
+        if (ti->block > 1 && !o->allow_requantize) {
+            inf_fail(err,
+                     "%s: tensor %s is already quantized (%s); quantize from an F32, F16 or "
+                     "BF16 file, or pass --allow-requantize",
+                     in, ts[i].src->name, ti->name);
+            goto done;
+        }
+        ts[i].type = choose_type(o, mf, &ts[i]);
+        if (!inf_dtype_get(ts[i].type)->quant) {
+            inf_fail(err,
+                     "tensor %s: inferno cannot write %s (it reads the grid types but has no "
+                     "quantizer for them)",
+                     ts[i].name, inf_dtype_get(ts[i].type)->name);
+            goto done;
+        }
+        if (!inf_dtype_row_bytes(ts[i].type, ts[i].src->ne[0])) {
+            inf_fail(err, "tensor %s: rows of %lld do not split into %s blocks of %d", ts[i].name,
+                     (long long)ts[i].src->ne[0], inf_dtype_get(ts[i].type)->name,
+                     inf_dtype_get(ts[i].type)->block);
+            goto done;
+        }
+        const int64_t rows =
+            (int64_t)(ts[i].src->nbytes / inf_dtype_row_bytes(ts[i].src->type, ts[i].src->ne[0]));
+        const size_t bytes = inf_dtype_row_bytes(ts[i].type, ts[i].src->ne[0]) * (size_t)rows;
+        most = bytes > most ? bytes : most;
+    }
+    if (!(w = gguf_writer_create())) {
+        inf_fail(err, "out of memory");
+        goto done;
+    }
+    if (mf->format == INF_FORMAT_GGUF) {
+        if (gguf_open(&g, in, err)) goto done;
+        /* every key in its place; the file type and quantization version rewritten */
+        bool have_ft = false, have_qv = false;
+        for (int64_t i = 0; i < g->n_kv; i++) {
+            const char *k = g->kv[i].key;
+            if (!strcmp(k, "general.file_type")) {
+                gguf_writer_add_u32(w, k, o->mix->ftype);
+                have_ft = true;
+            } else if (!strcmp(k, "general.quantization_version")) {
+                gguf_writer_add_u32(w, k, 2);
+                have_qv = true;
+            } else if (copy_kv(w, &g->kv[i], err)) {
+                goto done;
+            }
+        }
+        if (!have_qv) gguf_writer_add_u32(w, "general.quantization_version", 2);
+        if (!have_ft) gguf_writer_add_u32(w, "general.file_type", o->mix->ftype);
+    } else {
+        inf_convert_qwen3_meta(w, mf->name ? mf->name : "model", &mf->hp, o->mix->ftype);
+        if (inf_convert_tokenizer_meta(w, &mf->vocab, mf->hp.n_vocab, err)) goto done;
+    }
+    for (int i = 0; i < n; i++)
+        gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].src->n_dims, ts[i].src->ne);
+    if (gguf_writer_open(w, out, err)) goto done;
+    opened = true; /* from here a failure removes the incomplete file */
+    if (!(buf = malloc(most ? most : 1))) {
+        inf_fail(err, "out of memory: %zu bytes for one tensor", most);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const int64_t rows =
+            (int64_t)(ts[i].src->nbytes / inf_dtype_row_bytes(ts[i].src->type, ts[i].src->ne[0]));
+        const size_t bytes = inf_dtype_row_bytes(ts[i].type, ts[i].src->ne[0]) * (size_t)rows;
+        if (quantize_tensor(&ts[i], o->n_threads, buf, err) ||
+            gguf_writer_write(w, buf, bytes, err))
+            goto done;
+        if (o->progress) {
+            const inf_quantize_tensor_info info = {.index = i,
+                                                   .count = n,
+                                                   .name = ts[i].name,
+                                                   .n_dims = ts[i].src->n_dims,
+                                                   .ne = ts[i].src->ne,
+                                                   .from = ts[i].src->type,
+                                                   .to = ts[i].type,
+                                                   .bytes_in = ts[i].src->nbytes,
+                                                   .bytes_out = bytes};
+            o->progress(o->ud, &info);
+        }
+    }
+    if (gguf_writer_close(w, err)) goto done;
+    rc = 0;
+done:
+    gguf_writer_free(w);
+    if (rc && opened) remove(out);
+    free(buf);
+    free(ts);
+    gguf_close(g);
+    inf_model_close(mf);
+    return rc;
+}

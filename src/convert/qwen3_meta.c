@@ -1,0 +1,65 @@
+/* Qwen3 GGUF metadata (see qwen3_meta.h). */
+#include "convert/qwen3_meta.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void inf_convert_qwen3_meta(gguf_writer *w, const char *name, const inf_hparams *hp,
+                            uint32_t file_type) {
+    gguf_writer_add_str(w, "general.architecture", "qwen3");
+    gguf_writer_add_str(w, "general.type", "model");
+    gguf_writer_add_str(w, "general.name", name);
+    gguf_writer_add_u32(w, "general.file_type", file_type);
+    gguf_writer_add_u32(w, "general.quantization_version", 2);
+    gguf_writer_add_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
+    gguf_writer_add_u32(w, "qwen3.block_count", (uint32_t)hp->n_layer);
+    gguf_writer_add_u32(w, "qwen3.context_length", (uint32_t)hp->n_ctx_train);
+    gguf_writer_add_u32(w, "qwen3.embedding_length", (uint32_t)hp->n_embd);
+    gguf_writer_add_u32(w, "qwen3.feed_forward_length", (uint32_t)hp->n_ff);
+    gguf_writer_add_u32(w, "qwen3.attention.head_count", (uint32_t)hp->n_head);
+    gguf_writer_add_u32(w, "qwen3.attention.head_count_kv", (uint32_t)hp->n_head_kv);
+    gguf_writer_add_f32(w, "qwen3.rope.freq_base", hp->rope_theta);
+    gguf_writer_add_f32(w, "qwen3.attention.layer_norm_rms_epsilon", hp->rms_eps);
+    gguf_writer_add_u32(w, "qwen3.attention.key_length", (uint32_t)hp->head_dim);
+    gguf_writer_add_u32(w, "qwen3.attention.value_length", (uint32_t)hp->head_dim);
+}
+
+int inf_convert_tokenizer_meta(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {
+    int n = v->n_tokens > n_vocab ? v->n_tokens : n_vocab;
+    const char **tokens = calloc((size_t)n, sizeof *tokens);
+    int32_t *types = calloc((size_t)n, sizeof *types);
+    char *pads = malloc((size_t)(n - v->n_tokens + 1) * 16);
+    if (!tokens || !types || !pads) {
+        free(tokens);
+        free(types);
+        free(pads);
+        return inf_fail(err, "out of memory building the token list");
+    }
+    for (int i = 0; i < n; i++) {
+        if (i < v->n_tokens && v->tokens[i]) {
+            tokens[i] = v->tokens[i];
+            types[i] = v->token_type ? v->token_type[i] : INF_TOKEN_NORMAL;
+        } else {
+            char *p = pads + (size_t)(i - v->n_tokens) * 16;
+            snprintf(p, 16, "[PAD%d]", i);
+            tokens[i] = p;
+            types[i] = INF_TOKEN_UNUSED;
+        }
+    }
+    gguf_writer_add_str(w, "tokenizer.ggml.model", v->model ? v->model : "gpt2");
+    gguf_writer_add_str(w, "tokenizer.ggml.pre", v->pre ? v->pre : "qwen2");
+    gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", tokens, (uint64_t)n);
+    gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)n);
+    gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges,
+                            (uint64_t)v->n_merges);
+    if (v->eos_id >= 0) gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
+    if (v->pad_id >= 0)
+        gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad_id);
+    if (v->bos_id >= 0) gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id);
+    gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->chat_template) gguf_writer_add_str(w, "tokenizer.chat_template", v->chat_template);
+    free(tokens);
+    free(types);
+    free(pads); /* the writer has copied the strings */
+    return 0;
+}

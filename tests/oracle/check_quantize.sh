@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# inferno quantize, from the tiny model's Hugging Face folder (F32) and from
+# its BF16 GGUF file:
+# 1. per-tensor types: llama.cpp's rules for a 4-layer model with 2 query
+#    heads per KV head, spelled out here as tables (from llama-quant.cpp's
+#    llama_tensor_get_type, not from inferno's code);
+# 2. from the F32 folder, the tensor bytes equal the test-model maker's file
+#    of the same mix (the same f32 weights through the same quantizers);
+# 3. @huggingface/gguf reads every file and agrees with `inferno inspect`
+#    (check_inspect.mjs); the metadata of a GGUF input is copied with
+#    general.file_type rewritten;
+# 4. inferno runs the quantized files and gives the maker's files' tokens;
+# 5. bad inputs fail with a message: a quantized input, an unknown type.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+INF=build/inferno
+PY=/usr/bin/python3
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+finish() { echo "$pass passed, $fail failed"; exit $((fail != 0)); }
+if [ ! -d models/tiny-f32-hf ] || [ ! -f models/tiny-bf16.gguf ]; then
+    echo "check_quantize: models/ not generated (scripts/make-models.sh)"; bad models; finish
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# types NAME -> "token_embd blk.L.{attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down} for L=0..3"
+# (norms are F32 in every mix; the head is tied, so token_embd takes the output's type)
+expect() {
+    case $1 in
+    Q4_K_M) echo "Q6_K | Q4_K Q4_K Q4_K Q4_K Q4_K Q4_K Q4_K | Q4_K Q4_K Q4_K Q4_K Q4_K Q4_K Q4_K |" \
+                 "Q4_K Q4_K Q6_K Q4_K Q4_K Q4_K Q6_K | Q4_K Q4_K Q6_K Q4_K Q4_K Q4_K Q6_K" ;;
+    Q5_K_M) echo "Q6_K | Q5_K Q5_K Q5_K Q5_K Q5_K Q5_K Q5_K | Q5_K Q5_K Q5_K Q5_K Q5_K Q5_K Q5_K |" \
+                 "Q5_K Q5_K Q6_K Q5_K Q5_K Q5_K Q6_K | Q5_K Q5_K Q6_K Q5_K Q5_K Q5_K Q6_K" ;;
+    Q3_K_M) echo "Q6_K | Q3_K Q3_K Q5_K Q4_K Q3_K Q3_K Q4_K | Q3_K Q3_K Q5_K Q4_K Q3_K Q3_K Q4_K |" \
+                 "Q3_K Q3_K Q4_K Q4_K Q3_K Q3_K Q4_K | Q3_K Q3_K Q4_K Q4_K Q3_K Q3_K Q4_K" ;;
+    Q4_K_S) echo "Q6_K | Q4_K Q4_K Q5_K Q4_K Q4_K Q4_K Q4_K | Q4_K Q4_K Q5_K Q4_K Q4_K Q4_K Q4_K |" \
+                 "Q4_K Q4_K Q5_K Q4_K Q4_K Q4_K Q4_K | Q4_K Q4_K Q5_K Q4_K Q4_K Q4_K Q4_K" ;;
+    Q2_K)   echo "Q6_K | Q2_K Q2_K Q3_K Q3_K Q2_K Q2_K Q3_K | Q2_K Q2_K Q3_K Q3_K Q2_K Q2_K Q3_K |" \
+                 "Q2_K Q2_K Q3_K Q3_K Q2_K Q2_K Q3_K | Q2_K Q2_K Q3_K Q3_K Q2_K Q2_K Q3_K" ;;
+    IQ4_XS) echo "Q6_K | IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS | IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS |" \
+                 "IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS | IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS IQ4_XS" ;;
+    Q4_1)   echo "Q6_K | Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 | Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 |" \
+                 "Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 | Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1 Q4_1" ;;
+    Q6_K)   echo "Q6_K | Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K | Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K |" \
+                 "Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K | Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K Q6_K" ;;
+    Q8_0)   echo "Q8_0 | Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 | Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 |" \
+                 "Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 | Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0" ;;
+    esac
+}
+# the same list read from a file: token_embd, then per layer its seven matrices; norms must be F32
+actual() {
+    $INF inspect "$1" | awk '
+        $1 == "token_embd.weight" { te = $2 }
+        $1 ~ /^blk\.[0-9]+\./ {
+            split($1, p, "."); l = p[2]; n = p[3]
+            if (n ~ /norm/) { if ($2 != "F32") nonf32 = nonf32 " " $1 }
+            else t[l, n] = $2
+        }
+        $1 == "output_norm.weight" && $2 != "F32" { nonf32 = nonf32 " " $1 }
+        END {
+            s = te
+            for (l = 0; l < 4; l++) {
+                s = s " |"
+                split("attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down", m, " ")
+                for (i = 1; i <= 7; i++) s = s " " t[l, m[i]]
+            }
+            print s (nonf32 ? " NON-F32 NORMS:" nonf32 : "")
+        }'
+}
+
+lc() { echo "$1" | tr 'A-Z' 'a-z'; }
+for mix in Q4_K_M Q5_K_M Q3_K_M Q4_K_S Q2_K IQ4_XS Q4_1 Q6_K Q8_0; do
+    out=$tmp/hf-$mix.gguf
+    if ! $INF quantize models/tiny-f32-hf "$out" $mix 2 >"$tmp/log.txt" 2>&1; then
+        cat "$tmp/log.txt"; bad "quantize HF folder to $mix"; continue
+    fi
+    got=$(actual "$out") want=$(expect $mix)
+    [ "$got" = "$want" ] && ok "$mix from the HF folder: llama.cpp's per-tensor types" ||
+        bad "$mix types: got [$got], llama.cpp gives [$want]"
+    maker=models/tiny-$(lc $mix).gguf
+    if [ -f "$maker" ]; then
+        line=$($PY - "$out" "$maker" <<'PYEOF'
+import sys
+sys.path.insert(0, "tests/reference")
+import numpy as np, qwen3_ref as R
+def tensors(p):
+    raw, meta, infos, base = R.read_gguf(p)
+    out = {}
+    for name, ne, t, off in infos:
+        block, bb, _ = R.GGUF_TYPES[t]
+        out[name] = (t, ne, raw[base + off:base + off + int(np.prod(ne)) // block * bb])
+    return meta, out
+(ma, a), (mb, b) = tensors(sys.argv[1]), tensors(sys.argv[2])
+diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+print(f"{len(a)} tensors, {len(diff)} differ {diff[:3]}; file_type {ma.get('general.file_type')} vs {mb.get('general.file_type')}")
+sys.exit(1 if diff or ma.get('general.file_type') != mb.get('general.file_type') else 0)
+PYEOF
+        ) && ok "$mix from the HF folder == the maker's $maker: $line" || bad "$mix vs $maker: $line"
+    fi
+done
+
+# from the BF16 GGUF: metadata copied (file type rewritten), @huggingface/gguf agrees, it runs
+for mix in Q4_K_M IQ4_XS; do
+    out=$tmp/bf16-$mix.gguf
+    if ! $INF quantize models/tiny-bf16.gguf "$out" $mix >"$tmp/log.txt" 2>&1; then
+        cat "$tmp/log.txt"; bad "quantize BF16 GGUF to $mix"; continue
+    fi
+    got=$(actual "$out") want=$(expect $mix)
+    [ "$got" = "$want" ] && ok "$mix from the BF16 GGUF: llama.cpp's per-tensor types" || bad "$mix (BF16 input) types: got [$got]"
+    meta() { $INF inspect "$1" | awk '/^metadata:/ {m = 1; next} /^  name / {m = 0} m && /^  / && $1 != "general.file_type" {print}'; }
+    keys_in=$(meta models/tiny-bf16.gguf) keys_out=$(meta "$out")
+    ft=$($INF inspect "$out" | awk '$1 == "general.file_type" {print $3}')
+    [ "$keys_in" = "$keys_out" ] && [ "$ft" = "$([ $mix = Q4_K_M ] && echo 15 || echo 30)" ] &&
+        ok "$mix from the BF16 GGUF: metadata copied, general.file_type $ft" || bad "$mix metadata (file type $ft)"
+    line=$(node tests/oracle/check_inspect.mjs $INF "$out" 2>&1 | tail -n 1)
+    [[ $line =~ ^[0-9]+\ passed,\ 0\ failed$ ]] && ok "@huggingface/gguf reads the $mix file: $line" || bad "@huggingface/gguf on $mix: $line"
+done
+for f in "$tmp/hf-Q4_K_M.gguf" "$tmp/hf-IQ4_XS.gguf"; do
+    line=$(node tests/oracle/check_inspect.mjs $INF "$f" 2>&1 | tail -n 1)
+    [[ $line =~ ^[0-9]+\ passed,\ 0\ failed$ ]] && ok "@huggingface/gguf reads $(basename "$f"): $line" || bad "@huggingface/gguf on $f: $line"
+done
+
+# the quantized files run, with the maker's files' tokens
+for mix in Q4_K_M Q3_K_M; do
+    a=$($INF run -m "$tmp/hf-$mix.gguf" -p "The quick brown fox" -n 12 --temp 0 --ignore-eos 2>/dev/null)
+    b=$($INF run -m models/tiny-$(lc $mix).gguf -p "The quick brown fox" -n 12 --temp 0 --ignore-eos 2>/dev/null)
+    [ -n "$a" ] && [ "$a" = "$b" ] && ok "$mix quantized by inferno runs: the same tokens as the maker's file" || bad "$mix run: [$a] vs [$b]"
+done
+a=$($INF run -m "$tmp/bf16-Q4_K_M.gguf" -p "The quick brown fox" -n 12 --temp 0 --ignore-eos 2>"$tmp/err.txt") &&
+    [ -n "$a" ] && ok "Q4_K_M from BF16 runs" || { cat "$tmp/err.txt"; bad "Q4_K_M from BF16 run"; }
+
+# bad inputs
+$INF quantize models/tiny-q4_0.gguf "$tmp/x.gguf" Q4_K_M >"$tmp/err.txt" 2>&1
+[ $? -ne 0 ] && grep -q "already quantized" "$tmp/err.txt" && [ ! -e "$tmp/x.gguf" ] &&
+    ok "a quantized input is refused: $(tail -1 "$tmp/err.txt")" || bad "quantized input: $(cat "$tmp/err.txt")"
+$INF quantize models/tiny-f32-hf "$tmp/x.gguf" Q9_Z >"$tmp/err.txt" 2>&1
+[ $? -eq 2 ] && grep -q "unknown" "$tmp/err.txt" && ok "an unknown type is refused" || bad "unknown type: $(cat "$tmp/err.txt")"
+$INF quantize --help | grep -q "15  or  Q4_K_M" && ok "--help lists the types by number and name" || bad "--help"
+finish
