@@ -19,6 +19,10 @@
 #define WAIT_TICK_MS 50
 /* A request's body must have arrived this long after its headers. */
 #define BODY_DEADLINE_S 60
+/* Connection threads render chat templates, whose evaluation may nest 2,048
+ * levels (template/tmpl_int.h): not the 2 MiB glibc gives threads when the
+ * stack rlimit is unlimited. */
+#define CONN_STACK_BYTES ((size_t)8 << 20)
 /* Requests parsed and rendered at once: what a request expands into (JSON
  * tree, template values, token ids) is bounded per request by the limits in
  * oai.c, and this bounds how many such expansions are alive together. */
@@ -874,7 +878,8 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err) {
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_NOTIFY_CONNECTION,
-        notify_connection, h, MHD_OPTION_UNESCAPE_CALLBACK, unescape, h, MHD_OPTION_END);
+        notify_connection, h, MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
+        MHD_OPTION_THREAD_STACK_SIZE, CONN_STACK_BYTES, MHD_OPTION_END);
     if (!h->d || pthread_create(&h->reaper, NULL, reaper_main, h)) {
         if (h->d) MHD_stop_daemon(h->d);
         pthread_mutex_destroy(&h->mu);
