@@ -594,6 +594,29 @@ static void test_connection_exhaustion(void) {
     close(fd);
 }
 
+/* row 11: a model whose logits turn NaN answers 500 with the reason, whole or
+ * streamed, and the server goes on serving. */
+static void test_nan_logits(fake *f) {
+    f->nan_from = 1;
+    int st;
+    json_t *j =
+        request_json("POST", "/v1/completions", AUTH, "{\"prompt\":\"hi\",\"max_tokens\":4}", &st);
+    CHECK_INT(st, 500);
+    CHECK(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+                 "non-finite logits") != NULL);
+    json_decref(j);
+    inf_buf r;
+    st = request("POST", "/v1/completions", AUTH,
+                 "{\"prompt\":\"hi\",\"max_tokens\":4,\"stream\":true}", &r);
+    CHECK_INT(st, 200);
+    CHECK(strstr(r.data, "non-finite logits") != NULL);
+    inf_buf_free(&r);
+    f->nan_from = 0;
+    j = request_json("POST", "/v1/completions", AUTH, "{\"prompt\":\"hi\",\"max_tokens\":2}", &st);
+    CHECK_INT(st, 200);
+    json_decref(j);
+}
+
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
     g_stop = 1;
@@ -645,6 +668,7 @@ int main(int argc, char **argv) {
         test_disconnect(&f);
         test_out_of_memory(&f);
         test_hostile_requests();
+        test_nan_logits(&f);
         test_connection_exhaustion();
     }
     srv_http_stop(h);
