@@ -7,7 +7,8 @@
  * and content-type checks, the %00 unescaping, routing, auth, body limits and
  * error responses. Any crash or sanitizer report is a bug.
  *
- *   make fuzz && build-fuzz/fuzz/fuzz_http -dict=fuzz/http.dict fuzz/corpus-http fuzz/corpus/http */
+ *   make fuzz && build-fuzz/fuzz/fuzz_http -dict=fuzz/http.dict fuzz/corpus-http fuzz/corpus/http
+ */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
