@@ -92,6 +92,14 @@ static void a5_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
             __m512 v0 = _mm512_loadu_ps(xr + 32 * b), v1 = _mm512_loadu_ps(xr + 32 * b + 16);
             float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
             float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+            /* A NaN or infinity in the block (x - x is not 0; max_ps may drop a
+               NaN from amax): quantize it to zeros with a NaN scale, so the
+               matmul's result is NaN (caught where logits are sampled) and no
+               integer sum sees cvtps' 0x80000000. */
+            const __m512 zero = _mm512_setzero_ps();
+            if (_mm512_cmp_ps_mask(_mm512_sub_ps(v0, v0), zero, _CMP_NEQ_UQ) |
+                _mm512_cmp_ps_mask(_mm512_sub_ps(v1, v1), zero, _CMP_NEQ_UQ))
+                v0 = v1 = zero, db = NAN;
             __m512 vid = _mm512_set1_ps(id);
             __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
             __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));

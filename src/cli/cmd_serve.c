@@ -37,7 +37,9 @@ static void usage(FILE *f) {
             "  --alias NAME            the model id shown by /v1/models and in responses\n"
             "  --max-body BYTES        request body limit (default 8388608)\n"
             "  --timeout SECONDS       idle connection timeout (default 600)\n"
-            "  --max-conns N           concurrent connections (default 256)\n",
+            "  --header-timeout SECS   a request's headers must arrive within this (default 10)\n"
+            "  --max-conns N           concurrent connections (default 1024)\n"
+            "  --max-conns-per-client N  from one address (default: half of --max-conns)\n",
             INF_DEFAULT_MODEL);
 }
 
@@ -56,7 +58,7 @@ int cmd_serve(int argc, char **argv) {
                       .port = 8080,
                       .max_body = 8u << 20,
                       .timeout_s = 600,
-                      .max_conns = 256};
+                      .max_conns = 1024};
     long np = 4, ctx = 0, threads = 0, batch = 256, block = INF_KV_BLOCK_SIZE_DEFAULT;
     size_t cache_bytes = 0;
     inf_kv_kind kind = INF_KV_PAGED;
@@ -107,6 +109,10 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_long(v, 1, 86400, &x), cfg.timeout_s = (unsigned)x;
         else if (IS("--max-conns"))
             bad = parse_long(v, 1, 65536, &x), cfg.max_conns = (unsigned)x;
+        else if (IS("--max-conns-per-client"))
+            bad = parse_long(v, 1, 65536, &x), cfg.max_conns_per_client = (unsigned)x;
+        else if (IS("--header-timeout"))
+            bad = parse_long(v, 1, 3600, &x), cfg.header_timeout_s = (unsigned)x;
         else {
             fprintf(stderr, "inferno serve: unknown flag %s\n", a);
             usage(stderr);
@@ -118,7 +124,19 @@ int cmd_serve(int argc, char **argv) {
             return 2;
         }
     }
-    if (cfg.api_key && !cfg.api_key[0]) cfg.api_key = NULL;
+    if (cfg.api_key && !cfg.api_key[0]) {
+        fprintf(stderr, "inferno serve: --api-key: an empty key would turn authentication off; "
+                        "leave the flag out to serve without a key\n");
+        return 2;
+    }
+    if (!cfg.max_conns_per_client) cfg.max_conns_per_client = (cfg.max_conns + 1) / 2;
+    bool loopback =
+        !strcmp(cfg.host, "localhost") || !strncmp(cfg.host, "127.", 4) || !strcmp(cfg.host, "::1");
+    if (!loopback && !cfg.api_key)
+        fprintf(stderr,
+                "inferno serve: warning: listening on %s without --api-key: anyone who can reach "
+                "this address can use the server\n",
+                cfg.host);
 
     /* Signals go to this thread only (sigwait below); every thread started
      * from here on inherits the mask. */
@@ -152,8 +170,8 @@ int cmd_serve(int argc, char **argv) {
     }
     srv_http_ready(http, &eng->ex, eng->sched);
     fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache, %s\n",
-            cfg.alias ? cfg.alias : eng->name, eng->ex.n_seq, eng->ex.n_ctx,
-            inf_kv_kind_name(kind), eng->backend_name);
+            cfg.alias ? cfg.alias : eng->name, eng->ex.n_seq, eng->ex.n_ctx, inf_kv_kind_name(kind),
+            eng->backend_name);
 
     int sig = 0;
     sigwait(&sigs, &sig);

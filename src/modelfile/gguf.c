@@ -465,8 +465,11 @@ int gguf_parse(gguf_file **out, const void *data, size_t size, const char *name,
                      gguf_type_name(al->val.type));
             goto fail;
         }
-        if (al->val.u == 0 || (al->val.u & (al->val.u - 1))) {
-            inf_fail(err, "%s: metadata general.alignment is %llu, expected a power of two",
+        /* the format requires a multiple of 8; blocks are read in place */
+        if (al->val.u < 8 || (al->val.u & (al->val.u - 1))) {
+            inf_fail(err,
+                     "%s: metadata general.alignment is %llu, expected a power of two and a "
+                     "multiple of 8",
                      g->name, (unsigned long long)al->val.u);
             goto fail;
         }

@@ -133,8 +133,15 @@ static int load_vocab(inf_vocab_desc *v, const gguf_file *g, inf_err *err) {
                             "%s: metadata tokenizer.ggml.token_type has %llu entries, "
                             "expected one per token (%d)",
                             g->name, (unsigned long long)arr->arr.n, v->n_tokens);
-        for (int i = 0; i < v->n_tokens; i++)
-            v->token_type[i] = (int32_t)gguf_arr_at(arr, i).i;
+        for (int i = 0; i < v->n_tokens; i++) {
+            int64_t ty = gguf_arr_at(arr, i).i;
+            if (ty < INF_TOKEN_NORMAL || ty > INF_TOKEN_BYTE)
+                return inf_fail(err,
+                                "%s: metadata tokenizer.ggml.token_type[%d] is %lld, expected "
+                                "%d..%d",
+                                g->name, i, (long long)ty, INF_TOKEN_NORMAL, INF_TOKEN_BYTE);
+            v->token_type[i] = (int32_t)ty;
+        }
     } else {
         for (int i = 0; i < v->n_tokens; i++)
             v->token_type[i] = INF_TOKEN_NORMAL;

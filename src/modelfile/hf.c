@@ -20,9 +20,11 @@ static char *join(const char *dir, const char *file) {
     return s;
 }
 
+/* Present and not a folder. Anything else there (a FIFO, a device) is then
+   refused by the reader, which opens without blocking and names it. */
 static bool is_file(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 /* Loads a JSON file whose top level must be an object. */

@@ -4,6 +4,7 @@
  * inf_model_find. See model_build.h. */
 #include "modelfile/model_build.h"
 
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,11 +231,13 @@ static int check_hparams(const inf_model_file *m, inf_err *err) {
     if (hp->n_head % hp->n_head_kv)
         return inf_fail(err, "%s: %d query heads are not a multiple of %d key/value heads", m->path,
                         hp->n_head, hp->n_head_kv);
-    if (!(hp->rope_theta > 0) || !(hp->rope_theta < 1e30f))
-        return inf_fail(err, "%s: rope theta %g is not a positive finite number", m->path,
+    /* FLT_MIN: a denormal θ or ε is a corrupt file, not a model (and would
+       turn every RoPE angle or norm into inf/NaN arithmetic) */
+    if (!(hp->rope_theta >= FLT_MIN) || !(hp->rope_theta < 1e30f))
+        return inf_fail(err, "%s: rope theta %g is not a positive normal finite number", m->path,
                         (double)hp->rope_theta);
-    if (!(hp->rms_eps > 0) || !(hp->rms_eps < 1))
-        return inf_fail(err, "%s: rms norm epsilon %g is not in (0, 1)", m->path,
+    if (!(hp->rms_eps >= FLT_MIN) || !(hp->rms_eps < 1))
+        return inf_fail(err, "%s: rms norm epsilon %g is not a normal number in (0, 1)", m->path,
                         (double)hp->rms_eps);
     /* every layer needs its tensors: bounds n_layer before anything is sized by it */
     if ((int64_t)hp->n_layer * N_LAYER_SLOTS > m->n_tensors)
@@ -290,6 +293,18 @@ int model_bind(inf_model_file *m, inf_err *err) {
     m->hp.tied_output = m->output == NULL;
     if (!m->output) m->output = m->token_embd;
 
+    /* a layer count lower than the layers the file holds would silently run a
+       truncated model */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const char *nm = m->tensors[i].name;
+        const char *pre = m->format == INF_FORMAT_GGUF ? "blk." : "model.layers.";
+        size_t k = strlen(pre);
+        if (strncmp(nm, pre, k) || nm[k] < '0' || nm[k] > '9') continue;
+        long layer = strtol(nm + k, NULL, 10);
+        if (layer >= m->hp.n_layer)
+            return inf_fail(err, "%s: tensor %s belongs to layer %ld, but the model has %d layers",
+                            m->path, nm, layer, m->hp.n_layer);
+    }
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) return inf_fail(err, "%s: out of memory", m->path);
     for (int l = 0; l < m->hp.n_layer; l++)

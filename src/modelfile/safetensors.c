@@ -127,12 +127,30 @@ static int parse_header(st_file *f, json_t *root, inf_err *err) {
         if (parse_entry(f, t, val, data_len, err)) return -1;
     }
     qsort(f->tensors, (size_t)f->n_tensors, sizeof *f->tensors, cmp_offset);
-    for (int i = 1; i < f->n_tensors; i++) {
-        const st_tensor *a = &f->tensors[i - 1], *b = &f->tensors[i];
-        if (b->offset < a->offset + a->nbytes)
-            return inf_fail(err, "%s: tensor %s overlaps the data of tensor %s", f->name, b->name,
-                            a->name);
+    /* As the safetensors format says (and its reference reader checks): the
+       tensors cover the data region exactly, from its first byte to the end of
+       the file, without holes. A header length off by a few bytes (JSON still
+       parses, padding cut or included) shifts every tensor; this refuses it. */
+    uint64_t at = 8 + f->header_len;
+    for (int i = 0; i < f->n_tensors; i++) {
+        const st_tensor *t = &f->tensors[i];
+        if (t->offset < at)
+            return inf_fail(err, "%s: tensor %s overlaps the data of tensor %s", f->name, t->name,
+                            f->tensors[i - 1].name);
+        if (t->offset > at)
+            return inf_fail(err,
+                            "%s: tensor %s starts at data offset %llu, but the data before it "
+                            "ends at %llu (a hole: the header length or data_offsets are wrong)",
+                            f->name, t->name, (unsigned long long)(t->offset - 8 - f->header_len),
+                            (unsigned long long)(at - 8 - f->header_len));
+        at = t->offset + t->nbytes;
     }
+    if (at != f->size)
+        return inf_fail(err,
+                        "%s: the tensors cover %llu bytes of data, but the data region after "
+                        "the %llu-byte header is %llu bytes",
+                        f->name, (unsigned long long)(at - 8 - f->header_len),
+                        (unsigned long long)f->header_len, (unsigned long long)data_len);
     return 0;
 }
 

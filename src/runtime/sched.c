@@ -351,9 +351,23 @@ static int32_t sample_cb(void *ud, float *logits) {
     return sample(c->s, c->sl, logits);
 }
 
+/* True when every logit is a finite number. */
+static bool all_finite(const float *x, int n) {
+    float acc = 0; /* NaN or inf anywhere makes x*0 NaN; one branch at the end */
+    for (int i = 0; i < n; i++)
+        acc += x[i] * 0.0f;
+    return acc == 0.0f;
+}
+
 static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     const inf_exec *e = s->ex;
     inf_task *t = sl->task;
+    if (!all_finite(logits, e->n_vocab)) { /* never a stream of token 0 */
+        finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_INTERNAL,
+                    "the model produced non-finite logits (NaN or infinity); the model file's "
+                    "weights or hyperparameters are broken");
+        return;
+    }
     if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
     if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
     int32_t id;

@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <strings.h>
 #include <time.h>
 
 #include "server/metrics.h"
@@ -15,6 +17,29 @@
 
 /* How long a waiting connection thread sleeps between checks of its client. */
 #define WAIT_TICK_MS 50
+/* A request's body must have arrived this long after its headers. */
+#define BODY_DEADLINE_S 60
+/* Connection threads render chat templates, whose evaluation may nest 2,048
+ * levels (template/tmpl_int.h): not the 2 MiB glibc gives threads when the
+ * stack rlimit is unlimited. */
+#define CONN_STACK_BYTES ((size_t)8 << 20)
+/* Requests parsed and rendered at once: what a request expands into (JSON
+ * tree, template values, token ids) is bounded per request by the limits in
+ * oai.c, and this bounds how many such expansions are alive together. */
+#define MAX_PARSING 4
+
+/* Where a connection is, for the deadlines the reaper enforces. libmicrohttpd
+ * only has an idle timeout, which a client sending one byte at a time
+ * (slowloris) never trips: the reaper shuts down a connection whose request
+ * has not arrived in time, so idle sockets cannot hold connection slots. */
+typedef enum { CONN_WAIT_HEADERS, CONN_WAIT_BODY, CONN_BUSY } conn_state;
+typedef struct conn {
+    struct conn *prev, *next;
+    struct MHD_Connection *c;
+    int fd;
+    conn_state state;
+    struct timespec since; /* CLOCK_MONOTONIC, when the state began */
+} conn;
 
 struct srv_http {
     srv_config cfg;
@@ -23,8 +48,17 @@ struct srv_http {
     const inf_exec *ex;
     inf_sched *sched;
     atomic_bool ready, closing;
+    bool loopback_only; /* listening on a loopback address: Host must name it */
     pthread_mutex_t mu; /* counts */
     srv_http_counts counts;
+    pthread_mutex_t conn_mu; /* conns; a conn's fd is valid while it is listed */
+    conn *conns;
+    pthread_t reaper;
+    bool reaper_started;
+    pthread_cond_t reaper_cv;
+    pthread_mutex_t parse_mu;
+    pthread_cond_t parse_cv;
+    int parsing; /* requests between parse and submit now */
 };
 
 /* Per-request state while the body arrives. */
@@ -32,6 +66,90 @@ typedef struct req_ctx {
     inf_buf body;
     bool too_big;
 } req_ctx;
+
+static void deadline_in(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += (long)ms * 1000000L;
+    ts->tv_sec += ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+static double since_s(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) * 1e-9;
+}
+
+static void conn_set_state(srv_http *h, struct MHD_Connection *c, conn_state st) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (!ci || !ci->socket_context) return;
+    pthread_mutex_lock(&h->conn_mu);
+    conn *k = ci->socket_context;
+    k->state = st;
+    clock_gettime(CLOCK_MONOTONIC, &k->since);
+    pthread_mutex_unlock(&h->conn_mu);
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+    srv_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn *k = calloc(1, sizeof *k);
+        if (!k || !ci) {
+            free(k);
+            return; /* not watched: only the idle timeout applies */
+        }
+        k->c = c;
+        k->fd = ci->connect_fd;
+        k->state = CONN_WAIT_HEADERS;
+        clock_gettime(CLOCK_MONOTONIC, &k->since);
+        pthread_mutex_lock(&h->conn_mu);
+        k->next = h->conns;
+        if (h->conns) h->conns->prev = k;
+        h->conns = k;
+        pthread_mutex_unlock(&h->conn_mu);
+        *socket_context = k;
+        return;
+    }
+    conn *k = *socket_context;
+    if (!k) return;
+    /* libmicrohttpd closes the socket after this returns, so the reaper never
+       shuts down a descriptor that was reused */
+    pthread_mutex_lock(&h->conn_mu);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        h->conns = k->next;
+    if (k->next) k->next->prev = k->prev;
+    pthread_mutex_unlock(&h->conn_mu);
+    free(k);
+    *socket_context = NULL;
+}
+
+static void *reaper_main(void *arg) {
+    srv_http *h = arg;
+    pthread_mutex_lock(&h->conn_mu);
+    while (!atomic_load(&h->closing)) {
+        struct timespec ts;
+        deadline_in(&ts, 250);
+        pthread_cond_timedwait(&h->reaper_cv, &h->conn_mu, &ts);
+        for (conn *k = h->conns; k; k = k->next) {
+            double limit = k->state == CONN_WAIT_HEADERS ? (double)h->cfg.header_timeout_s
+                           : k->state == CONN_WAIT_BODY  ? (double)BODY_DEADLINE_S
+                                                         : -1;
+            if (limit >= 0 && since_s(&k->since) > limit) {
+                /* the connection's thread sees EOF and closes it */
+                shutdown(k->fd, SHUT_RDWR);
+                k->state = CONN_BUSY; /* once */
+            }
+        }
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return NULL;
+}
 
 /* ---- small helpers ---- */
 
@@ -74,22 +192,17 @@ static enum MHD_Result fail(srv_http *h, struct MHD_Connection *c, int status, c
     return send_error(h, c, &e);
 }
 
-/* True when the client has closed its end (EOF or reset) while we work. */
+/* True when the connection is broken (reset) while we work. EOF is not
+ * enough: a client may shut down its sending side after a complete request
+ * (half-close) and still read the reply. A client that closed entirely is
+ * found when the reply is written (a stream ends at its next frame). */
 static bool client_gone(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return false;
     char b;
     ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) return true;
     return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-}
-
-static void deadline_in(struct timespec *ts, int ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_nsec += (long)ms * 1000000L;
-    ts->tv_sec += ts->tv_nsec / 1000000000L;
-    ts->tv_nsec %= 1000000000L;
 }
 
 static bool authorized(srv_http *h, struct MHD_Connection *c) {
@@ -137,8 +250,7 @@ static enum MHD_Result do_models(srv_http *h, struct MHD_Connection *c) {
     json_object_set_new(meta, "n_ctx", json_integer(h->ex->n_ctx));
     json_object_set_new(meta, "n_vocab", json_integer(h->ex->n_vocab));
     json_object_set_new(meta, "n_slots", json_integer(h->ex->n_seq));
-    if (h->ex->backend_name)
-        json_object_set_new(meta, "backend", json_string(h->ex->backend_name));
+    if (h->ex->backend_name) json_object_set_new(meta, "backend", json_string(h->ex->backend_name));
     json_object_set_new(m, "meta", meta);
     json_t *data = json_array();
     json_array_append_new(data, m);
@@ -401,15 +513,24 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
                                    const inf_buf *body) {
     srv_request r;
     srv_error e;
-    if (srv_request_parse(&r, kind, body->data ? body->data : "", body->len, &e))
-        return send_error(h, c, &e);
+    pthread_mutex_lock(&h->parse_mu);
+    while (h->parsing >= MAX_PARSING)
+        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
+    h->parsing++;
+    pthread_mutex_unlock(&h->parse_mu);
     int32_t *ids = NULL;
     int n = 0;
     bool in_think = false;
-    if (prompt_tokens(h, &r, &ids, &n, &in_think, &e)) {
+    int bad = srv_request_parse(&r, kind, body->data ? body->data : "", body->len, &e);
+    if (!bad && prompt_tokens(h, &r, &ids, &n, &in_think, &e)) {
         srv_request_free(&r);
-        return send_error(h, c, &e);
+        bad = 1;
     }
+    pthread_mutex_lock(&h->parse_mu);
+    h->parsing--;
+    pthread_cond_signal(&h->parse_cv);
+    pthread_mutex_unlock(&h->parse_mu);
+    if (bad) return send_error(h, c, &e);
     inf_gen_params gp;
     srv_request_gen_params(&r, &gp);
     if (in_think) gp.grammar_start = INF_GRAM_AFTER_THINK;
@@ -493,6 +614,149 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, srv_ki
     return ok;
 }
 
+/* ---- request checks before the body ---- */
+
+/* A Host header's name without the port: "localhost:8080" → "localhost",
+ * "[::1]:80" → "::1". Writes at most cap bytes; false when it does not fit. */
+static bool host_name(const char *host, char *out, size_t cap) {
+    const char *p = host, *end;
+    if (*p == '[') {
+        end = strchr(++p, ']');
+        if (!end) return false;
+    } else {
+        end = strchr(p, ':');
+        if (!end) end = p + strlen(p);
+    }
+    if ((size_t)(end - p) >= cap) return false;
+    memcpy(out, p, (size_t)(end - p));
+    out[end - p] = 0;
+    return true;
+}
+
+/* DNS rebinding: a page the user visits can point its own name at 127.0.0.1
+ * and then talk to this server as a same-origin site. A server on a loopback
+ * address answers only requests whose Host names loopback; `--host` with
+ * another address opens it to every name. */
+static bool host_allowed(srv_http *h, const char *host) {
+    if (!h->loopback_only) return true;
+    char name[64];
+    if (!host_name(host, name, sizeof name)) return false;
+    for (char *q = name; *q; q++)
+        *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+    size_t n = strlen(name);
+    if (n && name[n - 1] == '.') name[--n] = 0; /* "localhost." */
+    if (!strcmp(name, "localhost") || !strcmp(name, "::1")) return true;
+    if (n > 10 && !strcmp(name + n - 10, ".localhost")) return true;
+    struct in_addr a;
+    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+typedef struct header_count {
+    int content_length, transfer_encoding;
+    const char *cl_first;
+    bool cl_differ;
+} header_count;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+    header_count *hc = cls;
+    if (!strcasecmp(key, "Content-Length")) {
+        if (hc->content_length++ && strcmp(hc->cl_first, value ? value : "")) hc->cl_differ = true;
+        if (hc->content_length == 1) hc->cl_first = value ? value : "";
+    } else if (!strcasecmp(key, "Transfer-Encoding")) {
+        hc->transfer_encoding++;
+    }
+    return MHD_YES;
+}
+
+/* Media type "application/json" (any case), parameters allowed. */
+static bool is_json_type(const char *ct) {
+    if (!ct) return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, "application/json", 16)) return false;
+    ct += 16;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == 0 || *ct == ';';
+}
+
+/* The checks that need only the request line and headers: framing a proxy
+ * could read differently (two Content-Lengths, an unsupported or doubled
+ * Transfer-Encoding), Host, and a JSON content type on the JSON endpoints
+ * (a browser sends text/plain cross-site without asking). 0: fine; else the
+ * status, with *msg set. */
+static int check_head(srv_http *h, struct MHD_Connection *c, const char *version, bool json_body,
+                      const char **msg) {
+    header_count hc = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hc);
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (hc.cl_differ) return *msg = "the request has Content-Length headers that disagree", 400;
+    if (hc.transfer_encoding > 1 || (te && strcasecmp(te, "chunked")))
+        return *msg = "Transfer-Encoding other than a single 'chunked' is not supported", 400;
+    if (te && hc.content_length)
+        return *msg = "a request must not have both Transfer-Encoding and Content-Length", 400;
+    if (!host && !strcmp(version, MHD_HTTP_VERSION_1_1))
+        return *msg = "an HTTP/1.1 request must have a Host header", 400;
+    if (host && !host_allowed(h, host))
+        return *msg = "the Host header does not name this server's address (a server on a "
+                      "loopback address answers only loopback names; see --host)",
+               421;
+    if (json_body && !is_json_type(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")))
+        return *msg = "the request body must be sent as Content-Type: application/json", 415;
+    return 0;
+}
+
+/* An error sent before the body was read: the connection cannot be reused. */
+static enum MHD_Result fail_head(srv_http *h, struct MHD_Connection *c, int status,
+                                 const char *msg) {
+    srv_error e;
+    srv_error_set(&e, status, "invalid_request_error", NULL, NULL, "%s", msg);
+    pthread_mutex_lock(&h->mu);
+    h->counts.requests_total++;
+    h->counts.errors_total++;
+    pthread_mutex_unlock(&h->mu);
+    char *body = srv_error_json(&e);
+    if (!body) return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static int hexval(char ch) {
+    return ch >= '0' && ch <= '9'   ? ch - '0'
+           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
+}
+
+/* URL decoding as libmicrohttpd's, except that %00 stays as it is: a NUL
+ * would end the path early, so that "/health%00x" routed to /health. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *val) {
+    char *w = val;
+    for (const char *r = val; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && r[1] && r[2] && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+            (hi || lo)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+    return (size_t)(w - val);
+}
+
 /* ---- routing ---- */
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -500,21 +764,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_size, void **con_cls) {
     srv_http *h = cls;
     req_ctx *rc = *con_cls;
-    if (!rc) {
-        rc = calloc(1, sizeof *rc);
-        if (!rc) return MHD_NO;
-        *con_cls = rc;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        if (!rc->too_big && rc->body.len + *upload_size > h->cfg.max_body) rc->too_big = true;
-        if (!rc->too_big && inf_buf_add(&rc->body, upload, *upload_size)) rc->too_big = true;
-        *upload_size = 0;
-        return MHD_YES;
-    }
-
-    bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-    if (!strncmp(url, "/v1/", 4)) url += 3; /* /v1/x and /x are the same endpoint */
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    const char *path = !strncmp(url, "/v1/", 4) ? url + 3 : url; /* /v1/x is /x */
     static const struct {
         const char *path;
         bool post;
@@ -523,8 +774,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                   {"/chat/completions", true}};
     int route = -1;
     for (int i = 0; i < (int)(sizeof routes / sizeof routes[0]); i++)
-        if (!strcmp(url, routes[i].path)) route = i;
-    if (route < 0) return fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", url);
+        if (!strcmp(path, routes[i].path)) route = i;
+    if (!rc) { /* the headers are in, the body (if any) is not */
+        const char *msg = NULL;
+        int st = check_head(h, c, version, route >= 0 && routes[route].post && post, &msg);
+        if (st) return fail_head(h, c, st, msg);
+        rc = calloc(1, sizeof *rc);
+        if (!rc) return MHD_NO;
+        *con_cls = rc;
+        conn_set_state(h, c, CONN_WAIT_BODY);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!rc->too_big && rc->body.len + *upload_size > h->cfg.max_body) rc->too_big = true;
+        if (!rc->too_big && inf_buf_add(&rc->body, upload, *upload_size)) rc->too_big = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    conn_set_state(h, c, CONN_BUSY);
+
+    if (route < 0) return fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
     if (routes[route].post ? !post : !get)
         return fail(h, c, 405, "invalid_request_error", NULL, "%s is not allowed here", method);
     if (route == 0) return do_health(h, c);
@@ -558,6 +827,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
+    srv_http *h = cls;
+    conn_set_state(h, c, CONN_WAIT_HEADERS); /* keep-alive: the next request's clock */
     req_ctx *rc = *con_cls;
     if (!rc) return;
     inf_buf_free(&rc->body);
@@ -588,22 +859,41 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err) {
     srv_http *h = calloc(1, sizeof *h);
     if (!h) return inf_fail(err, "out of memory");
     h->cfg = *cfg;
+    if (!h->cfg.header_timeout_s) h->cfg.header_timeout_s = 10;
+    h->loopback_only = ss.ss_family == AF_INET ? (ntohl(a4->sin_addr.s_addr) >> 24) == 127
+                                               : IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
     pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->conn_mu, NULL);
+    pthread_cond_init(&h->reaper_cv, NULL);
+    pthread_mutex_init(&h->parse_mu, NULL);
+    pthread_cond_init(&h->parse_cv, NULL);
     atomic_init(&h->ready, false);
     atomic_init(&h->closing, false);
-    h->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)cfg->max_conns, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)cfg->timeout_s, MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
-                            MHD_OPTION_END);
-    if (!h->d) {
+    /* MHD_USE_POLL: descriptors above FD_SETSIZE (many connections) work.
+       The per-client limit keeps one address from taking every slot. */
+    unsigned per_ip = cfg->max_conns_per_client ? cfg->max_conns_per_client : cfg->max_conns;
+    h->d = MHD_start_daemon(
+        flags | MHD_USE_POLL, (uint16_t)cfg->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify_connection, h, MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
+        MHD_OPTION_THREAD_STACK_SIZE, CONN_STACK_BYTES, MHD_OPTION_END);
+    if (!h->d || pthread_create(&h->reaper, NULL, reaper_main, h)) {
+        if (h->d) MHD_stop_daemon(h->d);
         pthread_mutex_destroy(&h->mu);
+        pthread_mutex_destroy(&h->conn_mu);
+        pthread_cond_destroy(&h->reaper_cv);
+        pthread_mutex_destroy(&h->parse_mu);
+        pthread_cond_destroy(&h->parse_cv);
         free(h);
         return inf_fail(err,
                         "cannot listen on %s port %d (in use, or not an address of this "
                         "machine)",
                         host, cfg->port);
     }
+    h->reaper_started = true;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = di ? di->port : cfg->port;
     *out = h;
@@ -623,7 +913,15 @@ void srv_http_ready(srv_http *h, const inf_exec *ex, inf_sched *sched) {
 void srv_http_stop(srv_http *h) {
     if (!h) return;
     atomic_store(&h->closing, true);
+    pthread_mutex_lock(&h->conn_mu);
+    pthread_cond_signal(&h->reaper_cv);
+    pthread_mutex_unlock(&h->conn_mu);
+    if (h->reaper_started) pthread_join(h->reaper, NULL);
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->conn_mu);
+    pthread_cond_destroy(&h->reaper_cv);
+    pthread_mutex_destroy(&h->parse_mu);
+    pthread_cond_destroy(&h->parse_cv);
     free(h);
 }

@@ -14,13 +14,15 @@
 #include "util/err.h"
 
 typedef struct srv_config {
-    const char *host;    /* listen address: an IPv4 or IPv6 literal, or "localhost" */
-    int port;            /* 0: any free port (see srv_http_port) */
-    const char *api_key; /* NULL: no key needed */
-    const char *alias;   /* the model id shown; NULL: the engine's model name */
-    size_t max_body;     /* request body limit in bytes (413 above it) */
-    unsigned timeout_s;  /* idle connection timeout */
-    unsigned max_conns;  /* concurrent connections */
+    const char *host;              /* listen address: an IPv4 or IPv6 literal, or "localhost" */
+    int port;                      /* 0: any free port (see srv_http_port) */
+    const char *api_key;           /* NULL: no key needed */
+    const char *alias;             /* the model id shown; NULL: the engine's model name */
+    size_t max_body;               /* request body limit in bytes (413 above it) */
+    unsigned timeout_s;            /* idle connection timeout */
+    unsigned max_conns;            /* concurrent connections */
+    unsigned max_conns_per_client; /* from one address; 0: max_conns */
+    unsigned header_timeout_s;     /* a request's headers must arrive within this (0: 10 s) */
 } srv_config;
 
 typedef struct srv_http srv_http;

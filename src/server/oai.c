@@ -150,6 +150,9 @@ static int parse_messages(srv_request *r, srv_error *e) {
     if (!msgs) return bad(e, "messages", "is required");
     if (!json_is_array(msgs)) return bad(e, "messages", "expected an array");
     if (json_array_size(msgs) == 0) return bad(e, "messages", "must not be empty");
+    if (json_array_size(msgs) > SRV_MAX_MESSAGES)
+        return bad(e, "messages", "has %zu messages, more than the limit of %d",
+                   json_array_size(msgs), SRV_MAX_MESSAGES);
     r->messages = json_array();
     size_t i;
     json_t *m;
@@ -295,8 +298,9 @@ static int parse_fields(srv_request *r, srv_error *e) {
     if (have) r->max_tokens = (int)x;
     if (get_int(o, "max_completion_tokens", 1, INT32_MAX, &x, &have, e)) return -1;
     if (have) r->max_tokens = (int)x;
-    if (r->kind == SRV_COMPLETION && r->max_tokens < 0 && !json_object_get(o, "max_tokens"))
-        r->max_tokens = 16; /* OpenAI's default for /v1/completions */
+    if (r->kind == SRV_COMPLETION && r->max_tokens < 0 &&
+        !field(o, "max_tokens")) /* null: absent */
+        r->max_tokens = 16;      /* OpenAI's default for /v1/completions */
 
     srv_sampling *s = &r->samp;
     if (get_number(o, "temperature", 0, 2, &s->temperature, e)) return -1;
@@ -363,8 +367,37 @@ json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je) {
     return json_loadb(body ? body : "", len, 0, je);
 }
 
+/* An upper bound on the JSON values in a body, from its brackets and commas
+ * outside strings: bounds what parsing it builds before it is built. */
+static size_t json_values_bound(const char *p, size_t n) {
+    size_t k = 1;
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = false;
+        } else if (ch == '"') {
+            in_str = true;
+        } else if (ch == '{' || ch == '[' || ch == ',') {
+            k++;
+        }
+    }
+    return k;
+}
+
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e) {
     memset(r, 0, sizeof *r);
+    /* 6.6 MB of empty messages would expand into hundreds of MB of JSON tree
+       and template values: the limit is on the values, not only the bytes */
+    size_t nv = body ? json_values_bound(body, len) : 1;
+    if (nv > SRV_MAX_JSON_VALUES)
+        return srv_error_set(e, 413, "invalid_request_error", "request_too_large", NULL,
+                             "the request body holds about %zu JSON values, more than the limit "
+                             "of %d",
+                             nv, SRV_MAX_JSON_VALUES);
     r->kind = kind;
     r->max_tokens = -1;
     r->enable_thinking = true;

@@ -48,7 +48,6 @@ void srv_sampling_default(srv_sampling *s);
 
 typedef enum srv_kind { SRV_CHAT, SRV_COMPLETION } srv_kind;
 
-
 typedef struct srv_request {
     srv_kind kind;
     json_t *root;     /* the parsed body (owned) */
@@ -75,6 +74,10 @@ typedef struct srv_request {
 
 /* Parses and validates a request body. On success r owns its JSON (free with
  * srv_request_free); on failure returns -1 with a 400 in e and r is empty. */
+/* What a request may expand into, beyond its byte size: JSON values in the
+ * body (arrays, objects and their members) and chat messages. */
+#define SRV_MAX_JSON_VALUES 262144
+#define SRV_MAX_MESSAGES 16384
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e);
 
 /* Parses a request body as JSON (jansson), refusing a body with a NUL byte

@@ -338,7 +338,7 @@ tv tm_call_method(tm_rt *R, tm_method *m, tm_args *a, long pos) {
         case M_GET: {
             tv *k = arg(a, 0, NULL);
             if (!k) tm_fail(S_, pos, "get expected at least 1 argument, got 0");
-            tv *v = tm_dict_find(d, *k);
+            tv *v = tm_find(R, d, *k, pos);
             if (v) return *v;
             tv *dflt = arg(a, 1, NULL);
             return dflt ? *dflt : tv_none();
@@ -552,7 +552,7 @@ bool tm_apply_test(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
     if (NAME_IS("lower") || NAME_IS("upper")) {
         if (v.t != TV_STR) return false;
         tv c = do_case(R, v.u.s, NAME_IS("lower") ? CASE_LOWER : CASE_UPPER);
-        return tv_equal(c, v);
+        return tm_equal(R, c, v, pos);
     }
     tv *o = arg(a, 0, NULL);
     if (NAME_IS("eq") || NAME_IS("equalto") || NAME_IS("==") || NAME_IS("sameas") ||
@@ -560,24 +560,25 @@ bool tm_apply_test(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         NAME_IS("le") || NAME_IS("<=") || NAME_IS("gt") || NAME_IS("greaterthan") || NAME_IS(">") ||
         NAME_IS("ge") || NAME_IS(">=") || NAME_IS("in")) {
         if (!o) tm_fail(S_, pos, "test '%.*s' needs an argument", (int)len, name);
-        if (NAME_IS("eq") || NAME_IS("equalto") || NAME_IS("==")) return tv_equal(v, *o);
-        if (NAME_IS("sameas")) return tv_equal(v, *o) && v.t == o->t;
-        if (NAME_IS("ne") || NAME_IS("!=")) return !tv_equal(v, *o);
+        if (NAME_IS("eq") || NAME_IS("equalto") || NAME_IS("==")) return tm_equal(R, v, *o, pos);
+        if (NAME_IS("sameas")) return tm_equal(R, v, *o, pos) && v.t == o->t;
+        if (NAME_IS("ne") || NAME_IS("!=")) return !tm_equal(R, v, *o, pos);
         if (NAME_IS("in")) {
             long n;
             if (o->t == TV_STR) {
                 if (v.t != TV_STR)
                     tm_fail(S_, pos, "'in <string>' requires string as left operand");
+                tm_charge(R, pos, o->u.s->len);
                 return memmem(o->u.s->p, o->u.s->len, v.u.s->p, v.u.s->len) != NULL ||
                        v.u.s->len == 0;
             }
             const tv *items = tm_iterate(R, *o, &n, pos);
             for (long i = 0; i < n; i++)
-                if (tv_equal(items[i], v)) return true;
+                if (tm_equal(R, items[i], v, pos)) return true;
             return false;
         }
         bool ok;
-        int c = tv_compare(v, *o, &ok);
+        int c = tm_compare(R, v, *o, &ok, pos);
         if (!ok) tm_fail(S_, pos, "cannot compare %s with %s", tv_type_name(v), tv_type_name(*o));
         if (NAME_IS("lt") || NAME_IS("lessthan") || NAME_IS("<")) return c < 0;
         if (NAME_IS("le") || NAME_IS("<=")) return c <= 0;
@@ -614,7 +615,7 @@ static tv make_list(tm_rt *R, const tv *items, long n) {
     return tv_list(l);
 }
 
-/* For sort/min/max: compare with optional case folding of strings. */
+/* For sort/min/max/unique: the keys are case-folded once beforehand. */
 typedef struct sort_ctx {
     tm_rt *R;
     bool fold;
@@ -622,12 +623,8 @@ typedef struct sort_ctx {
 } sort_ctx;
 
 static int sort_cmp(sort_ctx *c, tv a, tv b) {
-    if (c->fold && a.t == TV_STR && b.t == TV_STR) {
-        a = do_case(c->R, a.u.s, CASE_LOWER);
-        b = do_case(c->R, b.u.s, CASE_LOWER);
-    }
     bool ok;
-    int r = tv_compare(a, b, &ok);
+    int r = tm_compare(c->R, a, b, &ok, c->pos);
     if (!ok)
         tm_fail(&c->R->S, c->pos, "'<' not supported between instances of '%s' and '%s'",
                 tv_type_name(a), tv_type_name(b));
@@ -841,20 +838,18 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
             keys[i] =
                 attr ? attr_path(R, items[i], str_arg(R, attr, "attribute", pos), pos) : items[i];
         tm_charge(R, pos, (size_t)n * 16);
-        if (NAME_IS("unique")) {
+        if (c.fold)
+            for (long i = 0; i < n; i++)
+                if (keys[i].t == TV_STR) keys[i] = do_case(R, keys[i].u.s, CASE_LOWER);
+        if (NAME_IS("unique")) { /* quadratic, as Jinja's without hashing: each
+                                    comparison is charged */
             tm_list *l = tm_list_new(S_, n);
+            tv *kept = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)); /* keys of l */
             for (long i = 0; i < n; i++) {
                 bool seen = false;
-                tm_charge(R, pos, (size_t)l->n);
-                for (long k = 0; k < l->n && !seen; k++) {
-                    tv x = keys[i],
-                       y = attr ? attr_path(R, l->v[k], str_arg(R, attr, "attribute", pos), pos)
-                                : l->v[k];
-                    if (c.fold && x.t == TV_STR && y.t == TV_STR)
-                        x = do_case(R, x.u.s, CASE_LOWER), y = do_case(R, y.u.s, CASE_LOWER);
-                    seen = tv_equal(x, y);
-                }
-                if (!seen) l->v[l->n++] = items[i];
+                for (long k = 0; k < l->n && !seen; k++)
+                    seen = tm_equal(R, keys[i], kept[k], pos);
+                if (!seen) kept[l->n] = keys[i], l->v[l->n++] = items[i];
             }
             return tv_list(l);
         }
@@ -1064,6 +1059,9 @@ tv tm_apply_filter(tm_rt *R, const char *name, size_t len, tv v, tm_args *a, lon
         for (long i = 0; i < n; i++)
             keys[i] = items.u.l->v[i].u.l->v[by_value ? 1 : 0];
         sort_ctx c = {R, !(cs && tv_truthy(*cs)), pos};
+        if (c.fold)
+            for (long i = 0; i < n; i++)
+                if (keys[i].t == TV_STR) keys[i] = do_case(R, keys[i].u.s, CASE_LOWER);
         tv *ti = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv)),
            *tk = tm_alloc(S_, (size_t)(n + 1) * sizeof(tv));
         merge_sort(&c, items.u.l->v, keys, ti, tk, n);

@@ -22,6 +22,38 @@ void tm_charge(tm_rt *R, long pos, size_t bytes) {
         tm_fail(&R->S, pos, "evaluation step limit of %ld exceeded", R->t->lim.max_steps);
 }
 
+/* The steps left before max_steps; the comparisons below spend them as they
+   go, so one comparison of two huge (or hugely shared) values stops at the
+   limit instead of running for minutes. */
+static long steps_left(tm_rt *R) {
+    return R->t->lim.max_steps - R->steps;
+}
+static void spend(tm_rt *R, long pos, long left) {
+    R->steps = R->t->lim.max_steps - left;
+    tm_charge(R, pos, 0);
+}
+
+bool tm_equal(tm_rt *R, tv a, tv b, long pos) {
+    long left = steps_left(R);
+    bool r = tv_equal_budget(a, b, &left);
+    spend(R, pos, left);
+    return r;
+}
+
+int tm_compare(tm_rt *R, tv a, tv b, bool *ok, long pos) {
+    long left = steps_left(R);
+    int r = tv_compare_budget(a, b, ok, &left);
+    spend(R, pos, left);
+    return r;
+}
+
+tv *tm_find(tm_rt *R, tm_dict *d, tv key, long pos) {
+    long left = steps_left(R);
+    tv *r = tm_dict_find_budget(d, key, &left);
+    spend(R, pos, left);
+    return r;
+}
+
 _Noreturn void tm_fail_undef(tm_rt *R, tv v, long pos) {
     tm_fail(&R->S, pos, "%s", v.u.undef ? v.u.undef : "value is undefined");
 }
@@ -134,8 +166,7 @@ static size_t cp_offset(const tm_str *s, long cp) {
 tv tm_getitem(tm_rt *R, tv v, tv key, long pos) {
     if (v.t == TV_UNDEF) tm_fail_undef(R, v, pos);
     if (v.t == TV_DICT || v.t == TV_NS) {
-        tm_charge(R, pos, (size_t)v.u.d->n * 4);
-        tv *x = tm_dict_find(v.u.d, key);
+        tv *x = tm_find(R, v.u.d, key, pos);
         if (x) return *x;
     } else if ((v.t == TV_LIST || v.t == TV_STR) && (key.t == TV_INT || key.t == TV_BOOL)) {
         int64_t i = key.t == TV_BOOL ? key.u.b : key.u.i;
@@ -489,13 +520,11 @@ static bool contains(tm_rt *R, tv hay, tv needle, long pos) {
         return needle.u.s->len == 0 ||
                memmem(hay.u.s->p, hay.u.s->len, needle.u.s->p, needle.u.s->len);
     case TV_LIST:
-        tm_charge(R, pos, (size_t)hay.u.l->n * 8);
         for (long i = 0; i < hay.u.l->n; i++)
-            if (tv_equal(hay.u.l->v[i], needle)) return true;
+            if (tm_equal(R, hay.u.l->v[i], needle, pos)) return true;
         return false;
     case TV_DICT:
-        tm_charge(R, pos, (size_t)hay.u.d->n * 4);
-        return tm_dict_find(hay.u.d, needle) != NULL;
+        return tm_find(R, hay.u.d, needle, pos) != NULL;
     default:
         tm_fail(&R->S, pos, "argument of type '%s' is not iterable", tv_type_name(hay));
     }
@@ -504,9 +533,9 @@ static bool contains(tm_rt *R, tv hay, tv needle, long pos) {
 static bool compare(tm_rt *R, int op, tv a, tv b, long pos) {
     switch (op) {
     case OP_EQ:
-        return tv_equal(a, b);
+        return tm_equal(R, a, b, pos);
     case OP_NE:
-        return !tv_equal(a, b);
+        return !tm_equal(R, a, b, pos);
     case OP_IN:
         return contains(R, b, a, pos);
     case OP_NOTIN:
@@ -517,7 +546,7 @@ static bool compare(tm_rt *R, int op, tv a, tv b, long pos) {
     if (a.t == TV_UNDEF) tm_fail_undef(R, a, pos);
     if (b.t == TV_UNDEF) tm_fail_undef(R, b, pos);
     bool ok;
-    int c = tv_compare(a, b, &ok);
+    int c = tm_compare(R, a, b, &ok, pos);
     if (!ok) {
         static const char *names[] = {[OP_LT] = "<", [OP_GT] = ">", [OP_LE] = "<=", [OP_GE] = ">="};
         tm_fail(&R->S, pos, "'%s' not supported between instances of '%s' and '%s'", names[op],
@@ -535,7 +564,22 @@ static bool compare(tm_rt *R, int op, tv a, tv b, long pos) {
     }
 }
 
+/* Every recursive path of a render (expressions, statements, macro calls)
+   passes through eval or exec_stmt, so this one count bounds the C stack. */
+static void enter(tm_rt *R, long pos) {
+    if (++R->eval_depth > R->max_eval_depth)
+        tm_fail(&R->S, pos, "template evaluation nested deeper than %d levels", R->max_eval_depth);
+}
+
+static tv eval_node(tm_rt *R, tm_frame *f, const tm_node *n);
 static tv eval(tm_rt *R, tm_frame *f, const tm_node *n) {
+    enter(R, n->pos);
+    tv r = eval_node(R, f, n);
+    R->eval_depth--;
+    return r;
+}
+
+static tv eval_node(tm_rt *R, tm_frame *f, const tm_node *n) {
     tm_charge(R, n->pos, 0);
     switch (n->kind) {
     case N_CONST:
@@ -779,7 +823,9 @@ static int exec_stmt(tm_rt *R, tm_frame *f, const tm_node *n) {
 
 static int exec_body(tm_rt *R, tm_frame *f, const tm_nodes *body) {
     for (long i = 0; i < body->n; i++) {
+        enter(R, body->v[i]->pos);
         int flow = exec_stmt(R, f, body->v[i]);
+        R->eval_depth--;
         if (flow != FLOW_NORMAL) return flow;
     }
     return FLOW_NORMAL;
@@ -864,7 +910,7 @@ int inf_tmpl_parse(inf_tmpl **out, const char *source, const inf_tmpl_limits *li
     long n_tok;
     tm_token *toks = tm_lex(&t->S, t->src, k, &n_tok);
     int depth = t->lim.max_depth > 0 ? t->lim.max_depth : 1;
-    t->root = tm_parse(&t->S, toks, n_tok, depth * 4);
+    t->root = tm_parse(&t->S, toks, n_tok, depth * 4, tm_tree_depth_limit(depth));
     *out = t;
     return 0;
 }
@@ -886,6 +932,7 @@ int inf_tmpl_exec(const inf_tmpl *t, char **out, size_t *out_len, const json_t *
     if (!R) return inf_fail(err, "template: out of memory");
     tm_state_init(&R->S, t->lim.max_memory, t->src, err);
     R->t = t;
+    R->max_eval_depth = tm_tree_depth_limit(t->lim.max_depth) * 2;
     if (setjmp(R->S.jmp)) {
         tm_state_free(&R->S);
         free(R);

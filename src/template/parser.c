@@ -788,9 +788,31 @@ static tm_nodes parse_body(parser *P, const char *const *ends, long open_pos) {
     return body;
 }
 
-tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth) {
+/* Fails when the tree under n is higher than max; the walk itself recurses at
+   most max levels. */
+static void check_height(tm_state *S, const tm_node *n, int depth, int max);
+static void check_list(tm_state *S, const tm_nodes *l, int depth, int max) {
+    for (long i = 0; i < l->n; i++)
+        check_height(S, l->v[i], depth, max);
+}
+static void check_height(tm_state *S, const tm_node *n, int depth, int max) {
+    if (!n) return;
+    if (depth > max)
+        tm_fail(S, n->pos, "expression or statement nested more than %d levels deep", max);
+    check_height(S, n->a, depth + 1, max);
+    check_height(S, n->b, depth + 1, max);
+    check_height(S, n->c, depth + 1, max);
+    check_list(S, &n->args, depth + 1, max);
+    check_list(S, &n->kwargs, depth + 1, max);
+    check_list(S, &n->body, depth + 1, max);
+    check_list(S, &n->orelse, depth + 1, max);
+    check_list(S, &n->targets, depth + 1, max);
+}
+
+tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth, int max_tree) {
     parser P = {S, toks, n_tokens, 0, 0, max_depth};
     tm_node *root = node(&P, N_BODY, 0);
     root->body = parse_body(&P, NULL, 0);
+    check_height(S, root, 0, max_tree);
     return root;
 }

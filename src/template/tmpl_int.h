@@ -139,6 +139,11 @@ bool tv_truthy(tv v);
 bool tv_equal(tv a, tv b);
 /* -1, 0, 1; *ok = false when the two cannot be ordered. */
 int tv_compare(tv a, tv b, bool *ok);
+/* The same, spending *budget: one per value visited and per 64 bytes
+   compared. They stop early once *budget is negative (the caller fails). */
+bool tv_equal_budget(tv a, tv b, long *budget);
+int tv_compare_budget(tv a, tv b, bool *ok, long *budget);
+tv *tm_dict_find_budget(tm_dict *d, tv key, long *budget);
 const char *tv_type_name(tv v); /* Python's name: 'str', 'int', 'dict', ... */
 bool tv_is_number(tv v);        /* bool, int, float */
 double tv_num(tv v);
@@ -312,7 +317,15 @@ extern const char *const tm_filter_names[];
 extern const char *const tm_test_names[];
 
 /* Parses the tokens into a tree (N_BODY). */
-tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth);
+/* max_depth bounds the parser's recursion, max_tree the height of the tree it
+   builds: a chain like a|e|e|e… or a~b~c… is parsed by a loop but evaluated
+   by recursion, so its length is refused here, at parse time. */
+tm_node *tm_parse(tm_state *S, const tm_token *toks, long n_tokens, int max_depth, int max_tree);
+/* The tree height allowed for a template of the given max_depth; a render
+   may nest twice that (macro calls on top of the tree). */
+static inline int tm_tree_depth_limit(int max_depth) {
+    return max_depth * 16;
+}
 
 /* ---- render state --------------------------------------------------------- */
 typedef struct tm_frame tm_frame;
@@ -328,11 +341,16 @@ typedef struct tm_rt {
     tm_dict *globals; /* the context and the builtin functions */
     tm_frame *root;
     long iters, steps;
-    int depth; /* macro call depth */
+    int depth;                      /* macro call depth */
+    int eval_depth, max_eval_depth; /* C recursion of eval and exec_stmt */
 } tm_rt;
 
 /* Counts evaluation work (bytes scanned / 64 + 1) against max_steps. */
 void tm_charge(tm_rt *R, long pos, size_t bytes);
+/* tv_equal, tv_compare and tm_dict_find charged by the work they do. */
+bool tm_equal(tm_rt *R, tv a, tv b, long pos);
+int tm_compare(tm_rt *R, tv a, tv b, bool *ok, long pos);
+tv *tm_find(tm_rt *R, tm_dict *d, tv key, long pos);
 /* Looks up attribute `name` of v as Jinja does (methods first, then items). */
 tv tm_getattr(tm_rt *R, tv v, const char *name, size_t len, long pos);
 /* v[key] as Jinja does (items first, then attributes). */

@@ -1,5 +1,6 @@
 /* Template values: the arena they live in, Python-like equality, ordering,
  * str()/repr() and json.dumps output. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,8 +126,13 @@ tm_dict *tm_dict_new(tm_state *S, long cap) {
 }
 
 tv *tm_dict_find(tm_dict *d, tv key) {
-    for (long i = 0; i < d->n; i++)
-        if (tv_equal(d->k[i], key)) return &d->v[i];
+    long budget = LONG_MAX;
+    return tm_dict_find_budget(d, key, &budget);
+}
+
+tv *tm_dict_find_budget(tm_dict *d, tv key, long *budget) {
+    for (long i = 0; i < d->n && *budget >= 0; i++)
+        if (tv_equal_budget(d->k[i], key, budget)) return &d->v[i];
     return NULL;
 }
 
@@ -189,14 +195,18 @@ static int64_t tv_as_i(tv v) {
     return v.t == TV_BOOL ? v.u.b : v.u.i;
 }
 
-static bool equal_rec(tv a, tv b, int depth);
+static bool equal_rec(tv a, tv b, int depth, long *budget);
 bool tv_equal(tv a, tv b) {
-    return equal_rec(a, b, 0);
+    long budget = LONG_MAX;
+    return equal_rec(a, b, 0, &budget);
+}
+bool tv_equal_budget(tv a, tv b, long *budget) {
+    return equal_rec(a, b, 0, budget);
 }
 
 /* Deeper than 500 levels compares unequal rather than overflow the stack. */
-static bool equal_rec(tv a, tv b, int depth) {
-    if (depth > 500) return false;
+static bool equal_rec(tv a, tv b, int depth, long *budget) {
+    if (depth > 500 || --*budget < 0) return false;
     if (tv_is_number(a) && tv_is_number(b)) {
         if (a.t == TV_FLOAT || b.t == TV_FLOAT) return tv_num(a) == tv_num(b);
         return tv_as_i(a) == tv_as_i(b);
@@ -207,17 +217,19 @@ static bool equal_rec(tv a, tv b, int depth) {
     case TV_NONE:
         return true;
     case TV_STR:
-        return a.u.s->len == b.u.s->len && !memcmp(a.u.s->p, b.u.s->p, a.u.s->len);
+        if (a.u.s->len != b.u.s->len) return false;
+        *budget -= (long)(a.u.s->len / 64);
+        return !memcmp(a.u.s->p, b.u.s->p, a.u.s->len);
     case TV_LIST:
         if (a.tuple != b.tuple || a.u.l->n != b.u.l->n) return false;
         for (long i = 0; i < a.u.l->n; i++)
-            if (!equal_rec(a.u.l->v[i], b.u.l->v[i], depth + 1)) return false;
+            if (!equal_rec(a.u.l->v[i], b.u.l->v[i], depth + 1, budget)) return false;
         return true;
     case TV_DICT:
         if (a.u.d->n != b.u.d->n) return false;
         for (long i = 0; i < a.u.d->n; i++) {
-            tv *o = tm_dict_find(b.u.d, a.u.d->k[i]);
-            if (!o || !equal_rec(a.u.d->v[i], *o, depth + 1)) return false;
+            tv *o = tm_dict_find_budget(b.u.d, a.u.d->k[i], budget);
+            if (!o || !equal_rec(a.u.d->v[i], *o, depth + 1, budget)) return false;
         }
         return true;
     case TV_NS:
@@ -231,13 +243,17 @@ static bool equal_rec(tv a, tv b, int depth) {
     }
 }
 
-static int compare_rec(tv a, tv b, bool *ok, int depth);
+static int compare_rec(tv a, tv b, bool *ok, int depth, long *budget);
 int tv_compare(tv a, tv b, bool *ok) {
-    return compare_rec(a, b, ok, 0);
+    long budget = LONG_MAX;
+    return compare_rec(a, b, ok, 0, &budget);
+}
+int tv_compare_budget(tv a, tv b, bool *ok, long *budget) {
+    return compare_rec(a, b, ok, 0, budget);
 }
 
-static int compare_rec(tv a, tv b, bool *ok, int depth) {
-    *ok = depth <= 500;
+static int compare_rec(tv a, tv b, bool *ok, int depth, long *budget) {
+    *ok = depth <= 500 && --*budget >= 0;
     if (!*ok) return 0;
     if (tv_is_number(a) && tv_is_number(b)) {
         if (a.t != TV_FLOAT && b.t != TV_FLOAT) {
@@ -249,6 +265,7 @@ static int compare_rec(tv a, tv b, bool *ok, int depth) {
     }
     if (a.t == TV_STR && b.t == TV_STR) {
         size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
+        *budget -= (long)(n / 64);
         int c = memcmp(a.u.s->p, b.u.s->p, n);
         if (c) return c < 0 ? -1 : 1;
         return a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len;
@@ -256,9 +273,11 @@ static int compare_rec(tv a, tv b, bool *ok, int depth) {
     if (a.t == TV_LIST && b.t == TV_LIST && a.tuple == b.tuple) {
         long n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (long i = 0; i < n; i++) {
-            if (tv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return compare_rec(a.u.l->v[i], b.u.l->v[i], ok, depth + 1);
+            if (equal_rec(a.u.l->v[i], b.u.l->v[i], depth + 1, budget)) continue;
+            if (*budget < 0) break;
+            return compare_rec(a.u.l->v[i], b.u.l->v[i], ok, depth + 1, budget);
         }
+        *ok = *budget >= 0;
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
     *ok = false;
@@ -551,13 +570,32 @@ static bool json_key(tm_state *S, tm_buf *b, tv k) {
     return true;
 }
 
+/* Sorts order[n] (indices into keys) by key, stably: a bottom-up merge sort,
+   n log n comparisons however large a dict the client sends. Keys that cannot
+   be ordered keep their relative order. */
+static void sort_order(tm_state *S, const tv *keys, long *order, long n) {
+    long *tmp = tm_alloc(S, (size_t)(n + 1) * sizeof(long));
+    for (long w = 1; w < n; w *= 2) {
+        for (long lo = 0; lo < n; lo += 2 * w) {
+            long mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            long i = lo, j = mid, k = lo;
+            while (i < mid || j < hi) {
+                bool ok = false;
+                bool take_j =
+                    j < hi &&
+                    (i >= mid || (tv_compare(keys[order[j]], keys[order[i]], &ok) < 0 && ok));
+                tmp[k++] = take_j ? order[j++] : order[i++];
+            }
+        }
+        tm_memcpy(order, tmp, (size_t)n * sizeof(long));
+    }
+}
+
 static bool write_json(tm_state *S, tm_buf *b, tv v, const json_opts *o, int level, tv *bad,
                        int depth) {
     char num[40];
-    if (depth > 200) {
-        *bad = v;
-        return false;
-    }
+    if (depth > 512) /* as deep as a JSON context may be (interp.c's from_json) */
+        tm_fail(S, -1, "tojson: value nested deeper than 512 levels");
     bool pretty = o->indent >= 0 || o->indent_str;
     switch (v.t) {
     case TV_NONE:
@@ -604,16 +642,7 @@ static bool write_json(tm_state *S, tm_buf *b, tv v, const json_opts *o, int lev
         long *order = tm_alloc(S, (size_t)d->n * sizeof(long));
         for (long i = 0; i < d->n; i++)
             order[i] = i;
-        if (o->sort_keys) /* insertion sort: stable, and dicts here are small */
-            for (long i = 1; i < d->n; i++) {
-                long x = order[i], j = i;
-                bool ok;
-                while (j > 0 && tv_compare(d->k[order[j - 1]], d->k[x], &ok) > 0 && ok) {
-                    order[j] = order[j - 1];
-                    j--;
-                }
-                order[j] = x;
-            }
+        if (o->sort_keys) sort_order(S, d->k, order, d->n);
         tm_buf_putc(S, b, '{');
         for (long i = 0; i < d->n; i++) {
             if (i) tm_buf_puts(S, b, o->item_sep);
@@ -676,4 +705,3 @@ int tm_utf8_decode(const char *s, size_t n, uint32_t *cp) {
           (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
     return 4;
 }
-

@@ -50,7 +50,8 @@ void inf_free(void *p) {
 int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err) {
     m->data = NULL;
     m->size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO in a model's place must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -79,8 +80,18 @@ void inf_mmap_close(inf_mmap *m) {
 
 int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, inf_err *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+    if (fd < 0) return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return inf_fail(err, "%s: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    }
     if (fseek(f, 0, SEEK_END) != 0) {
         fclose(f);
         return inf_fail(err, "%s: cannot seek", path);

@@ -22,14 +22,15 @@
 
 typedef struct fake {
     int n_ctx;
-    uint64_t h[MAXSEQ][MAXCTX]; /* rolling hash of tokens 0..p */
+    uint64_t h[MAXSEQ][MAXCTX];  /* rolling hash of tokens 0..p */
     int32_t tok[MAXSEQ][MAXCTX]; /* the tokens held */
-    int len[MAXSEQ];            /* positions held */
+    int len[MAXSEQ];             /* positions held */
     /* Statistics, written by the scheduler thread, read after tasks end. */
     int calls, max_decode_rows, mixed_calls, prefill_rows, max_rows_seen;
     int contract_errors;
     int delay_us; /* per forward call, to let requests overlap */
     int fail_forward; /* the next calls that fail as out of memory */
+    int nan_from; /* > 0: logits at positions >= nan_from are NaN (a broken model) */
     /* The prefix-cache hooks (make_paged): a store of donated sequences and
      * a budget of positions that reserve draws from (-1: unlimited). */
     int n_store;
@@ -77,7 +78,11 @@ static int fake_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_e
             decode_rows++;
         else
             pre_rows++;
-        if (b->logits[r]) fake_logits(f->h[s][p], logits + (size_t)sel++ * V);
+        if (b->logits[r]) {
+            fake_logits(f->h[s][p], logits + (size_t)sel * V);
+            if (f->nan_from > 0 && p >= f->nan_from) logits[(size_t)sel * V + V / 2] = NAN;
+            sel++;
+        }
     }
     if (f->delay_us) {
         struct timespec ts = {0, f->delay_us * 1000L};

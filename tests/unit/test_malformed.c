@@ -123,6 +123,26 @@ static void test_gguf_header(void) {
     /* a key renamed into a duplicate */
     size_t eos = find_bytes(&b, "tokenizer.ggml.eos_token_id", 0);
     CHECK_ERR(MUTATE(c.p[eos + 15] = 'b'), "tokenizer.ggml.bos_token_id", "more than once");
+    /* issue 20 row 14: token types out of range, denormal rope theta / rms eps */
+    size_t tt =
+        find_bytes(&b, "tokenizer.ggml.token_type", 0) + strlen("tokenizer.ggml.token_type");
+    CHECK_ERR(MUTATE(put_u32(&c, tt + 16 + 4 * 3, 99)), "tokenizer.ggml.token_type[3] is 99",
+              "expected 1..6");
+    CHECK_ERR(MUTATE(put_u32(&c, tt + 16, 0)), "tokenizer.ggml.token_type[0] is 0");
+    CHECK_ERR(MUTATE(put_u32(&c, tt + 16 + 4, (uint32_t)-1)), "tokenizer.ggml.token_type[1] is -1");
+    float tiny = 1e-40f;
+    uint32_t tiny_bits;
+    memcpy(&tiny_bits, &tiny, 4);
+    size_t th = find_bytes(&b, "qwen3.rope.freq_base", 0) + strlen("qwen3.rope.freq_base") + 4;
+    CHECK_ERR(MUTATE(put_u32(&c, th, tiny_bits)), "bad.gguf", "rope theta", "normal");
+    size_t ep = find_bytes(&b, "qwen3.attention.layer_norm_rms_epsilon", 0) +
+                strlen("qwen3.attention.layer_norm_rms_epsilon") + 4;
+    CHECK_ERR(MUTATE(put_u32(&c, ep, tiny_bits)), "bad.gguf", "rms norm epsilon", "normal");
+    /* row 9: a tensor of a layer past block_count (the file holds more layers
+       than it says) is refused, not silently left unused */
+    size_t l0 = find_bytes(&b, "blk.0.attn_q.weight", 0);
+    CHECK_ERR(MUTATE(c.p[l0 + 4] = '1'), "tensor blk.1.attn_q.weight belongs to layer 1",
+              "the model has 1 layers");
     bb_free(&c);
     bb_free(&b);
 #undef MUTATE
@@ -218,6 +238,23 @@ static void test_gguf_tensors(void) {
 }
 
 /* Nested arrays deeper than the reader allows. */
+/* row 12: general.alignment must be a power of two and a multiple of 8 */
+static void test_gguf_alignment(void) {
+    static const uint32_t bad[] = {1, 2, 4, 12};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        bb b = {0};
+        tiny_layout lay;
+        tiny_gguf(&b, &(tiny_opts){.alignment = bad[i]}, &lay);
+        CHECK_ERR(gguf_error(b.p, b.n), "general.alignment", "multiple of 8");
+        bb_free(&b);
+    }
+    bb b = {0};
+    tiny_layout lay;
+    tiny_gguf(&b, &(tiny_opts){.alignment = 8}, &lay);
+    CHECK_INT(strlen(gguf_error(b.p, b.n)), 0);
+    bb_free(&b);
+}
+
 static void test_gguf_deep(void) {
     bb b = {0};
     bb_bytes(&b, "GGUF", 4);
@@ -318,7 +355,32 @@ static void test_safetensors(void) {
                               8),
               "duplicate");
     CHECK_ERR(st_header_error("{\"__metadata__\":[1]}", 0), "__metadata__");
+    /* row 10: the tensors cover the data region exactly */
+    CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), 12),
+              "cover 8 bytes", "is 12 bytes");
+    CHECK_ERR(st_header_error(H("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]"), 12),
+              "tensor t starts at data offset 4", "hole");
+    CHECK_ERR(st_header_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                              "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+                              12),
+              "tensor b starts at data offset 8", "ends at 4");
+    CHECK_INT(strlen(st_header_error("{}", 0)), 0);
 #undef H
+    /* row 10: a header length a few bytes short still parses as JSON (the
+       padding is cut) but shifts every tensor: refused */
+    {
+        bb_free(&b);
+        static const float data[2] = {1, 2};
+        st_image(&b, "{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data, 8);
+        CHECK_INT(strlen(st_error(b.p, b.n)), 0);
+        uint64_t hl;
+        memcpy(&hl, b.p, 8);
+        for (uint64_t cut = 1; cut <= 2; cut++) {
+            put_u64(&b, 0, hl - cut);
+            CHECK_ERR(st_error(b.p, b.n), "bad.safetensors", "the tensors cover 8 bytes");
+        }
+        bb_free(&b);
+    }
     /* header length fields */
     bb_u64(&b, 1ull << 62);
     bb_bytes(&b, "{}", 2);
@@ -467,6 +529,39 @@ static void test_hf(void) {
     del("a.safetensors");
     del("b.safetensors");
 
+    /* row 13: a shard that is a FIFO is refused without blocking on open (the
+       alarm turns a hang into a failing test) */
+    good_folder("true");
+    del("model.safetensors");
+    {
+        char path[600];
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        CHECK(mkfifo(path, 0600) == 0);
+        alarm(30);
+        CHECK_ERR(hf_error(), "model.safetensors", "not a regular file");
+        del("model.safetensors");
+        CHECK(mkfifo(path, 0600) == 0);
+        put_text("model.safetensors.index.json",
+                 "{\"weight_map\": {\"model.norm.weight\": \"model.safetensors\"}}");
+        CHECK_ERR(hf_error(), "model.safetensors", "not a regular file");
+        del("model.safetensors.index.json");
+        del("config.json");
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        CHECK(mkfifo(path, 0600) == 0);
+        CHECK_ERR(hf_error(), "config.json", "not a regular file");
+        alarm(0);
+        del("config.json");
+        del("model.safetensors");
+    }
+    /* row 14 for HF: denormal rope theta / rms eps */
+    good_folder("true");
+    config_with("rope_theta", "1e-40");
+    CHECK_ERR(hf_error(), "rope theta", "normal");
+    config_with("rms_norm_eps", "1e-42");
+    CHECK_ERR(hf_error(), "rms norm epsilon", "normal");
+    config_with("rms_norm_eps", "-1e-6");
+    CHECK_ERR(hf_error(), "rms norm epsilon");
+
     good_folder("true");
     del("tokenizer.json");
     CHECK_ERR(hf_error(), "no tokenizer.json");
@@ -496,6 +591,7 @@ int main(void) {
     test_gguf_truncation();
     test_gguf_header();
     test_gguf_tensors();
+    test_gguf_alignment();
     test_gguf_deep();
     test_safetensors();
     test_hf();

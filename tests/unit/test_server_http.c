@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -345,6 +346,277 @@ static void test_out_of_memory(fake *f) {
     json_decref(want);
 }
 
+/* ---- issue 20: what a hostile client can do ---- */
+
+/* Connects from a chosen loopback source address (127.0.0.x). */
+static int connect_from(int port, const char *src) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in b = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &b.sin_addr);
+    if (bind(fd, (struct sockaddr *)&b, sizeof b)) {
+        close(fd);
+        return -1;
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        close(fd);
+        return -1;
+    }
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+/* Sends raw bytes (then half-closes when asked) and returns the status of the
+ * reply (-1: none); *body gets the reply's body when not NULL. */
+static int raw_request(const char *raw, bool half_close, inf_buf *body) {
+    int fd = connect_port(g_port);
+    if (fd < 0) return -1;
+    if (write(fd, raw, strlen(raw)) < 0) {
+        close(fd);
+        return -1;
+    }
+    if (half_close) shutdown(fd, SHUT_WR);
+    inf_buf r = {0};
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        inf_buf_add(&r, buf, (size_t)n);
+    close(fd);
+    int status = -1;
+    if (r.data) sscanf(r.data, "HTTP/1.%*d %d", &status);
+    if (body) {
+        memset(body, 0, sizeof *body);
+        const char *sep = r.data ? strstr(r.data, "\r\n\r\n") : NULL;
+        inf_buf_add(body, sep ? sep + 4 : "", sep ? r.len - (size_t)(sep + 4 - r.data) : 0);
+    }
+    inf_buf_free(&r);
+    return status;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+#define POST_HEAD(path, extra)                                                                     \
+    "POST " path " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" AUTH extra
+#define SMALL "{\"prompt\":\"hi\",\"max_tokens\":2}"
+
+static void test_hostile_requests(void) {
+    char req[2048];
+    /* row 5: cross-site and DNS rebinding */
+    snprintf(req, sizeof req,
+             "POST /v1/completions HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n" AUTH
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 421);
+    snprintf(req, sizeof req,
+             "GET /health HTTP/1.1\r\nHost: rebind.attacker.example:8080\r\nConnection: "
+             "close\r\n\r\n");
+    CHECK_INT(raw_request(req, false, NULL), 421);
+    static const char *const good_hosts[] = {"localhost",  "localhost:8080", "127.0.0.1:1",
+                                             "[::1]:8080", "LOCALHOST",      "app.localhost"};
+    for (size_t i = 0; i < sizeof good_hosts / sizeof *good_hosts; i++) {
+        snprintf(req, sizeof req, "GET /health HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                 good_hosts[i]);
+        CHECK_MSG(raw_request(req, false, NULL) == 200, "Host: %s", good_hosts[i]);
+    }
+    snprintf(
+        req, sizeof req,
+        POST_HEAD("/v1/completions", "Content-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s"),
+        strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 415);
+    snprintf(req, sizeof req, POST_HEAD("/v1/completions", "Content-Length: %zu\r\n\r\n%s"),
+             strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 415); /* no content type at all */
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/completions",
+                       "Content-Type: Application/JSON; charset=utf-8\r\nContent-Length: "
+                       "%zu\r\n\r\n%s"),
+             strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 200);
+
+    /* row 6: a complete POST, then shutdown(SHUT_WR): still answered */
+    int answered = 0;
+    for (int i = 0; i < 10; i++) {
+        snprintf(req, sizeof req,
+                 POST_HEAD("/v1/completions",
+                           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s"),
+                 strlen(SMALL), SMALL);
+        answered += raw_request(req, true, NULL) == 200;
+    }
+    CHECK_INT(answered, 10);
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/chat/completions",
+                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s"),
+             strlen("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true}"),
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true}");
+    inf_buf body;
+    CHECK_INT(raw_request(req, true, &body), 200);
+    CHECK(strstr(body.data, "[DONE]") != NULL);
+    inf_buf_free(&body);
+
+    /* row 7: ambiguous framing is a 400, quickly */
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/completions", "Content-Type: application/json\r\nContent-Length: "
+                                          "%zu\r\nContent-Length: 5\r\n\r\n%s"),
+             strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 400);
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/completions", "Content-Type: application/json\r\nContent-Length: "
+                                          "%zu\r\nContent-Length: %zu\r\n\r\n%s"),
+             strlen(SMALL), strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 200); /* the same value twice is one length */
+    double t0 = now_s();
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/completions",
+                       "Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n%s"),
+             SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 400);
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/completions",
+                       "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                       "Content-Length: 3\r\n\r\n0\r\n\r\n"));
+    CHECK_INT(raw_request(req, false, NULL), 400);
+    CHECK_MSG(now_s() - t0 < 2, "framing errors took %.1f s", now_s() - t0);
+    snprintf(req, sizeof req,
+             POST_HEAD("/v1/completions",
+                       "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "%zx\r\n%s\r\n0\r\n\r\n"),
+             strlen(SMALL), SMALL);
+    CHECK_INT(raw_request(req, false, NULL), 200);
+
+    /* row 8: max_tokens null is the default (16 on /v1/completions) */
+    int st;
+    json_t *j = request_json("POST", "/v1/completions", AUTH,
+                             "{\"prompt\":\"hi\",\"max_tokens\":null,\"ignore_eos\":true}", &st);
+    CHECK_INT(st, 200);
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")),
+              16);
+    json_decref(j);
+
+    /* row 4: what a request expands into is limited, not only its bytes */
+    {
+        size_t n = 20000; /* 20,000 empty messages in 60 KB (the test's body limit is 64 KiB) */
+        char *big = malloc(3 * n + 64);
+        strcpy(big, "{\"messages\":[");
+        char *q = big + strlen(big);
+        for (size_t i = 0; i < n; i++, q += 3)
+            memcpy(q, "{},", 3);
+        strcpy(q - 1, "]}");
+        check_error("POST", "/v1/chat/completions", AUTH, big, 400, NULL);
+        free(big);
+    }
+
+    /* row 16: HEAD /health, HTTP/1.1 without Host, a NUL in the path */
+    CHECK_INT(raw_request("HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                          false, NULL),
+              200);
+    CHECK_INT(raw_request("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", false, NULL), 400);
+    CHECK_INT(raw_request("GET /health HTTP/1.0\r\n\r\n", false, NULL), 200);
+    CHECK_INT(raw_request("GET /health%00 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                          false, NULL),
+              404);
+    CHECK_INT(
+        raw_request("GET /health%00x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                    false, NULL),
+        404);
+    CHECK_INT(raw_request("GET /%68ealth HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                          false, NULL),
+              200);
+}
+
+/* row 3: idle and slowloris connections cannot hold the server's slots. The
+ * test server has 64 connection slots, 48 per client address and a 1 s
+ * header deadline. */
+static void test_connection_exhaustion(void) {
+    int fds[80], nfd = 0;
+    /* 48 idle sockets and slowloris from 127.0.0.2: the per-client limit
+       refuses more from there, and 127.0.0.1 is still served at once */
+    for (int i = 0; i < 48; i++) {
+        int fd = connect_from(g_port, "127.0.0.2");
+        if (fd >= 0) fds[nfd++] = fd;
+        if (fd >= 0 && i % 2) (void)!write(fd, "GET /health HTTP/1.1\r\nHo", 25);
+    }
+    CHECK_INT(nfd, 48);
+    usleep(100000);
+    double t0 = now_s();
+    int st;
+    json_t *j = request_json("GET", "/health", NULL, NULL, &st);
+    CHECK_INT(st, 200);
+    json_decref(j);
+    CHECK_MSG(now_s() - t0 < 2, "a normal request took %.1f s", now_s() - t0);
+    /* one more from 127.0.0.2 is over its limit: closed without an answer */
+    int extra = connect_from(g_port, "127.0.0.2");
+    char b;
+    CHECK(extra < 0 || read(extra, &b, 1) <= 0);
+    if (extra >= 0) close(extra);
+    /* fill every slot from 127.0.0.3 too (16 more): after the header deadline
+       they are all closed and the server answers again */
+    for (int i = 0; i < 16 && nfd < 80; i++) {
+        int fd = connect_from(g_port, "127.0.0.3");
+        if (fd >= 0) fds[nfd++] = fd;
+    }
+    usleep(1600000); /* the 1 s deadline and the reaper's tick */
+    int closed = 0;
+    for (int i = 0; i < nfd; i++) {
+        struct timeval tv = {0, 200000};
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        char buf[64];
+        closed += read(fds[i], buf, sizeof buf) == 0;
+        close(fds[i]);
+    }
+    CHECK_MSG(closed == nfd, "%d of %d idle or slow connections were closed by the deadline",
+              closed, nfd);
+    t0 = now_s();
+    j = request_json("GET", "/health", NULL, NULL, &st);
+    CHECK_INT(st, 200);
+    json_decref(j);
+    CHECK_MSG(now_s() - t0 < 2, "a normal request took %.1f s", now_s() - t0);
+    /* a slow client that trickles its headers a byte at a time is cut off too */
+    int fd = connect_port(g_port);
+    const char *slow = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    bool cut = false;
+    t0 = now_s();
+    for (size_t i = 0; slow[i] && !cut; i++) {
+        if (write(fd, slow + i, 1) != 1) cut = true;
+        usleep(100000);
+        char c2;
+        struct timeval tv = {0, 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (read(fd, &c2, 1) == 0) cut = true;
+    }
+    CHECK_MSG(cut && now_s() - t0 < 3, "slowloris %s after %.1f s", cut ? "cut" : "not cut",
+              now_s() - t0);
+    close(fd);
+}
+
+/* row 11: a model whose logits turn NaN answers 500 with the reason, whole or
+ * streamed, and the server goes on serving. */
+static void test_nan_logits(fake *f) {
+    f->nan_from = 1;
+    int st;
+    json_t *j =
+        request_json("POST", "/v1/completions", AUTH, "{\"prompt\":\"hi\",\"max_tokens\":4}", &st);
+    CHECK_INT(st, 500);
+    CHECK(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+                 "non-finite logits") != NULL);
+    json_decref(j);
+    inf_buf r;
+    st = request("POST", "/v1/completions", AUTH,
+                 "{\"prompt\":\"hi\",\"max_tokens\":4,\"stream\":true}", &r);
+    CHECK_INT(st, 200);
+    CHECK(strstr(r.data, "non-finite logits") != NULL);
+    inf_buf_free(&r);
+    f->nan_from = 0;
+    j = request_json("POST", "/v1/completions", AUTH, "{\"prompt\":\"hi\",\"max_tokens\":2}", &st);
+    CHECK_INT(st, 200);
+    json_decref(j);
+}
+
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
     g_stop = 1;
@@ -360,7 +632,9 @@ int main(int argc, char **argv) {
                       .alias = "fake-alias",
                       .max_body = 65536,
                       .timeout_s = 30,
-                      .max_conns = 64};
+                      .max_conns = 64,
+                      .max_conns_per_client = serve ? 0 : 48,
+                      .header_timeout_s = serve ? 0 : 1};
     srv_http *h;
     inf_err err;
     if (srv_http_start(&h, &cfg, &err)) {
@@ -393,6 +667,9 @@ int main(int argc, char **argv) {
         test_generation();
         test_disconnect(&f);
         test_out_of_memory(&f);
+        test_hostile_requests();
+        test_nan_logits(&f);
+        test_connection_exhaustion();
     }
     srv_http_stop(h);
     inf_sched_free(s);

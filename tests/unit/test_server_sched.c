@@ -451,7 +451,42 @@ static void test_prefix_hooks(void) {
     CHECK_INT(f.contract_errors, 0);
 }
 
+/* Issue 20 row 11: non-finite logits end the task with an error (a 500 in the
+ * server), never a stream of whatever argmax makes of NaN. */
+static void test_nan_logits(void) {
+    fake f;
+    inf_exec e = make_engine(&f, 2, 64, 16);
+    inf_sched *s;
+    inf_err err;
+    CHECK_INT(inf_sched_create(&s, &e, 16, &err), 0);
+    int32_t p[8];
+    make_prompt(p, 8, 77);
+    f.nan_from = 10; /* logits at positions 7, 8, 9 give three tokens, then the model breaks */
+    for (int greedy = 0; greedy < 2; greedy++) {
+        inf_task *t = make_task(p, 8, 40, NULL);
+        if (!greedy) t->p.sampling.temp = 0.8f, t->p.sampling.seed = 1;
+        t->p.ignore_eos = true;
+        inf_sched_submit(s, t, NULL);
+        CHECK(wait_done(t, 10));
+        CHECK_MSG(t->status == INF_TASK_INTERNAL && strstr(t->err, "non-finite logits"),
+                  "status %d err \"%s\"", t->status, t->err);
+        CHECK_INT(t->n_gen, 3);
+        inf_task_release(t);
+        f.len[0] = f.len[1] = 0;
+    }
+    /* the scheduler goes on serving healthy requests */
+    f.nan_from = 0;
+    inf_task *t = make_task(p, 8, 3, NULL);
+    inf_sched_submit(s, t, NULL);
+    CHECK(wait_done(t, 10));
+    CHECK_INT(t->status, INF_TASK_OK);
+    CHECK_INT(t->n_gen, 3);
+    inf_task_release(t);
+    inf_sched_free(s);
+}
+
 int main(void) {
+    test_nan_logits();
     test_prefix_hooks();
     test_logprobs();
     test_single_and_batched();

@@ -251,6 +251,83 @@ static void test_limits(void) {
         EXPECT_ERR(src, NULL, "nested too deeply");
         free(src);
     }
+    /* issue 20 row 1: chains parsed by a loop but evaluated by recursion (a
+       filter, attribute, ~, + or call chain of 50,000 links) are refused at
+       parse time instead of overflowing the C stack */
+    {
+        static const char *const links[] = {"|e", ".x", " ~ 'a'", " + 1", "[0]", "()"};
+        for (size_t k = 0; k < sizeof links / sizeof *links; k++) {
+            size_t n = 50000, l = strlen(links[k]);
+            char *src = malloc(l * n + 32);
+            strcpy(src, "{{ x");
+            char *p = src + strlen(src);
+            for (size_t i = 0; i < n; i++, p += l)
+                memcpy(p, links[k], l);
+            strcpy(p, " }}");
+            EXPECT_ERR(src, "{\"x\": \"a\"}", "nested more than 1024 levels");
+            free(src);
+        }
+        /* 1,000 links still work */
+        char *src = malloc(4 * 1000 + 32);
+        strcpy(src, "{{ x");
+        for (int i = 0; i < 1000; i++)
+            strcat(src, "|e");
+        strcat(src, " }}");
+        EXPECT(src, "{\"x\": \"a\"}", "a");
+        free(src);
+    }
+    /* ... and a render that nests macro calls on deep expressions stops at the
+       evaluation depth budget, a clear error */
+    {
+        char *src = malloc(16 * 1000 + 128);
+        strcpy(src, "{% macro f(n) %}{{ f(n + 1)");
+        for (int i = 0; i < 1000; i++)
+            strcat(src, "|e");
+        strcat(src, " }}{% endmacro %}{{ f(0) }}");
+        EXPECT_ERR(src, NULL, "evaluation nested deeper than 2048 levels");
+        free(src);
+    }
+    /* row 2: every builtin is charged by the work it does (these took 40-60
+       minutes when unique and == were uncharged) */
+    EXPECT_ERR("{{ range(1000000)|list|unique|list|length }}", NULL, "step limit");
+    EXPECT_ERR("{{ range(100000)|map('string')|unique|list|length }}", NULL, "step limit");
+    EXPECT_ERR("{% set s = 'x' * 10000000 %}{% set t = 'x' * 10000000 %}{% for i in "
+               "range(1000000) %}{% if s == t %}{% endif %}{% endfor %}",
+               NULL, "step limit");
+    EXPECT_ERR("{% set l = range(100000)|list %}{% set m = range(100000)|list %}{% for i in "
+               "range(100000) %}{% if l == m %}{% endif %}{% endfor %}",
+               NULL, "step limit");
+    EXPECT_ERR("{% set l = range(100000)|list %}{% for i in range(100000) %}{% if l is eq(l) %}{% "
+               "endif %}{% endfor %}",
+               NULL, "step limit");
+    /* values shared 2^60 times over compare within the step budget */
+    EXPECT_ERR("{% set ns = namespace(x=[1]) %}{% for i in range(60) %}{% set ns.x = [ns.x, ns.x] "
+               "%}{% endfor %}{{ ns.x == ns.x + [] }}",
+               NULL, "step limit");
+    EXPECT("{{ [3, 1, 2, 1, 'a', 'A']|unique|list }}", NULL, "[3, 1, 2, 'a']");
+    EXPECT("{{ ['b', 'A', 'a', 'C']|sort }}", NULL, "['A', 'a', 'b', 'C']");
+    EXPECT("{{ {'b': 1, 'a': 2, 'c': 3}|tojson(sort_keys=true) }}", NULL,
+           "{\"a\": 2, \"b\": 1, \"c\": 3}");
+    /* row 15: tojson deeper than its limit says so */
+    {
+        EXPECT_ERR("{% set ns = namespace(x=[]) %}{% for i in range(600) %}{% set ns.x = [ns.x] "
+                   "%}{% endfor %}{{ ns.x|tojson }}",
+                   NULL, "tojson: value nested deeper than 512 levels");
+        size_t n = 300;
+        char *ctx; /* tool parameters nested 300 deep still serialize */
+        char *want = malloc(2 * n + 32);
+        ctx = malloc(2 * n + 32);
+        strcpy(ctx, "{\"x\": ");
+        want[0] = 0;
+        for (size_t i = 0; i < n; i++)
+            strcat(ctx, "["), strcat(want, "[");
+        for (size_t i = 0; i < n; i++)
+            strcat(ctx, "]"), strcat(want, "]");
+        strcat(ctx, "}");
+        EXPECT("{{ x|tojson }}", ctx, want);
+        free(ctx);
+        free(want);
+    }
     /* a namespace that contains itself cannot be printed forever */
     EXPECT_ERR("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", NULL, "nested too deeply");
     /* tighter limits from the caller */
