@@ -118,6 +118,13 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         inf_fail(err, "context size %d: expected at least 2", n_ctx);
         goto fail;
     }
+    /* Past its training length a model has no positions it was taught (and
+     * the RoPE tables and caches would be sized for nothing): refuse it. */
+    if (hp->n_ctx_train > 0 && n_ctx > hp->n_ctx_train) {
+        inf_fail(err, "context size %d: %s was trained for %d positions (-c at most %d)", n_ctx,
+                 o->model_path, hp->n_ctx_train, hp->n_ctx_train);
+        goto fail;
+    }
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
     if (inf_qwen3_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
     if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,

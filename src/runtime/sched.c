@@ -29,9 +29,11 @@ const char *inf_finish_name(inf_finish f) {
 }
 
 inf_task *inf_task_new(int32_t *prompt, int n_prompt, const inf_gen_params *p) {
+    /* Callers bound the stop strings (the server's parser refuses more): NULL
+     * means out of memory only. */
+    INF_ASSERT(p->n_stop >= 0 && p->n_stop <= INF_MAX_STOPS);
     inf_task *t = calloc(1, sizeof *t);
-    if (!t || p->n_stop < 0 || p->n_stop > INF_MAX_STOPS ||
-        inf_stop_init(&t->stop, p->stop, p->n_stop)) {
+    if (!t || inf_stop_init(&t->stop, p->stop, p->n_stop)) {
         free(t);
         free(prompt);
         inf_gram_free(p->grammar);

@@ -32,6 +32,7 @@ expect_error "missing value" run -p hi -n
 expect_error "no prompt" run
 expect_error "bad token id" run --token-ids 1,999999
 expect_error "prompt over the context" run -p "one two three four five six seven eight nine ten" --raw -c 8
+expect_error "context past the model's training length" run -p hi -c 99999999
 expect_error "chat: unknown flag" chat --bogus
 expect_error "chat: missing model" chat -m models/nope.gguf </dev/null
 
