@@ -232,6 +232,132 @@ static void test_bounds(void) {
     inf_gram_vocab_free(v);
 }
 
+/* A character that every completion of its lead bytes satisfies is one
+ * state whatever the bytes were; the bytes that make no valid character
+ * (overlong, surrogate, beyond U+10FFFF) still end the parse, and a class
+ * that takes part of a lead byte's range still looks at the bytes. */
+static void test_utf8_classes(void) {
+    inf_gram_vocab *v = vocab();
+    inf_gram *g = compile("root ::= [^\"]{0,4} \"!\"");
+    CHECK(sentence(g, v, "\xC3\xA9\xE2\x82\xAC!") == 1);
+    CHECK(sentence(g, v, "\xF0\x9F\x98\x80!") == 1);
+    CHECK(sentence(g, v, "\xED\xA0\x80!") == 0);                             /* a surrogate */
+    CHECK(sentence(g, v, "\xE0\x80\x80!") == 0);                             /* overlong */
+    CHECK(sentence(g, v, "\xC0\x80!") == 0);                                 /* overlong */
+    CHECK(sentence(g, v, "\xF4\x90\x80\x80!") == 0);                         /* beyond U+10FFFF */
+    CHECK(sentence(g, v, "\xE4\xB8!") == 0);                                 /* cut short */
+    CHECK(sentence(g, v, "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9!") == 0); /* five */
+    inf_gram_free(g);
+    g = compile("root ::= [^\\u4E00-\\u9FFF]* \"!\"");
+    CHECK(sentence(g, v, "\xE4\xB8\xAD!") == 0); /* U+4E2D */
+    CHECK(sentence(g, v, "\xC3\xA9\xE2\x82\xAC!") == 1);
+    inf_gram_free(g);
+    g = compile("root ::= [\\u4E00-\\u4E0F] \"!\"");
+    CHECK(sentence(g, v, "\xE4\xB8\x80!") == 1); /* U+4E00 */
+    CHECK(sentence(g, v, "\xE4\xB8\x90!") == 0); /* U+4E10 */
+    inf_gram_free(g);
+    inf_gram_vocab_free(v);
+}
+
+/* The reference for a mask: whether prefix[0..n) followed by token id's
+ * bytes keeps the output in the language, from a fresh matcher fed bytes
+ * (no memoized transitions, no trie). */
+static int ref_allows(const inf_gram *g, const inf_gram_vocab *v, const char *prefix, size_t n,
+                      int id) {
+    if (id == TOK_CTL) return 0;
+    inf_gram_matcher *m;
+    inf_err err;
+    if (inf_gram_matcher_create(&m, g, v, &err)) return -1;
+    int ok = !inf_gram_matcher_accept_bytes(m, prefix, n);
+    if (ok && id == TOK_END)
+        ok = inf_gram_matcher_can_end(m);
+    else if (ok)
+        ok = !inf_gram_matcher_accept_bytes(m, TOKS[id], strlen(TOKS[id]));
+    inf_gram_matcher_free(m);
+    return ok;
+}
+
+/* Walks a grammar token by token (a fixed pseudo-random choice among the
+ * allowed ones), checking every mask and every check against the reference. */
+static void random_walk(const inf_gram *g, const char *name, int steps, uint32_t seed) {
+    inf_gram_vocab *v = vocab();
+    inf_gram_matcher *m;
+    inf_err err;
+    CHECK(inf_gram_matcher_create(&m, g, v, &err) == 0);
+    char out[4096];
+    size_t n = 0;
+    for (int s = 0; s < steps; s++) {
+        int cnt;
+        const uint32_t *bits = inf_gram_matcher_mask(m, &cnt);
+        CHECK(bits != NULL);
+        if (!bits) break;
+        int allowed[N_TOKS], n_allowed = 0, bad = 0;
+        for (int t = 0; t < N_TOKS; t++) {
+            int in_mask = bits[t >> 5] >> (t & 31) & 1;
+            int want = ref_allows(g, v, out, n, t);
+            if (in_mask != want && !bad++)
+                CHECK_MSG(0, "%s step %d after '%.*s': token %d '%s': mask %d, reference %d", name,
+                          s, (int)n, out, t, TOKS[t], in_mask, want);
+            if (in_mask && t != TOK_END) allowed[n_allowed++] = t;
+        }
+        CHECK(!bad);
+        if (!n_allowed) break;
+        seed = seed * 1664525u + 1013904223u;
+        int t = allowed[(seed >> 8) % (uint32_t)n_allowed];
+        CHECK_INT(inf_gram_matcher_allows(m, t), 1);
+        CHECK_INT(inf_gram_matcher_accept(m, t), 0);
+        size_t len = strlen(TOKS[t]);
+        if (n + len >= sizeof out) break;
+        memcpy(out + n, TOKS[t], len);
+        n += len;
+    }
+    inf_gram_matcher_free(m);
+    inf_gram_vocab_free(v);
+}
+
+static void test_memo(void) {
+    inf_gram *g = compile(ARITH);
+    random_walk(g, "arith", 40, 1);
+    inf_gram_free(g);
+    CHECK(inf_gram_json_object(&g, &(inf_err){{0}}) == 0);
+    random_walk(g, "json_object", 60, 2);
+    random_walk(g, "json_object", 60, 3);
+    inf_gram_free(g);
+    g = compile("root ::= \"\\\"\" [^\"\\\\]{0,5} \"\\\"\" ([ab] [^ab]{2,3})* \"x\"");
+    random_walk(g, "bounded", 40, 4);
+    random_walk(g, "bounded", 40, 5);
+    inf_gram_free(g);
+
+    /* Thousands of distinct states (a bounded count of 'a'): the table of
+     * interned states fills, starts afresh, and the masks stay right. */
+    g = compile("root ::= \"a\"{0,9000} \"b\"");
+    inf_gram_vocab *v = vocab();
+    inf_gram_matcher *m;
+    inf_err err;
+    CHECK(inf_gram_matcher_create(&m, g, v, &err) == 0);
+    int rc = 0, cnt;
+    for (int i = 0; i < 8998 && !rc; i++) {
+        rc = inf_gram_matcher_accept(m, 0);
+        if (i % 1000 == 999) rc |= inf_gram_matcher_mask(m, &cnt) == NULL;
+    }
+    CHECK_INT(rc, 0);
+    const uint32_t *bits = inf_gram_matcher_mask(m, &cnt);
+    CHECK(bits != NULL);
+    if (bits) {
+        CHECK(bits[0] & 1u << 0);        /* 'a': 8999 of 9000 */
+        CHECK(bits[16 >> 5] & 1u << 16); /* "ab" */
+        CHECK(bits[0] & 1u << 1);        /* 'b' */
+    }
+    CHECK(inf_gram_matcher_accept(m, 0) == 0);
+    CHECK(inf_gram_matcher_accept(m, 0) == 0);
+    CHECK_INT(inf_gram_matcher_allows(m, 0), 0); /* the 9001st 'a' */
+    CHECK_INT(inf_gram_matcher_allows(m, 16), 0);
+    CHECK_INT(inf_gram_matcher_allows(m, 1), 1);
+    inf_gram_matcher_free(m);
+    inf_gram_vocab_free(v);
+    inf_gram_free(g);
+}
+
 static int schema_accepts(const char *schema, const char *doc, char *msg, size_t cap) {
     json_error_t je;
     json_t *s = json_loads(schema, 0, &je);
@@ -353,6 +479,8 @@ int main(void) {
     test_language();
     test_tokens();
     test_bounds();
+    test_utf8_classes();
+    test_memo();
     test_json_schema();
     printf("%d passed, %d failed\n", th_passed, th_failed);
     return th_failed != 0;
