@@ -19,6 +19,8 @@ typedef struct brule {
     evec body;
     int defined; /* line where defined, 0 when only referenced */
     int ref_line, ref_col;
+    int star;     /* generated x* rule (body: x, self, | ""): x may need its empty string dropped */
+    int nonempty; /* 1 + the rule matching this one's language less "", once made */
 } brule;
 
 typedef struct parser {
@@ -28,6 +30,7 @@ typedef struct parser {
     uint32_t *ranges; /* [n_ranges][2] */
     int n_ranges, cap_ranges;
     long n_elems;
+    int n_orig; /* rules before the empty strings were dropped from repeated items */
     int depth;
     int failed;
     inf_err *err;
@@ -282,6 +285,7 @@ static int repeat(parser *ps, int rule, evec *out, gram_elem x, int min, int max
         gram_elem self = {G_REF, 0, r, 0};
         if (push(ps, b, x) || push(ps, b, self) || push(ps, b, (gram_elem){G_ALT, 0, 0, 0}))
             return -1;
+        ps->rules[r].star = 1;
         return push(ps, out, self);
     }
     /* (x (x (x)?)?)?: nested optionals, so a count is parsed one way only. */
@@ -518,6 +522,111 @@ static int find_left_recursion(const parser *ps, const uint8_t *nullable, uint8_
     return -1;
 }
 
+/* can[r]: rule r can match a non-empty string (whether or not it can also
+ * match the empty one). */
+static void compute_can_nonempty(const parser *ps, uint8_t *can) {
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int r = 0; r < ps->n_rules; r++) {
+            if (can[r]) continue;
+            const evec *b = &ps->rules[r].body;
+            for (int i = 0; i < b->n && !can[r]; i++)
+                if (b->e[i].type == G_CHAR || (b->e[i].type == G_REF && can[b->e[i].a]))
+                    can[r] = changed = 1;
+        }
+    }
+}
+
+/* The rule matching rule r's language less the empty string (r nullable and
+ * able to match something else; made once per rule). An alternative
+ * a1 a2 .. an matches a non-empty string when, for the first ai that is not
+ * empty, a1 .. a(i-1) are empty: so its non-empty version is the
+ * alternatives ai' a(i+1) .. an for every i whose a1 .. a(i-1) are nullable,
+ * ai' being ai less the empty string. A repetition R ::= x R | "" is
+ * x' R (its first non-empty x, after empty ones). Returns the rule, or -1. */
+static int nonempty_rule(parser *ps, const uint8_t *nullable, const uint8_t *can, int r) {
+    if (r >= ps->n_orig) return r; /* made here: never nullable */
+    if (ps->rules[r].nonempty) return ps->rules[r].nonempty - 1;
+    int nr = gen_rule(ps, r);
+    if (nr < 0) return -1;
+    ps->rules[r].nonempty = nr + 1;
+    evec body = {0};
+    if (ps->rules[r].star) {
+        gram_elem x = ps->rules[r].body.e[0];
+        if (x.type == G_REF && x.a < ps->n_orig && nullable[x.a]) {
+            int sub = nonempty_rule(ps, nullable, can, x.a);
+            if (sub < 0) return -1;
+            x.a = sub;
+        }
+        if (push(ps, &body, x) || push(ps, &body, (gram_elem){G_REF, 0, r, 0})) goto fail;
+        ps->rules[nr].body = body;
+        return nr;
+    }
+    int n_alts = 0, start = 0;
+    for (int i = 0; i <= ps->rules[r].body.n; i++) {
+        const evec *b = &ps->rules[r].body; /* gen_rule may move the rules */
+        if (i < b->n && b->e[i].type != G_ALT) continue;
+        for (int k = start; k < i; k++) {
+            gram_elem e = ps->rules[r].body.e[k];
+            if (k > start) {
+                gram_elem prev = ps->rules[r].body.e[k - 1];
+                if (prev.type == G_CHAR || !nullable[prev.a]) break;
+            }
+            if (e.type == G_REF && !can[e.a]) continue; /* only "": never the first */
+            if (e.type == G_REF && nullable[e.a]) {
+                int sub = nonempty_rule(ps, nullable, can, e.a);
+                if (sub < 0) goto fail;
+                e.a = sub;
+            }
+            if (n_alts++ && push(ps, &body, (gram_elem){G_ALT, 0, 0, 0})) goto fail;
+            if (push(ps, &body, e)) goto fail;
+            for (int j = k + 1; j < i; j++)
+                if (push(ps, &body, ps->rules[r].body.e[j])) goto fail;
+        }
+        start = i + 1;
+    }
+    INF_ASSERT(n_alts > 0); /* can[r] holds */
+    ps->rules[nr].body = body;
+    return nr;
+fail:
+    free(body.e);
+    return -1;
+}
+
+/* x* with x able to match "" would expand x R -> R forever: the same
+ * language is (x less "")*, so every such x is replaced by that rule (and a
+ * repetition of something that only matches "" by ""). */
+static int drop_empty_items(parser *ps, uint8_t **nullable) {
+    int n0 = ps->n_orig = ps->n_rules;
+    uint8_t *can = calloc((size_t)n0, 1);
+    if (!can) return oom(ps);
+    compute_can_nonempty(ps, can);
+    int rc = 0;
+    for (int r = 0; r < n0 && !rc; r++) {
+        if (!ps->rules[r].star) continue;
+        gram_elem x = ps->rules[r].body.e[0];
+        if (x.type != G_REF || !(*nullable)[x.a]) continue;
+        if (!can[x.a]) {
+            ps->rules[r].body.n = 0; /* R ::= "" */
+            continue;
+        }
+        int ne = nonempty_rule(ps, *nullable, can, x.a);
+        if (ne < 0)
+            rc = -1;
+        else
+            ps->rules[r].body.e[0].a = ne;
+    }
+    free(can);
+    if (rc || ps->n_rules == n0) return rc;
+    /* the new rules: nullable again for all */
+    uint8_t *aux = calloc((size_t)ps->n_rules * 2, 1);
+    if (!aux) return oom(ps);
+    free(*nullable);
+    *nullable = aux;
+    compute_nullable(ps, aux);
+    return 0;
+}
+
 static void free_parser(parser *ps) {
     for (int i = 0; i < ps->n_rules; i++) {
         free(ps->rules[i].name);
@@ -561,6 +670,7 @@ int inf_gram_compile(inf_gram **out, const char *text, size_t n, const char *roo
         goto fail;
     }
     compute_nullable(&ps, aux);
+    if (drop_empty_items(&ps, &aux)) goto fail;
     for (int r = 0; r < ps.n_rules; r++) {
         if (aux[ps.n_rules + r]) continue;
         int f = find_left_recursion(&ps, aux, aux + ps.n_rules, r);

@@ -133,6 +133,33 @@ static void test_language(void) {
     CHECK(sentence(g, v, "aa..yy") == 1);
     CHECK(sentence(g, v, "aa..y") == 0);
     inf_gram_free(g);
+
+    /* A repeated item that may be empty: the same language as without its
+     * empty string (not left recursion), whatever the nesting. */
+    static const struct {
+        const char *src, *yes[5], *no[4];
+    } nullable[] = {
+        {"root ::= (\"a\"?)* \"b\"", {"b", "ab", "aaab"}, {"ba", "", "aa"}},
+        {"root ::= (\"a\"? \"x\"?)+ \"b\"", {"b", "axb", "xxab", "aab"}, {"xa", "bb"}},
+        {"root ::= item* \"b\"\nitem ::= [1-2]* \"x\"?", {"b", "12xb", "xxb", "1x2b"}, {"ab", "1"}},
+        {"root ::= ((\"a\"?)*)* \"b\"", {"b", "aab"}, {"ba"}},
+        {"root ::= (\"\"?)* \"x\"", {"x"}, {"", "xx"}},
+        {"root ::= (e | \"a\")* \"b\"\ne ::= \"\" | \"(\" root \")\"",
+         {"b", "(b)b", "a(ab)ab"},
+         {"(b"}},
+    };
+    for (size_t i = 0; i < sizeof nullable / sizeof *nullable; i++) {
+        g = compile(nullable[i].src);
+        CHECK_MSG(g != NULL, "'%s' should compile", nullable[i].src);
+        if (!g) continue;
+        for (int k = 0; k < 5 && nullable[i].yes[k]; k++)
+            CHECK_MSG(sentence(g, v, nullable[i].yes[k]) == 1, "%s: '%s' should be a sentence",
+                      nullable[i].src, nullable[i].yes[k]);
+        for (int k = 0; k < 4 && nullable[i].no[k]; k++)
+            CHECK_MSG(sentence(g, v, nullable[i].no[k]) == 0, "%s: '%s' should not be a sentence",
+                      nullable[i].src, nullable[i].no[k]);
+        inf_gram_free(g);
+    }
     inf_gram_vocab_free(v);
 }
 
@@ -323,6 +350,9 @@ static void test_memo(void) {
     random_walk(g, "json_object", 60, 2);
     random_walk(g, "json_object", 60, 3);
     inf_gram_free(g);
+    g = compile("root ::= (\"a\"? \"b\"?)* \"x\"");
+    random_walk(g, "nullable item", 30, 6);
+    inf_gram_free(g);
     g = compile("root ::= \"\\\"\" [^\"\\\\]{0,5} \"\\\"\" ([ab] [^ab]{2,3})* \"x\"");
     random_walk(g, "bounded", 40, 4);
     random_walk(g, "bounded", 40, 5);
@@ -410,6 +440,8 @@ static void test_json_schema(void) {
         {"{\"type\":\"integer\",\"exclusiveMinimum\":10}", "10", 0},
         {"{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3}$\"}", "\"AB-123\"", 1},
         {"{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3}$\"}", "\"AB-12\"", 0},
+        {"{\"type\":\"string\",\"pattern\":\"^(a?b?)*c$\"}", "\"abbac\"", 1}, /* nullable item */
+        {"{\"type\":\"string\",\"pattern\":\"^(a?b?)*c$\"}", "\"ca\"", 0},
         {"{\"type\":\"string\",\"format\":\"date\"}", "\"2024-02-28\"", 1},
         {"{\"type\":\"string\",\"format\":\"date\"}", "\"2024-02-30\"", 0},
         {"{\"type\":\"string\",\"format\":\"date-time\"}", "\"2024-11-30T23:59:01Z\"", 1},
