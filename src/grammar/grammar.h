@@ -61,6 +61,21 @@ int inf_gram_from_json_schema(inf_gram **out, const json_t *schema, inf_err *err
 /* Any JSON object (response_format json_object). */
 int inf_gram_json_object(inf_gram **out, inf_err *err);
 
+/* A forced tool call in Qwen3's format (what tool_choice "required" or a
+ * named function needs):
+ *     <tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>
+ * NAME one of the functions in tools (only that one when `only` is not NULL),
+ * ARGS following that function's parameters schema (any object when it has
+ * none); with `several`, one or more calls separated by a newline. tools is
+ * an array of OpenAI chat tools ({type: "function", function: {name,
+ * parameters}}), Responses API tools ({type, name, parameters}) or Anthropic
+ * tools ({name, input_schema}). Errors name the tool (tools[i] 'name') and
+ * the schema keyword, or the missing function. */
+int inf_tool_calls_to_gbnf(const json_t *tools, const char *only, bool several, char **gbnf,
+                           inf_err *err);
+int inf_gram_tool_calls(inf_gram **out, const json_t *tools, const char *only, bool several,
+                        inf_err *err);
+
 /* What a token is to a grammar. */
 typedef enum inf_gram_tok_kind {
     INF_GRAM_TOK_TEXT,  /* its bytes are output text */

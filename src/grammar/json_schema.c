@@ -1032,6 +1032,107 @@ int inf_gram_from_json_schema(inf_gram **out, const json_t *schema, inf_err *err
     return rc;
 }
 
+/* ---- forced tool calls ---- */
+
+/* The function of one element of tools: OpenAI chat's {type, function: {name,
+ * parameters}}, the Responses API's {type, name, parameters} or Anthropic's
+ * {name, input_schema}. *params is NULL when it has none. */
+static int tool_function(const json_t *tool, size_t i, const char **name, const json_t **params,
+                         inf_err *err) {
+    if (!json_is_object(tool)) return inf_fail(err, "tools[%zu]: expected an object", i);
+    const json_t *type = json_object_get(tool, "type");
+    if (type && (!json_is_string(type) || strcmp(json_string_value(type), "function")))
+        return inf_fail(err, "tools[%zu].type: only \"function\" tools can be called", i);
+    const json_t *fn = json_object_get(tool, "function");
+    if (!fn) fn = tool;
+    if (!json_is_object(fn)) return inf_fail(err, "tools[%zu].function: expected an object", i);
+    const json_t *n = json_object_get(fn, "name");
+    if (!json_is_string(n) || !json_string_length(n))
+        return inf_fail(err, "tools[%zu]: the function has no name (a non-empty string)", i);
+    *name = json_string_value(n);
+    *params = json_object_get(fn, "parameters");
+    if (!*params) *params = json_object_get(fn, "input_schema");
+    return 0;
+}
+
+int inf_tool_calls_to_gbnf(const json_t *tools, const char *only, bool several, char **gbnf,
+                           inf_err *err) {
+    *gbnf = NULL;
+    if (!json_is_array(tools) || !json_array_size(tools))
+        return inf_fail(err, "tools: expected a non-empty array of functions");
+    conv c = {.err = err};
+    sbuf calls = {0};
+    int rc = 0, n_calls = 0;
+    size_t i;
+    json_t *tool;
+    json_array_foreach((json_t *)tools, i, tool) {
+        const char *name = NULL;
+        const json_t *params = NULL;
+        if ((rc = tool_function(tool, i, &name, &params, err))) break;
+        if (only && strcmp(only, name)) continue;
+        /* Each function's schema is its own document: its $refs point into it. */
+        c.root = params;
+        for (int k = 0; k < c.n_refs; k++)
+            free(c.refs[k].ref);
+        c.n_refs = 0;
+        sbuf args = {0};
+        if (!params) {
+            sb_add(&args, "json-object");
+        } else if ((rc = visit(&c, params, &args))) {
+            free(args.s);
+            inf_err inner = *err;
+            inf_fail(err, "tools[%zu] '%s' parameters: %s", i, name, inner.msg);
+            break;
+        }
+        json_t *js = json_string(name);
+        char *enc = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+        json_decref(js);
+        if (!enc) {
+            free(args.s);
+            rc = cfail(&c, "out of memory");
+            break;
+        }
+        if (n_calls++) sb_add(&calls, " | ");
+        sb_add(&calls, "(");
+        sb_lit(&calls, enc, strlen(enc));
+        sb_add(&calls, " ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws (");
+        sb_addn(&calls, args.s ? args.s : "", args.n);
+        sb_add(&calls, "))");
+        free(enc);
+        free(args.s);
+    }
+    if (!rc && !n_calls)
+        rc = inf_fail(err, "tool_choice names the function '%s', which is not in tools", only);
+    if (!rc) {
+        sb_printf(&c.rules, "root ::= tool-call%s\n", several ? " (\"\\n\" tool-call)*" : "");
+        sb_add(&c.rules, "tool-call ::= \"<tool_call>\\n{\" ws \"\\\"name\\\"\" ws \":\" ws (");
+        sb_addn(&c.rules, calls.s ? calls.s : "", calls.n);
+        sb_add(&c.rules, ") \"}\" \"\\n</tool_call>\"\n");
+        sb_add(&c.rules, PRIMITIVES);
+        if (c.rules.oom || calls.oom) rc = inf_fail(err, "json_schema: out of memory");
+    }
+    free(calls.s);
+    for (int k = 0; k < c.n_refs; k++)
+        free(c.refs[k].ref);
+    free(c.refs);
+    if (rc) {
+        free(c.rules.s);
+        return -1;
+    }
+    *gbnf = c.rules.s;
+    return 0;
+}
+
+int inf_gram_tool_calls(inf_gram **out, const json_t *tools, const char *only, bool several,
+                        inf_err *err) {
+    *out = NULL;
+    char *text;
+    if (inf_tool_calls_to_gbnf(tools, only, several, &text, err)) return -1;
+    int rc = inf_gram_compile(out, text, strlen(text), "root", err);
+    free(text);
+    return rc;
+}
+
 int inf_gram_json_object(inf_gram **out, inf_err *err) {
     sbuf b = {0};
     sb_add(&b, "root ::= json-object\n");

@@ -506,6 +506,93 @@ static void test_json_schema(void) {
     inf_gram_free(g);
 }
 
+/* Forced tool calls: Qwen3's <tool_call> frame around a function's name and
+ * arguments that follow its parameters schema. */
+static int tool_sentence(const char *tools_json, const char *only, bool several, const char *doc,
+                         char *msg, size_t cap) {
+    json_error_t je;
+    json_t *tools = json_loads(tools_json, 0, &je);
+    if (!tools) return snprintf(msg, cap, "bad test tools: %s", je.text), -1;
+    inf_gram *g;
+    inf_err err;
+    int rc = inf_gram_tool_calls(&g, tools, only, several, &err);
+    json_decref(tools);
+    if (rc) return snprintf(msg, cap, "%s", err.msg), -1;
+    inf_gram_vocab *v = vocab();
+    int ok = sentence(g, v, doc);
+    inf_gram_vocab_free(v);
+    inf_gram_free(g);
+    return ok;
+}
+
+static void test_tool_calls(void) {
+    const char *tools =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":"
+        "\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"unit\":{\"enum\":[\"c\","
+        "\"f\"]}},\"required\":[\"city\"]}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"noop\"}},"
+        "{\"type\":\"function\",\"name\":\"flat\",\"parameters\":{\"$defs\":{\"n\":{\"type\":"
+        "\"integer\"}},\"type\":\"object\",\"properties\":{\"x\":{\"$ref\":\"#/$defs/n\"}},"
+        "\"required\":[\"x\"]}},"
+        "{\"name\":\"anthropic\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"b\":{"
+        "\"type\":\"boolean\"}},\"required\":[\"b\"]}}]";
+#define CALL(name, args)                                                                           \
+    "<tool_call>\n{\"name\": \"" name "\", \"arguments\": " args "}\n</tool_call>"
+    static const struct {
+        const char *only;
+        bool several;
+        const char *doc;
+        int want;
+    } cases[] = {
+        {NULL, false, CALL("get_weather", "{\"city\": \"Paris\"}"), 1},
+        {NULL, false, CALL("get_weather", "{\"city\": \"Paris\", \"unit\": \"f\"}"), 1},
+        {NULL, false, CALL("get_weather", "{\"city\": \"Paris\", \"unit\": \"k\"}"), 0},
+        {NULL, false, CALL("get_weather", "{\"unit\": \"c\"}"), 0}, /* city is required */
+        {NULL, false, CALL("noop", "{}"), 1},
+        {NULL, false, CALL("noop", "{\"any\": [1, null]}"), 1},
+        {NULL, false, CALL("noop", "[1]"), 0}, /* arguments are an object */
+        {NULL, false, CALL("flat", "{\"x\": 3}"), 1},
+        {NULL, false, CALL("flat", "{\"x\": \"3\"}"), 0},
+        {NULL, false, CALL("anthropic", "{\"b\": true}"), 1},
+        {NULL, false, CALL("other", "{}"), 0},
+        {NULL, false, "{\"name\": \"noop\", \"arguments\": {}}", 0}, /* the tags */
+        {NULL, false, "<tool_call>\n{\"name\":\"noop\",\"arguments\":{}}\n</tool_call>", 1},
+        {"noop", false, CALL("noop", "{}"), 1},
+        {"noop", false, CALL("get_weather", "{\"city\": \"x\"}"), 0},
+        {NULL, false, CALL("noop", "{}") "\n" CALL("flat", "{\"x\": 1}"), 0},
+        {NULL, true, CALL("noop", "{}") "\n" CALL("flat", "{\"x\": 1}"), 1},
+        {NULL, true, CALL("noop", "{}"), 1},
+        {NULL, true, "", 0},
+    };
+#undef CALL
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char msg[512] = "";
+        int got =
+            tool_sentence(tools, cases[i].only, cases[i].several, cases[i].doc, msg, sizeof msg);
+        CHECK_MSG(got == cases[i].want, "tool call %zu (%s): got %d (%s), expected %d: %s", i,
+                  cases[i].only ? cases[i].only : "any", got, msg, cases[i].want, cases[i].doc);
+    }
+    static const struct {
+        const char *tools, *only, *want;
+    } bad[] = {
+        {"[]", NULL, "non-empty array"},
+        {"{}", NULL, "non-empty array"},
+        {"[{\"type\":\"function\",\"function\":{\"name\":\"a\"}}]", "b",
+         "'b', which is not in tools"},
+        {"[{\"type\":\"retrieval\"}]", NULL, "tools[0].type"},
+        {"[{\"type\":\"function\",\"function\":{}}]", NULL, "tools[0]: the function has no name"},
+        {"[{\"type\":\"function\",\"function\":{\"name\":\"a\"}},{\"type\":\"function\","
+         "\"function\":{\"name\":\"bad\",\"parameters\":{\"type\":\"object\",\"not\":{}}}}]",
+         NULL, "tools[1] 'bad' parameters: json_schema: the keyword 'not'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char msg[512] = "";
+        int got = tool_sentence(bad[i].tools, bad[i].only, false, "x", msg, sizeof msg);
+        CHECK_MSG(got == -1 && strstr(msg, bad[i].want), "tools %s: got %d '%s', expected '%s'",
+                  bad[i].tools, got, msg, bad[i].want);
+    }
+}
+
 int main(void) {
     test_parse_errors();
     test_language();
@@ -514,6 +601,7 @@ int main(void) {
     test_utf8_classes();
     test_memo();
     test_json_schema();
+    test_tool_calls();
     printf("%d passed, %d failed\n", th_passed, th_failed);
     return th_failed != 0;
 }

@@ -11,97 +11,17 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
+import { readdirSync, readFileSync } from 'node:fs';
+import { jsonObjectPrefix } from './json_prefix.mjs';
 import { client, check, checkEq, test, report, raw, MODEL } from '../server/lib.mjs';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
 
-const SCHEMAS = {
-  person: {
-    type: 'object',
-    properties: {
-      name: { type: 'string', maxLength: 24 },
-      age: { type: 'integer', minimum: 0, maximum: 130 },
-      email: { type: 'string', pattern: '^[a-z]{1,8}@[a-z]{1,8}\\.(com|org)$' },
-      nickname: { type: ['string', 'null'] },
-    },
-    required: ['name', 'age'],
-    additionalProperties: false,
-  },
-  order: {
-    type: 'object',
-    properties: {
-      id: { type: 'string', format: 'uuid' },
-      status: { enum: ['pending', 'shipped', 'delivered', 'cancelled'] },
-      placed: { type: 'string', format: 'date-time' },
-      items: {
-        type: 'array',
-        minItems: 1,
-        maxItems: 3,
-        items: {
-          type: 'object',
-          properties: {
-            sku: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' },
-            qty: { type: 'integer', minimum: 1, maximum: 99 },
-            price: { type: 'number' },
-          },
-          required: ['sku', 'qty', 'price'],
-          additionalProperties: false,
-        },
-      },
-      note: { type: 'string', maxLength: 16 },
-    },
-    required: ['id', 'status', 'items'],
-    additionalProperties: false,
-  },
-  tree: {
-    $defs: {
-      node: {
-        type: 'object',
-        properties: {
-          label: { type: 'string', maxLength: 8 },
-          children: { type: 'array', maxItems: 2, items: { $ref: '#/$defs/node' } },
-        },
-        required: ['label', 'children'],
-        additionalProperties: false,
-      },
-    },
-    $ref: '#/$defs/node',
-  },
-  event: {
-    type: 'object',
-    properties: {
-      kind: { const: 'meeting' },
-      day: { type: 'string', format: 'date' },
-      at: { type: 'string', format: 'time' },
-      priority: { type: 'integer', minimum: -3, maximum: 3 },
-      attendees: { type: 'array', items: { type: 'string', maxLength: 6 }, maxItems: 4 },
-      location: {
-        anyOf: [
-          { type: 'object', properties: { room: { type: 'integer', minimum: 100, maximum: 999 } }, required: ['room'], additionalProperties: false },
-          { type: 'null' },
-        ],
-      },
-    },
-    required: ['kind', 'day', 'at', 'priority', 'attendees', 'location'],
-    additionalProperties: false,
-  },
-  settings: {
-    type: 'object',
-    properties: {
-      theme: { enum: ['light', 'dark', null] },
-      volume: { type: 'integer', exclusiveMinimum: 0, exclusiveMaximum: 11 },
-      flags: { type: 'object', additionalProperties: { type: 'boolean' } },
-      pair: { type: 'array', prefixItems: [{ type: 'string', maxLength: 4 }, { type: 'boolean' }], items: false },
-      extra: { allOf: [
-        { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] },
-        { properties: { b: { type: 'null' } }, required: ['b'] },
-      ] },
-    },
-    required: ['volume', 'pair', 'extra'],
-    additionalProperties: false,
-  },
-};
+// The schemas live in schemas/*.json, where tools/inferno-grambench reads them too.
+const SCHEMA_DIR = new URL('./schemas/', import.meta.url);
+const SCHEMAS = Object.fromEntries(readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.json')).sort()
+  .map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(new URL(f, SCHEMA_DIR), 'utf8'))]));
 
 const SEEDS = [1, 2, 3];
 const post = (path, obj) => raw(path, { method: 'POST', body: JSON.stringify(obj) });
@@ -148,17 +68,37 @@ await test("llama.cpp's json_schema field, thinking off", async () => {
   check(validate(JSON.parse(text)), 'json_schema field: valid', text);
 });
 
-await test('json_object outputs are JSON objects', async () => {
+await test('the JSON prefix checker of this test refuses what it should', async () => {
+  for (const t of ['{', '{"a": [1, -', '{"k": "x\\u00', '{"a":tr', '{"a":1e+', '{"a":[{"b":[]},', '{"a" ']) {
+    const r = jsonObjectPrefix(t);
+    let doc = null;
+    try { doc = JSON.parse(t + r.completion); } catch { /* checked below */ }
+    check(r.ok && doc && typeof doc === 'object', `prefix ${JSON.stringify(t)} completes`, JSON.stringify(r));
+  }
+  for (const t of ['[1', '{"a" 1', '{"a":01', '{"a":"\u0001', '{"a":1}}', '{,', '{"a":1.e', '{"a":[1}', '{"a":"\\x']) {
+    check(!jsonObjectPrefix(t).ok, `not a prefix: ${JSON.stringify(t)}`);
+  }
+});
+
+await test('json_object outputs are JSON objects, or prefixes of one when cut', async () => {
   // The random model's strings rarely close (a quote is a small part of the
   // vocabulary), so a reply may run out of tokens inside one: a reply the
-  // grammar ended must parse as an object; one cut by max_tokens must be an
-  // object's prefix (it starts with '{' and has no text a JSON object forbids).
-  let ended = 0;
-  await Promise.all([11, 12, 13, 14, 15, 16].map(async (seed) => {
-    const r = await chat({ seed, max_tokens: 600, response_format: { type: 'json_object' } });
+  // grammar ended must parse as an object; one cut by max_tokens must say
+  // "length" and be an object's prefix (json_prefix.mjs, completed and parsed).
+  let ended = 0, cut = 0;
+  await Promise.all([11, 12, 13, 14, 15, 16, 17, 18].map(async (seed) => {
+    const r = await chat({ seed, max_tokens: seed % 2 ? 600 : 40, response_format: { type: 'json_object' } });
     const text = r.choices[0].message.content;
-    if (r.choices[0].finish_reason !== 'stop') {
-      check(/^\{/.test(text) && !/[\u0000-\u0008]/.test(text), `json_object seed ${seed}: a prefix`, text);
+    const fin = r.choices[0].finish_reason;
+    if (fin !== 'stop') {
+      cut++;
+      checkEq(fin, 'length', `json_object seed ${seed}: finish_reason of a cut reply`);
+      const p = jsonObjectPrefix(text);
+      check(p.ok && !p.complete, `json_object seed ${seed}: a prefix of an object`, `${p.why} in ${JSON.stringify(text)}`);
+      let doc = null;
+      try { doc = JSON.parse(text + (p.completion ?? '')); } catch { /* below */ }
+      check(doc !== null && typeof doc === 'object' && !Array.isArray(doc),
+            `json_object seed ${seed}: completed, it parses as an object`, JSON.stringify(text + p.completion));
       return;
     }
     ended++;
@@ -168,8 +108,10 @@ await test('json_object outputs are JSON objects', async () => {
     }
     check(doc !== null && typeof doc === 'object' && !Array.isArray(doc),
           `json_object seed ${seed}: an object`, text);
+    check(jsonObjectPrefix(text).complete, `json_object seed ${seed}: the prefix checker agrees`, text);
   }));
-  check(ended >= 1, 'json_object: at least one reply ended by the grammar', `${ended} of 6`);
+  check(ended >= 1, 'json_object: at least one reply ended by the grammar', `${ended} of 8`);
+  check(cut >= 1, 'json_object: at least one reply cut by max_tokens', `${cut} of 8`);
 });
 
 // The arithmetic language, and a parser for it that shares nothing with inferno.
