@@ -13,17 +13,28 @@
  *    builds the mask and draws again among the allowed tokens; then accepts.
  *    A finished output starts a new one until --steps steps are done. Prints
  *    the median, p99 and slowest mask, and the p99 of a whole step.
+ * Times are CPU time of the thread (see cpu_ns).
  * The first matcher of every grammar starts cold (no cached masks, no
- * memoized transitions), as a request does. Prints Markdown. */
+ * memoized transitions), as a request does. The last column is a digest of
+ * the tokens taken: two builds that print the same digest chose the same
+ * tokens, so their masks agreed at every step. Prints Markdown. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "grammar/grammar.h"
 #include "modelfile/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mem.h"
-#include "util/timer.h"
+
+/* Times are this thread's CPU time: on a shared machine the wall clock adds
+ * whole time slices of other processes to single masks. */
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static int die(const char *msg) {
     fprintf(stderr, "inferno-grambench: %s\n", msg);
@@ -148,10 +159,10 @@ int main(int argc, char **argv) {
     if (inf_tok_create(&tok, &mf->vocab, &err)) return die(err.msg);
     int n_vocab = inf_tok_n_vocab(tok), words = (n_vocab + 31) / 32;
     inf_gram_vocab *gv;
-    uint64_t t0 = inf_now_ns();
+    uint64_t t0 = cpu_ns();
     if (inf_gram_vocab_create(&gv, n_vocab, tok_piece, tok_kind, tok, &err)) return die(err.msg);
     printf("vocabulary of %s: %d tokens, trie built in %.1f ms\n\n", path, n_vocab,
-           (double)(inf_now_ns() - t0) * 1e-6);
+           (double)(cpu_ns() - t0) * 1e-6);
 
     double *comp = malloc((size_t)runs * sizeof *comp);
     double *mask_ms = malloc((size_t)steps * sizeof *mask_ms);
@@ -161,40 +172,41 @@ int main(int argc, char **argv) {
     int n_all = 0;
     if (!comp || !mask_ms || !step_ms || !walk_ms || !all_masks) return die("out of memory");
     printf("| grammar | compile median | compile max | steps | outputs ended | masks (walked) | "
-           "mask p50 | mask p99 | mask max | walked mask p50 | step p99 |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "mask p50 | mask p99 | mask max | walked mask p50 | step p99 | tokens |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n_src; i++) {
         inf_gram *g = NULL;
         for (int r = 0; r < runs; r++) {
             inf_gram_free(g);
             g = NULL;
-            uint64_t c0 = inf_now_ns();
+            uint64_t c0 = cpu_ns();
             if (compile(&src[i], &g, &err)) {
                 fprintf(stderr, "inferno-grambench: %s: %s\n", src[i].name, err.msg);
                 return 1;
             }
-            comp[r] = (double)(inf_now_ns() - c0) * 1e-6;
+            comp[r] = (double)(cpu_ns() - c0) * 1e-6;
         }
         double c_med = quantile(comp, runs, 0.5), c_max = comp[runs - 1];
         int n_masks = 0, n_walked = 0, ended = 0, out_len = 0;
         long walks_total = 0;
+        uint32_t digest = 2166136261u; /* FNV-1a of the tokens taken: equal runs, equal masks */
         inf_gram_matcher *m = NULL;
         for (int s = 0; s < steps; s++) {
             if (!m) {
                 if (inf_gram_matcher_create(&m, g, gv, &err)) return die(err.msg);
                 out_len = 0;
             }
-            uint64_t s0 = inf_now_ns();
+            uint64_t s0 = cpu_ns();
             int32_t id = (int32_t)(rng_next(&seed) % (uint64_t)n_vocab);
             int ok = inf_gram_matcher_allows(m, id);
             if (ok < 0) return die(inf_gram_matcher_error(m));
             if (!ok) {
                 long w0, w1, c;
                 inf_gram_matcher_counts(m, &w0, &c);
-                uint64_t m0 = inf_now_ns();
+                uint64_t m0 = cpu_ns();
                 int n_allowed;
                 const uint32_t *bits = inf_gram_matcher_mask(m, &n_allowed);
-                mask_ms[n_masks] = (double)(inf_now_ns() - m0) * 1e-6;
+                mask_ms[n_masks] = (double)(cpu_ns() - m0) * 1e-6;
                 inf_gram_matcher_counts(m, &w1, &c);
                 if (w1 > w0) walk_ms[n_walked++] = mask_ms[n_masks];
                 n_masks++;
@@ -203,7 +215,8 @@ int main(int argc, char **argv) {
                 id = nth_bit(bits, words, (int)(rng_next(&seed) % (uint64_t)n_allowed));
             }
             if (inf_gram_matcher_accept(m, id)) return die(inf_gram_matcher_error(m));
-            step_ms[s] = (double)(inf_now_ns() - s0) * 1e-6;
+            digest = (digest ^ (uint32_t)id) * 16777619u;
+            step_ms[s] = (double)(cpu_ns() - s0) * 1e-6;
             if (inf_gram_matcher_done(m) || ++out_len == max_out) {
                 ended += inf_gram_matcher_done(m);
                 long w, c;
@@ -225,9 +238,9 @@ int main(int argc, char **argv) {
         double mx = n_masks ? mask_ms[n_masks - 1] : 0, sp99 = quantile(step_ms, steps, 0.99);
         double wp50 = quantile(walk_ms, n_walked, 0.5);
         printf("| %s | %.2f ms | %.2f ms | %d | %d | %d (%ld) | %.3f ms | %.3f ms | %.3f ms | "
-               "%.3f ms | %.3f ms |\n",
+               "%.3f ms | %.3f ms | %08x |\n",
                src[i].name, c_med, c_max, steps, ended, n_masks, walks_total, p50, p99, mx, wp50,
-               sp99);
+               sp99, digest);
         inf_gram_free(g);
     }
     if (n_src > 1) {

@@ -67,12 +67,12 @@ struct inf_gram_vocab {
     /* The trie in depth-first order: node 0 is the root, node i's subtree is
      * [i, skip[i]). */
     int n_nodes;
-    uint8_t *nbyte;    /* [n_nodes] the byte on the edge into the node */
-    uint16_t *depth;   /* [n_nodes] bytes from the root */
-    int32_t *skip;     /* [n_nodes] the first node after the subtree */
-    int32_t *tok;      /* [n_nodes] first token ending at the node, -1: none */
-    int32_t *tok_next; /* [n_vocab] the next token ending at the same node */
-    int32_t *eog;      /* [n_eog] */
+    uint8_t *nbyte;  /* [n_nodes] the byte on the edge into the node */
+    uint16_t *depth; /* [n_nodes] bytes from the root */
+    int32_t *skip;   /* [n_nodes] the first node after the subtree */
+    int32_t *tok_at; /* [n_nodes + 1] node i's tokens are toks[tok_at[i] .. tok_at[i + 1]) */
+    int32_t *toks;   /* [n_vocab] token ids in trie order */
+    int32_t *eog;    /* [n_eog] */
     int n_eog;
 };
 
@@ -342,8 +342,8 @@ void inf_gram_vocab_free(inf_gram_vocab *v) {
     free(v->nbyte);
     free(v->depth);
     free(v->skip);
-    free(v->tok);
-    free(v->tok_next);
+    free(v->tok_at);
+    free(v->toks);
     free(v->eog);
     free(v);
 }
@@ -356,6 +356,7 @@ int inf_gram_vocab_size(const inf_gram_vocab *v) {
 typedef struct ltrie {
     uint8_t *nbyte;
     int32_t *first_child, *next_sib, *first_tok; /* [n], -1: none */
+    int32_t *tok_next;                           /* [n_vocab] the next token at the same node */
     int n;
 } ltrie;
 
@@ -364,9 +365,10 @@ static void ltrie_free(ltrie *t) {
     free(t->first_child);
     free(t->next_sib);
     free(t->first_tok);
+    free(t->tok_next);
 }
 
-/* Lays t out in depth-first order into v (nbyte, depth, skip, tok). */
+/* Lays t out in depth-first order into v (nbyte, depth, skip, tok_at, toks). */
 static int layout(inf_gram_vocab *v, const ltrie *t) {
     size_t n = (size_t)t->n;
     int md = v->max_len + 1;
@@ -374,15 +376,16 @@ static int layout(inf_gram_vocab *v, const ltrie *t) {
     v->nbyte = malloc(n);
     v->depth = malloc(n * sizeof *v->depth);
     v->skip = malloc(n * sizeof *v->skip);
-    v->tok = malloc(n * sizeof *v->tok);
+    v->tok_at = malloc((n + 1) * sizeof *v->tok_at);
+    v->toks = malloc((size_t)v->n_vocab * sizeof *v->toks);
     int32_t *stack = malloc(2 * n * sizeof *stack);          /* (linked id, depth) to visit */
     int32_t *open = malloc(((size_t)md + 1) * sizeof *open); /* last node placed per depth */
-    if (!v->nbyte || !v->depth || !v->skip || !v->tok || !stack || !open) {
+    if (!v->nbyte || !v->depth || !v->skip || !v->tok_at || !v->toks || !stack || !open) {
         free(stack);
         free(open);
         return -1;
     }
-    int sp = 0, top = -1; /* open[0..top]: nodes whose subtree is not closed */
+    int sp = 0, top = -1, n_toks = 0; /* open[0..top]: nodes whose subtree is not closed */
     stack[sp++] = 0;
     stack[sp++] = 0;
     for (int32_t k = 0; sp; k++) {
@@ -393,7 +396,9 @@ static int layout(inf_gram_vocab *v, const ltrie *t) {
         open[++top] = k;
         v->nbyte[k] = t->nbyte[x];
         v->depth[k] = (uint16_t)d;
-        v->tok[k] = t->first_tok[x];
+        v->tok_at[k] = n_toks;
+        for (int32_t id = t->first_tok[x]; id >= 0; id = t->tok_next[id])
+            v->toks[n_toks++] = id;
         for (int32_t c = t->first_child[x]; c >= 0; c = t->next_sib[c]) {
             stack[sp++] = c;
             stack[sp++] = d + 1;
@@ -401,6 +406,7 @@ static int layout(inf_gram_vocab *v, const ltrie *t) {
     }
     for (; top >= 0; top--)
         v->skip[open[top]] = t->n;
+    v->tok_at[n] = n_toks;
     free(stack);
     free(open);
     return 0;
@@ -417,9 +423,9 @@ int inf_gram_vocab_create(inf_gram_vocab **out, int n_vocab,
     v->kind = calloc((size_t)n_vocab, 1);
     v->off = calloc((size_t)n_vocab, sizeof *v->off);
     v->len = calloc((size_t)n_vocab, sizeof *v->len);
-    v->tok_next = malloc((size_t)n_vocab * sizeof *v->tok_next);
+    t.tok_next = malloc((size_t)n_vocab * sizeof *t.tok_next);
     v->eog = malloc((size_t)n_vocab * sizeof *v->eog);
-    if (!v->kind || !v->off || !v->len || !v->tok_next || !v->eog) goto oom;
+    if (!v->kind || !v->off || !v->len || !t.tok_next || !v->eog) goto oom;
     size_t cap_bytes = 1 << 20, n_bytes = 0;
     v->bytes = malloc(cap_bytes);
     if (!v->bytes) goto oom;
@@ -474,7 +480,7 @@ int inf_gram_vocab_create(inf_gram_vocab **out, int n_vocab,
             }
             node = c;
         }
-        v->tok_next[id] = t.first_tok[node];
+        t.tok_next[id] = t.first_tok[node];
         t.first_tok[node] = id;
     }
     if (layout(v, &t)) goto oom;
@@ -753,16 +759,24 @@ const uint32_t *inf_gram_matcher_mask(inf_gram_matcher *m, int *n_allowed) {
      * its parent's state; a dead node skips its subtree. */
     int count = 0;
     for (int32_t i = 1; i < v->n_nodes;) {
-        int r = step(m, v->depth[i] - 1, v->nbyte[i]);
-        if (r < 0) return NULL;
-        if (!r) {
+        int d = v->depth[i] - 1;
+        int32_t from = m->lid[d], next;
+        if (from >= 0 && (next = m->trans[(size_t)from * 256 + v->nbyte[i]]) != T_UNKNOWN) {
+            m->lid[d + 1] = next; /* memoized: the common case */
+        } else {
+            int r = step(m, d, v->nbyte[i]);
+            if (r < 0) return NULL;
+            next = r ? m->lid[d + 1] : T_DEAD; /* alive: an id or NOT_KEPT */
+        }
+        if (next == T_DEAD) {
             i = v->skip[i];
             continue;
         }
-        for (int32_t t = v->tok[i]; t >= 0; t = v->tok_next[t]) {
+        for (int32_t k = v->tok_at[i]; k < v->tok_at[i + 1]; k++) {
+            int32_t t = v->toks[k];
             m->mask[t >> 5] |= 1u << (t & 31);
-            count++;
         }
+        count += v->tok_at[i + 1] - v->tok_at[i];
         i++;
     }
     if (ss_can_end(&m->cur))
