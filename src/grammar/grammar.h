@@ -16,16 +16,21 @@
  * bytes, so one token may cross several terminals and rules. The state set
  * is bounded (INF_GRAM_MAX_STACKS stacks of INF_GRAM_MAX_DEPTH positions,
  * and a work budget per step): a hostile grammar fails the request with a
- * message instead of exploding. Left recursion is refused at compile time.
+ * message instead of exploding. Left recursion is refused at compile time;
+ * a repeated item that can match "" is not left recursion: x* compiles as
+ * (x less "")*, the same language.
  *
  * Speed (llama.cpp's trick): the scheduler samples as usual and asks only
  * whether the sampled token is allowed (inf_gram_matcher_allows, a walk over
  * its few bytes); only when it is not does it take the full mask
  * (inf_gram_matcher_mask), a walk over a byte trie of the vocabulary
  * (inf_gram_vocab, built once per model) that shares the work of tokens
- * with a common prefix and stops at the first dead byte. Masks are cached
- * per parse state, so a state that recurs (inside a string, between
- * digits) costs one walk per request.
+ * with a common prefix and stops at the first dead byte. Parse states are
+ * interned per matcher and their byte transitions memoized, so once the
+ * states near the output are known a walk costs a table lookup per trie
+ * node (a bounded string, where every length is its own state, included).
+ * Masks are cached per parse state, so a state that recurs (inside a
+ * string, between digits) costs one walk per request.
  *
  * Threads: an inf_gram and an inf_gram_vocab are immutable once built and
  * may be shared; a matcher belongs to one thread. */
