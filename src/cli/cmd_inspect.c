@@ -1,9 +1,14 @@
 /* inferno inspect FILE|DIR: what is inside a GGUF file or a Hugging Face
  * folder: format, hyperparameters, metadata (long arrays summarized), the
  * tensor table and totals. --json prints everything, arrays in full, for
- * machines (the oracle test compares it with @huggingface/gguf). */
+ * machines (the oracle test compares it with @huggingface/gguf).
+ * --tensor NAME shows one tensor: type, shape, offset, statistics and its
+ * first values, dequantized by the scalar reference; --npy FILE writes all
+ * of its values as a NumPy .npy file of float32 (shape slowest-first, as
+ * NumPy and PyTorch write it). */
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +17,7 @@
 #include "cli/cli.h"
 #include "modelfile/gguf.h"
 #include "modelfile/model.h"
+#include "quant/dtype.h"
 
 /* ---- value printing ------------------------------------------------------ */
 
@@ -270,6 +276,171 @@ static int inspect_gguf(const char *path, bool json) {
     return 0;
 }
 
+/* ---- one tensor's values (--tensor, --npy) -------------------------------- */
+
+/* A tensor of either format. */
+typedef struct tview {
+    const char *name;
+    uint32_t type;
+    int n_dims;
+    const int64_t *ne; /* [n_dims] fastest-first */
+    const void *data;
+    size_t nbytes;
+    uint64_t offset; /* in its file */
+} tview;
+
+/* The .npy header (format 1.0) of a float32 array of t's shape, slowest
+ * dimension first; the values follow it in row-major order. */
+static int npy_header(FILE *f, const tview *t) {
+    char shape[160] = "", dict[256];
+    size_t k = 0;
+    for (int d = t->n_dims - 1; d >= 0; d--)
+        k += (size_t)snprintf(shape + k, sizeof shape - k, "%" PRId64 "%s", t->ne[d],
+                              t->n_dims == 1 || d ? ", " : "");
+    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
+                     shape);
+    /* magic (6) + version (2) + length (2) + dict + padding + '\n': a multiple of 64 */
+    int len = n + 1;
+    len += (64 - (10 + len) % 64) % 64;
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(len & 0xFF),
+                             (unsigned char)(len >> 8)};
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, (size_t)n, f) != (size_t)n) return -1;
+    for (int i = n; i < len - 1; i++)
+        if (fputc(' ', f) == EOF) return -1;
+    return fputc('\n', f) == EOF ? -1 : 0;
+}
+
+/* Prints t's statistics and first rows; with npy, writes all its values there. */
+static int tensor_values(const char *path, const tview *t, const char *npy) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    if (npy) {
+        fprintf(stderr, "inferno inspect: --npy writes little-endian floats; this host is not\n");
+        return 1;
+    }
+#endif
+    const inf_dtype_info *ti = inf_dtype_get(t->type);
+    int64_t ne0 = t->ne[0], rows = n_elements(t->n_dims, t->ne) / (ne0 ? ne0 : 1);
+    size_t row_bytes = inf_dtype_row_bytes(t->type, ne0);
+    if (!ti || !ti->dequant || !row_bytes || row_bytes * (size_t)rows > t->nbytes) {
+        fprintf(stderr,
+                "inferno inspect: %s: tensor '%s' (%s, %" PRId64 " per row) cannot be read "
+                "as values\n",
+                path, t->name, inf_ggml_type_name(t->type), ne0);
+        return 1;
+    }
+    float *row = malloc((size_t)ne0 * sizeof *row);
+    FILE *f = NULL;
+    if (!row) {
+        fprintf(stderr, "inferno inspect: out of memory (a row of %" PRId64 " values)\n", ne0);
+        return 1;
+    }
+    if (npy && (!(f = fopen(npy, "wb")) || npy_header(f, t))) {
+        fprintf(stderr, "inferno inspect: cannot write %s\n", npy);
+        if (f) fclose(f);
+        free(row);
+        return 1;
+    }
+    printf("%s: %s, shape [", t->name, inf_ggml_type_name(t->type));
+    for (int d = 0; d < t->n_dims; d++)
+        printf("%s%" PRId64, d ? ", " : "", t->ne[d]);
+    printf("] (fastest-first), %" PRId64 " values, %zu bytes at offset %" PRIu64 "\n",
+           n_elements(t->n_dims, t->ne), t->nbytes, t->offset);
+    enum { SHOW_ROWS = 4, SHOW_COLS = 8 };
+    double sum = 0, sum2 = 0;
+    float lo = 0, hi = 0;
+    int64_t n_nan = 0, n_inf = 0, n_fin = 0;
+    int rc = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        ti->dequant(row, (const char *)t->data + (size_t)r * row_bytes, ne0);
+        for (int64_t i = 0; i < ne0; i++) {
+            float x = row[i];
+            if (x != x) {
+                n_nan++;
+            } else if (x - x != 0) {
+                n_inf++;
+            } else {
+                if (!n_fin++ || x < lo) lo = x;
+                if (n_fin == 1 || x > hi) hi = x;
+                sum += x;
+                sum2 += (double)x * x;
+            }
+        }
+        if (r < SHOW_ROWS) {
+            printf("  row %" PRId64 ":", r);
+            for (int64_t i = 0; i < ne0 && i < SHOW_COLS; i++)
+                printf(" %.9g", (double)row[i]);
+            printf("%s\n", ne0 > SHOW_COLS ? " ..." : "");
+        }
+        if (f && fwrite(row, sizeof *row, (size_t)ne0, f) != (size_t)ne0) rc = 1;
+    }
+    if (rows > SHOW_ROWS) printf("  ... (%" PRId64 " rows of %" PRId64 ")\n", rows, ne0);
+    printf("  min %.9g  max %.9g  mean %.9g  rms %.9g  (%" PRId64 " NaN, %" PRId64 " inf)\n",
+           (double)lo, (double)hi, n_fin ? sum / (double)n_fin : 0.0,
+           n_fin ? sqrt(sum2 / (double)n_fin) : 0.0, n_nan, n_inf);
+    if (f && fclose(f)) rc = 1;
+    if (rc)
+        fprintf(stderr, "inferno inspect: writing %s failed\n", npy);
+    else if (npy)
+        printf("wrote %s (float32, %" PRId64 " values)\n", npy, rows * ne0);
+    free(row);
+    return rc;
+}
+
+static int tensor_gguf(const char *path, const char *name, const char *npy) {
+    gguf_file *g;
+    inf_err err = {{0}};
+    if (gguf_open(&g, path, &err)) {
+        fprintf(stderr, "inferno inspect: %s\n", err.msg);
+        return 1;
+    }
+    int rc = -1;
+    for (int64_t i = 0; i < g->n_tensors && rc < 0; i++) {
+        const gguf_tensor_info *t = &g->tensors[i];
+        if (strcmp(t->name, name)) continue;
+        tview v = {
+            t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes, g->data_offset + t->offset};
+        rc = tensor_values(path, &v, npy);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "inferno inspect: %s has no tensor named '%s' (see inferno inspect %s)\n",
+                path, name, path);
+        rc = 1;
+    }
+    gguf_close(g);
+    return rc;
+}
+
+static int tensor_hf(const char *path, const char *name, const char *npy) {
+    inf_model_file *m;
+    inf_err err = {{0}};
+    if (inf_model_open(&m, path, &err)) {
+        fprintf(stderr, "inferno inspect: %s\n", err.msg);
+        return 1;
+    }
+    int rc = -1;
+    for (int i = 0; i < m->n_tensors && rc < 0; i++) {
+        const inf_tensor *t = &m->tensors[i];
+        if (strcmp(t->name, name)) continue;
+        tview v = {t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes, t->offset};
+        rc = tensor_values(path, &v, npy);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "inferno inspect: %s has no tensor named '%s' (see inferno inspect %s)\n",
+                path, name, path);
+        rc = 1;
+    }
+    inf_model_close(m);
+    return rc;
+}
+
 /* ---- Hugging Face folder ------------------------------------------------- */
 
 static int inspect_hf(const char *path, bool json) {
@@ -331,17 +502,27 @@ static int inspect_hf(const char *path, bool json) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: inferno inspect [--json] FILE.gguf|HF_FOLDER\n"
+               "       inferno inspect FILE.gguf|HF_FOLDER --tensor NAME [--npy OUT.npy]\n"
                "  shows format, hyperparameters, metadata, the tensor table and totals\n"
-               "  --json   everything as JSON (arrays in full)\n");
+               "  --json           everything as JSON (arrays in full)\n"
+               "  --tensor NAME    one tensor: type, shape, offset, statistics, first values\n"
+               "  --npy OUT.npy    with --tensor: all its values, dequantized, as float32 .npy\n");
 }
 
 int cmd_inspect(int argc, char **argv) {
     bool json = false;
-    const char *path = NULL;
+    const char *path = NULL, *tensor = NULL, *npy = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = true;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        else if (!strcmp(argv[i], "--tensor") || !strcmp(argv[i], "--npy")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "inferno inspect: %s needs a value\n", argv[i]);
+                return 2;
+            }
+            *(!strcmp(argv[i], "--tensor") ? &tensor : &npy) = argv[i + 1];
+            i++;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -359,7 +540,17 @@ int cmd_inspect(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (npy && !tensor) {
+        fprintf(stderr, "inferno inspect: --npy needs --tensor NAME (which tensor to write)\n");
+        return 2;
+    }
+    if (tensor && json) {
+        fprintf(stderr, "inferno inspect: --tensor prints text; use --npy for the values\n");
+        return 2;
+    }
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return inspect_hf(path, json);
+    bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (tensor) return dir ? tensor_hf(path, tensor, npy) : tensor_gguf(path, tensor, npy);
+    if (dir) return inspect_hf(path, json);
     return inspect_gguf(path, json);
 }
