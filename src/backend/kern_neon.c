@@ -1,5 +1,7 @@
 /* NEON (aarch64 Advanced SIMD) kernels: f32 dot, dequantization of the
- * float and 32-block types (the generic matmul path), row ops and attention.
+ * float, 32-block and k-quant types (the generic matmul path: every type the
+ * AVX2 table dequantizes, with the reference's operations so the floats are
+ * the same bit for bit), row ops and attention.
  * Built only on aarch64; tested under qemu-user (tests/oracle/check_neon.sh).
  * Elementwise tails go through the same vector code on a padded copy, so an
  * element's result never depends on where the pool cut the array. */
@@ -76,13 +78,25 @@ static void ne_dequant_q8_0(float *dst, const void *src, int64_t n) {
     }
 }
 
-/* 16 int8 values times d into dst[16] */
-static inline void ne_store16(float *dst, int8x16_t v, float d) {
-    int16x8_t a = vmovl_s8(vget_low_s8(v)), c = vmovl_s8(vget_high_s8(v));
-    vst1q_f32(dst, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(a))), d));
-    vst1q_f32(dst + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(a))), d));
-    vst1q_f32(dst + 8, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(c))), d));
-    vst1q_f32(dst + 12, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(c))), d));
+/* 16 signed bytes q (weights in order) to floats in the reference's
+ * operations: q * a (MUL), q * a + b (ADD) or q * a - b (SUB); never fused,
+ * as the scalar reference is compiled. */
+enum { MUL, ADD, SUB };
+static inline __attribute__((always_inline)) void ne_emit16(float *dst, int8x16_t q, float a,
+                                                            float b, const int op) {
+    const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_s8(vget_high_s8(q));
+    const int32x4_t p[4] = {vmovl_s16(vget_low_s16(lo)), vmovl_s16(vget_high_s16(lo)),
+                            vmovl_s16(vget_low_s16(hi)), vmovl_s16(vget_high_s16(hi))};
+    for (int i = 0; i < 4; i++) {
+        float32x4_t y = vmulq_n_f32(vcvtq_f32_s32(p[i]), a);
+        if (op == ADD) y = vaddq_f32(y, vdupq_n_f32(b));
+        if (op == SUB) y = vsubq_f32(y, vdupq_n_f32(b));
+        vst1q_f32(dst + 4 * i, y);
+    }
+}
+
+static inline int8x16_t s8(uint8x16_t v) {
+    return vreinterpretq_s8_u8(v);
 }
 
 static void ne_dequant_q4_0(float *dst, const void *src, int64_t n) {
@@ -90,9 +104,166 @@ static void ne_dequant_q4_0(float *dst, const void *src, int64_t n) {
     for (int64_t i = 0; i < n; i += 32, b++) {
         float d = inf_f16_to_f32(b->d);
         uint8x16_t q = vld1q_u8(b->qs);
-        ne_store16(dst + i, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8)),
-                   d);
-        ne_store16(dst + i + 16, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8)), d);
+        ne_emit16(dst + i, vsubq_s8(s8(vandq_u8(q, vdupq_n_u8(15))), vdupq_n_s8(8)), d, 0, MUL);
+        ne_emit16(dst + i + 16, vsubq_s8(s8(vshrq_n_u8(q, 4)), vdupq_n_s8(8)), d, 0, MUL);
+    }
+}
+
+static void ne_dequant_q4_1(float *dst, const void *src, int64_t n) {
+    const inf_block_q4_1 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d), m = inf_f16_to_f32(b->m);
+        const uint8x16_t q = vld1q_u8(b->qs);
+        ne_emit16(dst + i, s8(vandq_u8(q, vdupq_n_u8(15))), d, m, ADD);
+        ne_emit16(dst + i + 16, s8(vshrq_n_u8(q, 4)), d, m, ADD);
+    }
+}
+
+/* Bit j of the 32-bit qh as 0x10 in byte j - 16 * half (Q5_0/Q5_1's fifth
+ * bits of weights 16 * half .. 16 * half + 15). */
+static inline uint8x16_t ne_fifth16(const uint8_t qh[4], int half) {
+    const uint8x16_t v = vcombine_u8(vdup_n_u8(qh[2 * half]), vdup_n_u8(qh[2 * half + 1]));
+    const uint8x16_t bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    return vandq_u8(vtstq_u8(v, bit), vdupq_n_u8(0x10));
+}
+
+static void ne_dequant_q5_0(float *dst, const void *src, int64_t n) {
+    const inf_block_q5_0 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        const uint8x16_t q = vld1q_u8(b->qs);
+        const uint8x16_t lo = vorrq_u8(vandq_u8(q, vdupq_n_u8(15)), ne_fifth16(b->qh, 0));
+        const uint8x16_t hi = vorrq_u8(vshrq_n_u8(q, 4), ne_fifth16(b->qh, 1));
+        ne_emit16(dst + i, vsubq_s8(s8(lo), vdupq_n_s8(16)), d, 0, MUL);
+        ne_emit16(dst + i + 16, vsubq_s8(s8(hi), vdupq_n_s8(16)), d, 0, MUL);
+    }
+}
+
+static void ne_dequant_q5_1(float *dst, const void *src, int64_t n) {
+    const inf_block_q5_1 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        const float d = inf_f16_to_f32(b->d), m = inf_f16_to_f32(b->m);
+        const uint8x16_t q = vld1q_u8(b->qs);
+        ne_emit16(dst + i, s8(vorrq_u8(vandq_u8(q, vdupq_n_u8(15)), ne_fifth16(b->qh, 0))), d, m,
+                  ADD);
+        ne_emit16(dst + i + 16, s8(vorrq_u8(vshrq_n_u8(q, 4), ne_fifth16(b->qh, 1))), d, m, ADD);
+    }
+}
+
+/* v >> k per byte (k a run-time count) */
+static inline uint8x16_t ne_shr(uint8x16_t v, int k) {
+    return vshlq_u8(v, vdupq_n_s8((int8_t)-k));
+}
+
+static void ne_dequant_q2_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q2_K *b = src; /* [n/256] */
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d), dmin = inf_f16_to_f32(b->dmin);
+        /* weight 128 h + 32 j + l is bits 2j of qs[32 h + l]; 16 weights per scale */
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t sc = b->scales[8 * h + 2 * j + half];
+                    const uint8x16_t v = vld1q_u8(b->qs + 32 * h + 16 * half);
+                    ne_emit16(dst + i + 128 * h + 32 * j + 16 * half,
+                              s8(vandq_u8(ne_shr(v, 2 * j), m3)), d * (float)(sc & 0xF),
+                              dmin * (float)(sc >> 4), SUB);
+                }
+    }
+}
+
+static void ne_dequant_q3_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q3_K *b = src; /* [n/256] */
+    const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        int sc[16];
+        for (int s = 0; s < 16; s++) {
+            const int lo = s < 8 ? b->scales[s] & 0xF : b->scales[s - 8] >> 4;
+            sc[s] = (lo | ((b->scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4) - 32;
+        }
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8x16_t v = vld1q_u8(b->qs + 32 * h + 16 * half);
+                    const uint8x16_t low = vandq_u8(ne_shr(v, 2 * j), m3);
+                    /* minus 4 where the high bit (hmask[l] bit 4h + j) is clear */
+                    const uint8x16_t hb =
+                        vandq_u8(ne_shr(vld1q_u8(b->hmask + 16 * half), 4 * h + j), one);
+                    const int8x16_t q = vsubq_s8(s8(low), s8(vshlq_n_u8(veorq_u8(hb, one), 2)));
+                    ne_emit16(dst + i + 128 * h + 32 * j + 16 * half, q,
+                              d * (float)sc[8 * h + 2 * j + half], 0, MUL);
+                }
+    }
+}
+
+/* Q4_K/Q5_K's 6-bit scale and min of sub-block j */
+static inline void ne_k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+static void ne_dequant_q5_K(float *dst, const void *src, int64_t n) {
+    const inf_block_q5_K *b = src; /* [n/256] */
+    const uint8x16_t m0f = vdupq_n_u8(0x0F), one = vdupq_n_u8(1);
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d), dmin = inf_f16_to_f32(b->dmin);
+        for (int s = 0; s < 8; s++) {
+            int sc, m;
+            ne_k4_scale_min(b->scales, s, &sc, &m);
+            const float ds = d * (float)sc, dm = dmin * (float)m;
+            for (int half = 0; half < 2; half++) {
+                const uint8x16_t v = vld1q_u8(b->qs + 32 * (s / 2) + 16 * half);
+                const uint8x16_t lo = (s & 1) ? vshrq_n_u8(v, 4) : vandq_u8(v, m0f);
+                const uint8x16_t hb = vandq_u8(ne_shr(vld1q_u8(b->qh + 16 * half), s), one);
+                ne_emit16(dst + i + 32 * s + 16 * half, s8(vorrq_u8(lo, vshlq_n_u8(hb, 4))), ds, dm,
+                          SUB);
+            }
+        }
+    }
+}
+
+/* A block's 32 nibbles looked up in a 16-entry signed table (IQ4_NL, IQ4_XS,
+ * MXFP4), times a: low nibbles are weights 0..15, high ones 16..31. */
+static inline void ne_lookup32(float *dst, const uint8_t *qs, const int8_t *table, float a) {
+    const int8x16_t t = vld1q_s8(table);
+    const uint8x16_t q = vld1q_u8(qs);
+    ne_emit16(dst, vqtbl1q_s8(t, vandq_u8(q, vdupq_n_u8(15))), a, 0, MUL);
+    ne_emit16(dst + 16, vqtbl1q_s8(t, vshrq_n_u8(q, 4)), a, 0, MUL);
+}
+
+static void ne_dequant_iq4_nl(float *dst, const void *src, int64_t n) {
+    const inf_block_iq4_nl *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++)
+        ne_lookup32(dst + i, b->qs, inf_iq4nl_values, inf_f16_to_f32(b->d));
+}
+
+static void ne_dequant_iq4_xs(float *dst, const void *src, int64_t n) {
+    const inf_block_iq4_xs *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
+        const float d = inf_f16_to_f32(b->d);
+        for (int s = 0; s < 8; s++) {
+            const int ls =
+                ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | ((b->scales_h >> (2 * s)) & 3) << 4;
+            ne_lookup32(dst + i + 32 * s, b->qs + 16 * s, inf_iq4nl_values, d * (float)(ls - 32));
+        }
+    }
+}
+
+static void ne_dequant_mxfp4(float *dst, const void *src, int64_t n) {
+    const inf_block_mxfp4 *b = src; /* [n/32] */
+    for (int64_t i = 0; i < n; i += 32, b++) {
+        /* 2^(e - 128), as the reference builds it (subnormal for e < 2) */
+        const uint32_t bits = b->e < 2 ? 0x00200000u << b->e : (uint32_t)(b->e - 1) << 23;
+        float d;
+        memcpy(&d, &bits, 4);
+        ne_lookup32(dst + i, b->qs, inf_fp4_values, d);
     }
 }
 
@@ -215,6 +386,15 @@ void inf_kernels_fill_neon(inf_kernels *k) {
     k->types[INF_BF16].dequant = ne_dequant_bf16;
     k->types[INF_Q8_0].dequant = ne_dequant_q8_0;
     k->types[INF_Q4_0].dequant = ne_dequant_q4_0;
+    k->types[INF_Q4_1].dequant = ne_dequant_q4_1;
+    k->types[INF_Q5_0].dequant = ne_dequant_q5_0;
+    k->types[INF_Q5_1].dequant = ne_dequant_q5_1;
+    k->types[INF_Q2_K].dequant = ne_dequant_q2_K;
+    k->types[INF_Q3_K].dequant = ne_dequant_q3_K;
+    k->types[INF_Q5_K].dequant = ne_dequant_q5_K;
+    k->types[INF_IQ4_NL].dequant = ne_dequant_iq4_nl;
+    k->types[INF_IQ4_XS].dequant = ne_dequant_iq4_xs;
+    k->types[INF_MXFP4].dequant = ne_dequant_mxfp4;
     k->rmsnorm_row = ne_rmsnorm_row;
     k->rope_row = ne_rope_row;
     k->swiglu = ne_swiglu;
