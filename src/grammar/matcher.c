@@ -531,17 +531,17 @@ static int32_t intern(inf_gram_matcher *m, const sset *s) {
         if (ss_equal(&m->st[m->htab[h]], s)) return m->htab[h];
     if (m->n_st == MAX_STATES || m->st_ints + s->n > MAX_STATE_INTS) return NOT_KEPT;
     if (m->n_st == m->cap_st) {
+        /* trans first: cap_st never counts rows trans does not have */
         int cap = m->cap_st ? 2 * m->cap_st : 64;
+        int32_t *tr = realloc(m->trans, (size_t)cap * 256 * sizeof *tr);
+        if (!tr) return NOT_KEPT;
+        m->trans = tr;
         sset *st = realloc(m->st, (size_t)cap * sizeof *st);
         if (!st) return NOT_KEPT;
         memset(st + m->cap_st, 0, (size_t)(cap - m->cap_st) * sizeof *st);
         m->st = st;
         m->cap_st = cap;
-        int32_t *tr = realloc(m->trans, (size_t)cap * 256 * sizeof *tr);
-        if (!tr) return NOT_KEPT; /* st grew, trans did not: try again next time */
-        m->trans = tr;
     }
-    if (m->cap_st > 0 && !m->trans) return NOT_KEPT;
     int32_t id = m->n_st;
     sset *d = &m->st[id];
     if (ss_copy(m, d, s)) {
