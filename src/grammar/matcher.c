@@ -28,12 +28,12 @@
 
 #include "grammar/gram_int.h"
 
-#define WORK_LIMIT 20000000L /* stack expansions per call */
-#define EXPAND_DEPTH 4096    /* rule references followed without consuming */
-#define N_CACHE 64           /* masks kept per matcher */
-#define MAX_STATES 8192      /* interned states per matcher */
-#define FLUSH_STATES 6144    /* past this, the next call starts the table afresh */
-#define MAX_STATE_INTS (8L << 20)
+#define WORK_LIMIT 20000000L      /* stack expansions per call */
+#define EXPAND_DEPTH 4096         /* rule references followed without consuming */
+#define N_CACHE 64                /* masks kept per matcher */
+#define MAX_STATES 8192           /* interned states per matcher */
+#define FLUSH_STATES 6144         /* past this, the next call starts the table afresh */
+#define MAX_STATE_INTS (2L << 20) /* stack positions they hold: with the table, <= 17 MB */
 
 /* Transitions and state ids. */
 #define T_UNKNOWN (-2) /* not computed yet */
