@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "modelfile/gguf.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 
 /* ---- value printing ------------------------------------------------------ */

@@ -1,6 +1,8 @@
-/* GGUF -> the neutral model description: Qwen3 hyperparameters from the
- * qwen3.* keys, the tokenizer from tokenizer.ggml.* and tokenizer.chat_template,
- * every tensor, then the slots bound by model_bind. See gguf_model.h. */
+/* GGUF -> the neutral model description: the shared hyperparameters from
+ * the <arch>.* keys every llama.cpp architecture writes (block_count,
+ * embedding_length, ...), the tokenizer from tokenizer.ggml.* and
+ * tokenizer.chat_template, every tensor, indexed by model_index. See
+ * gguf_model.h. */
 #include "modelfile/gguf_model.h"
 
 #include <stdio.h>
@@ -62,7 +64,7 @@ static int load_hparams(inf_model_file *m, const gguf_file *g, inf_err *err) {
     hp->n_head_kv = hp->n_head;
     if (gguf_find(g, KEY("attention.head_count_kv")) && get_pos_int(g, key, &hp->n_head_kv, err))
         return -1;
-    /* Qwen3 states head_dim; n_head*head_dim need not equal n_embd */
+    /* head_dim when stated; n_head*head_dim need not equal n_embd */
     if (gguf_find(g, KEY("attention.key_length"))) {
         if (get_pos_int(g, key, &hp->head_dim, err)) return -1;
     } else {
@@ -176,11 +178,6 @@ int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
     }
     m->priv->gguf = g;
     if (get_str_dup(g, "general.architecture", &m->arch, err)) goto fail;
-    if (strcmp(m->arch, "qwen3")) {
-        inf_fail(err, "%s: general.architecture is \"%s\"; inferno supports qwen3", g->name,
-                 m->arch);
-        goto fail;
-    }
     if (gguf_find(g, "general.name")) {
         if (get_str_dup(g, "general.name", &m->name, err)) goto fail;
     } else if (!(m->name = strdup(m->arch))) {
@@ -215,7 +212,7 @@ int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
         t->file_index = 0;
     }
     if (load_vocab(&m->vocab, g, err)) goto fail;
-    if (model_bind(m, err)) goto fail;
+    if (model_index(m, err)) goto fail;
     *out = m;
     return 0;
 fail:

@@ -87,26 +87,19 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
         inf_fail(err, "%s: field model_type is missing or not a string", path);
         goto done;
     }
-    if (strcmp(json_string_value(mt), "qwen3")) {
-        inf_fail(err, "%s: model_type is \"%s\"; inferno supports qwen3", path,
-                 json_string_value(mt));
-        goto done;
-    }
-    if (!(m->arch = strdup("qwen3"))) goto oom;
+    if (!(m->arch = strdup(json_string_value(mt)))) goto oom;
     inf_hparams *hp = &m->hp;
-    int vocab;
     double theta, eps;
     if (cfg_int(cfg, path, "hidden_size", -1, &hp->n_embd, err) ||
         cfg_int(cfg, path, "num_hidden_layers", -1, &hp->n_layer, err) ||
         cfg_int(cfg, path, "num_attention_heads", -1, &hp->n_head, err) ||
         cfg_int(cfg, path, "num_key_value_heads", hp->n_head, &hp->n_head_kv, err) ||
         cfg_int(cfg, path, "intermediate_size", -1, &hp->n_ff, err) ||
-        cfg_int(cfg, path, "vocab_size", -1, &vocab, err) ||
         cfg_int(cfg, path, "max_position_embeddings", -1, &hp->n_ctx_train, err) ||
         cfg_num(cfg, path, "rope_theta", &theta, err) ||
         cfg_num(cfg, path, "rms_norm_eps", &eps, err))
         goto done;
-    /* Qwen3 states head_dim; n_head*head_dim need not equal hidden_size */
+    /* head_dim when stated; n_head*head_dim need not equal hidden_size */
     if (!json_object_get(cfg, "head_dim") && hp->n_embd % hp->n_head) {
         inf_fail(err,
                  "%s: field head_dim is missing and hidden_size is not a multiple of "
@@ -117,13 +110,7 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
     if (cfg_int(cfg, path, "head_dim", hp->n_embd / hp->n_head, &hp->head_dim, err)) goto done;
     hp->rope_theta = (float)theta;
     hp->rms_eps = (float)eps;
-    m->priv->cfg_vocab = vocab;
-    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
-    if (tie && !json_is_boolean(tie)) {
-        inf_fail(err, "%s: field tie_word_embeddings is not true or false", path);
-        goto done;
-    }
-    m->priv->tie_hint = tie && json_is_true(tie);
+    m->priv->cfg = json_incref(cfg); /* the architecture reads its own fields */
     rc = 0;
     goto done;
 oom:
@@ -283,7 +270,7 @@ int hf_model_open(inf_model_file **out, const char *dir, inf_err *err) {
         return inf_fail(err, "%s: out of memory", dir);
     }
     if (load_config(m, dir, err) || load_weights(m, dir, err) || load_tokenizer(m, dir, err) ||
-        model_bind(m, err)) {
+        model_index(m, err)) {
         inf_model_close(m);
         return -1;
     }

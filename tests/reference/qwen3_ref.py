@@ -1,8 +1,17 @@
 #!/usr/bin/python3
 """A NumPy Qwen3, written from the Hugging Face definition (transformers'
 modeling_qwen3: Qwen3RMSNorm, Qwen3RotaryEmbedding + apply_rotary_pos_emb,
-Qwen3Attention with q_norm/k_norm before RoPE, repeat_kv, Qwen3MLP), used as
-the independent oracle for inferno's logits.
+Qwen3Attention with q_norm/k_norm before RoPE, repeat_kv, Qwen3MLP; and
+modeling_qwen3_moe's Qwen3MoeSparseMoeBlock: router softmax in float, top-k,
+renormalized when norm_topk_prob, each chosen expert's MLP weighted; the
+sparse layers chosen by decoder_sparse_step and mlp_only_layers), used as the
+independent oracle for inferno's logits.
+
+Experts are read from every layout: GGUF's 3-D ffn_{gate,up,down}_exps,
+Hugging Face's per-expert mlp.experts.E.{gate,up,down}_proj.weight, and
+transformers v5's fused mlp.experts.gate_up_proj [E, 2F, H] (gate rows
+first) / mlp.experts.down_proj [E, H, F]; all become stacked [E, out, in]
+arrays here.
 
 It reads a Hugging Face folder itself (config.json + *.safetensors, the
 safetensors header parsed with json, tensors with numpy.frombuffer; bf16 by
@@ -54,6 +63,22 @@ def load_safetensors(path):
     return out
 
 
+def stack_experts(cfg, W):
+    """Every layout of MoE experts -> W[p + "mlp.experts.{gate,up,down}"] [E, out, in]."""
+    n = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}.mlp.experts."
+        if p + "gate_up_proj" in W:  # transformers v5: gate rows, then up rows
+            gu = W.pop(p + "gate_up_proj")
+            f = gu.shape[1] // 2
+            W[p + "gate"], W[p + "up"] = gu[:, :f, :], gu[:, f:, :]
+            W[p + "down"] = W.pop(p + "down_proj")
+        elif p + "0.gate_proj.weight" in W:
+            for proj in ("gate", "up", "down"):
+                W[p + proj] = np.stack([W.pop(f"{p}{e}.{proj}_proj.weight") for e in range(n)])
+    return W
+
+
 def load_model(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
@@ -61,7 +86,7 @@ def load_model(folder):
     for fn in sorted(os.listdir(folder)):
         if fn.endswith(".safetensors"):
             weights.update(load_safetensors(os.path.join(folder, fn)))
-    return cfg, weights
+    return cfg, stack_experts(cfg, weights)
 
 
 # ---- GGUF (for the quantized types): parsed and dequantized here, from the
@@ -82,6 +107,10 @@ GGUF_NAMES = {  # GGUF tensor name -> Hugging Face name ("{}" = layer)
     "blk.{}.ffn_gate.weight": "model.layers.{}.mlp.gate_proj.weight",
     "blk.{}.ffn_up.weight": "model.layers.{}.mlp.up_proj.weight",
     "blk.{}.ffn_down.weight": "model.layers.{}.mlp.down_proj.weight",
+    "blk.{}.ffn_gate_inp.weight": "model.layers.{}.mlp.gate.weight",
+    "blk.{}.ffn_gate_exps.weight": "model.layers.{}.mlp.experts.gate",
+    "blk.{}.ffn_up_exps.weight": "model.layers.{}.mlp.experts.up",
+    "blk.{}.ffn_down_exps.weight": "model.layers.{}.mlp.experts.down",
 }
 
 
@@ -382,6 +411,9 @@ def load_gguf(path):
         "rms_norm_eps": meta[a + ".attention.layer_norm_rms_epsilon"],
         "rope_theta": meta.get(a + ".rope.freq_base", 10000.0),
     }
+    if a + ".expert_count" in meta:  # llama.cpp always renormalizes the top-k weights
+        cfg.update(num_experts=meta[a + ".expert_count"],
+                   num_experts_per_tok=meta[a + ".expert_used_count"], norm_topk_prob=True)
     W = {}
     for name, ne, t, off in infos:
         data = tensor_values(raw, base, ne, t, off)
@@ -396,6 +428,9 @@ def load_gguf(path):
         if hf:
             W[hf] = data.reshape(list(reversed(ne)))  # ggml ne is fastest-first
     cfg["tie_word_embeddings"] = "lm_head.weight" not in W
+    # GGUF: a layer is sparse when it has a router
+    cfg["mlp_only_layers"] = [i for i in range(cfg["num_hidden_layers"])
+                              if f"model.layers.{i}.mlp.gate.weight" not in W]
     return cfg, W
 
 
@@ -408,6 +443,40 @@ def rms_norm(x, w, eps):
 def rotate_half(x):
     h = x.shape[-1] // 2
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def sparse_moe_block(cfg, W, p, h):
+    """Qwen3MoeSparseMoeBlock: router -> softmax (float) -> top-k -> renormalize
+    when norm_topk_prob -> sum of each chosen expert's MLP, weighted."""
+    k = cfg["num_experts_per_tok"]
+    logits = h @ W[p + "mlp.gate.weight"].astype(np.float64).T  # [T, n_experts]
+    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]  # [T, k]
+    weights = np.take_along_axis(probs, top, axis=-1)
+    if cfg.get("norm_topk_prob", False):
+        weights = weights / weights.sum(axis=-1, keepdims=True)
+    out = np.zeros_like(h)
+    for e in np.unique(top):
+        rows, slot = np.nonzero(top == e)
+        x = h[rows]
+        g = x @ W[p + "mlp.experts.gate"][e].astype(np.float64).T
+        u = x @ W[p + "mlp.experts.up"][e].astype(np.float64).T
+        y = (silu(g) * u) @ W[p + "mlp.experts.down"][e].astype(np.float64).T
+        out[rows] += weights[rows, slot][:, None] * y
+    return out
+
+
+def is_sparse(cfg, i):
+    """Qwen3MoeDecoderLayer: the MoE block unless mlp_only_layers names the layer
+    or it is off the decoder_sparse_step."""
+    n = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    step = cfg.get("decoder_sparse_step", 1) or 1
+    return i not in cfg.get("mlp_only_layers", []) and n > 0 and (i + 1) % step == 0
 
 
 def forward(cfg, W, tokens):
@@ -449,9 +518,12 @@ def forward(cfg, W, tokens):
         att = np.einsum("hqk,khd->qhd", probs, v).reshape(T, nh * hd)
         x = x + att @ f64(p + "self_attn.o_proj.weight").T
         h = rms_norm(x, f64(p + "post_attention_layernorm.weight"), eps)
+        if is_sparse(cfg, i):
+            x = x + sparse_moe_block(cfg, W, p, h)
+            continue
         g = h @ f64(p + "mlp.gate_proj.weight").T
         u = h @ f64(p + "mlp.up_proj.weight").T
-        x = x + ((g / (1.0 + np.exp(-g))) * u) @ f64(p + "mlp.down_proj.weight").T
+        x = x + (silu(g) * u) @ f64(p + "mlp.down_proj.weight").T
 
     x = rms_norm(x, f64("model.norm.weight"), eps)
     head = "model.embed_tokens.weight"

@@ -19,7 +19,7 @@
 #include "backend/cpu_features.h"
 #include "backend/simd.h"
 #include "harness.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "kv_run.h"
 
@@ -36,11 +36,11 @@ static int argmax(const float *x, int n) {
 /* logits [1 + N_DEC][V]; tokens: in = the decode inputs (NULL: greedy, written to out_tok) */
 static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *prompt,
                const int32_t *in_tok, int32_t *out_tok, float *logits) {
-    inf_qwen3 *m = NULL;
+    inf_model *m = NULL;
     kv_run s = {0};
     inf_err err;
     int V = mf->hp.n_vocab, rc = -1;
-    if (inf_qwen3_create(&m, mf, be, 64, N_PROMPT, &err) || kv_run_open(&s, m, NULL, 64, &err)) {
+    if (inf_model_create(&m, mf, be, 64, N_PROMPT, &err) || kv_run_open(&s, m, NULL, 64, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -55,7 +55,7 @@ static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *p
     rc = 0;
 done:
     kv_run_close(&s);
-    inf_qwen3_free(m);
+    inf_model_free(m);
     return rc;
 }
 
