@@ -14,6 +14,11 @@
 #    dequantized weights: < 1e-4 too, since both use the exact same weight
 #    values and only the summation order differs. The distance to the F32
 #    run (the quantization error itself) is printed for information.
+# 4. qwen3moe (tiny-moe: 8 experts, top 2): F32 from GGUF and from both Hugging
+#    Face expert layouts (per-expert tensors, transformers v5's fused
+#    gate_up_proj) against the reference at prefill and every decode step
+#    (< 1e-4); the three give identical logits; quantized files against the
+#    reference on their dequantized weights.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -99,4 +104,46 @@ a, b = np.load(sys.argv[1])[0], np.load(sys.argv[2])[0]
 print(f'     ${t^^}: prefill logits vs F32 weights: max abs {abs(a-b).max():.3g} (logit range {b.min():.2f}..{b.max():.2f})')" \
         "$tmp/${t}_17.npy" "$tmp/f32_17.npy"
 done
+
+# 4. qwen3moe
+if [ ! -f models/tiny-moe-f32.gguf ] || [ ! -d models/tiny-moe-f32-hf ] || [ ! -d models/tiny-moe-f32-hf-fused ]; then
+    bad "models/tiny-moe-* not generated (scripts/make-models.sh)"; finish
+fi
+for src in gguf hf hf-fused; do
+    case $src in gguf) m=models/tiny-moe-f32.gguf ;; hf) m=models/tiny-moe-f32-hf ;; *) m=models/tiny-moe-f32-hf-fused ;; esac
+    args=()
+    for L in 1 17 65; do
+        run_inf $m "$(ids $L)" "$tmp/moe_${src}_$L.npy" || { bad "inferno run MoE $src $L"; continue; }
+        args+=(--tokens "$(ids $L)" --gen-from "$tmp/moe_${src}_$L.npy" --out "$tmp/ref_moe_${src}_$L.npy")
+    done
+    $PY $REF $m "${args[@]}" || bad "reference run MoE $src"
+    for L in 1 17 65; do
+        cmp_npy "MoE F32 ($src) prompt $L tokens, prefill + $((NGEN - 1)) decode steps" "$tmp/moe_${src}_$L.npy" "$tmp/ref_moe_${src}_$L.npy" $TOL
+    done
+done
+for L in 1 17 65; do
+    cmp_npy "MoE F32 GGUF == HF folder, prompt $L" "$tmp/moe_gguf_$L.npy" "$tmp/moe_hf_$L.npy" 0
+    cmp_npy "MoE F32 GGUF == HF fused folder, prompt $L" "$tmp/moe_gguf_$L.npy" "$tmp/moe_hf-fused_$L.npy" 0
+done
+for t in q8_0 q4_k_m mxfp4; do
+    run_inf models/tiny-moe-$t.gguf "$(ids 17)" "$tmp/moe_$t.npy" || { bad "inferno run MoE $t"; continue; }
+    $PY $REF models/tiny-moe-$t.gguf --tokens "$(ids 17)" --gen-from "$tmp/moe_$t.npy" --out "$tmp/ref_moe_$t.npy" ||
+        { bad "reference run MoE $t"; continue; }
+    cmp_npy "MoE ${t^^} prompt 17 vs reference on its dequantized weights" "$tmp/moe_$t.npy" "$tmp/ref_moe_$t.npy" $TOL
+done
+# a Hugging Face config with norm_topk_prob false is honoured (the chosen
+# experts' weights are not renormalized): the same weights, another model
+mkdir -p "$tmp/moe-nonorm"
+for f in model.safetensors tokenizer.json tokenizer_config.json; do ln -s "$PWD/models/tiny-moe-f32-hf/$f" "$tmp/moe-nonorm/$f"; done
+$PY -c "import json,sys; c=json.load(open(sys.argv[1])); c['norm_topk_prob']=False; json.dump(c, open(sys.argv[2],'w'))" \
+    models/tiny-moe-f32-hf/config.json "$tmp/moe-nonorm/config.json"
+if run_inf "$tmp/moe-nonorm" "$(ids 17)" "$tmp/moe_nonorm.npy" &&
+    $PY $REF "$tmp/moe-nonorm" --tokens "$(ids 17)" --gen-from "$tmp/moe_nonorm.npy" --out "$tmp/ref_moe_nonorm.npy"; then
+    cmp_npy "MoE norm_topk_prob false vs reference" "$tmp/moe_nonorm.npy" "$tmp/ref_moe_nonorm.npy" $TOL
+    $PY -c "import numpy as np,sys; d=abs(np.load(sys.argv[1])[0]-np.load(sys.argv[2])[0]).max(); print(f'{d:.3g}'); sys.exit(d < 1e-2)" \
+        "$tmp/moe_nonorm.npy" "$tmp/moe_hf_17.npy" >"$tmp/d.txt" &&
+        ok "MoE norm_topk_prob false changes the logits (by $(cat "$tmp/d.txt"))" || bad "MoE norm_topk_prob false gives the renormalized logits"
+else
+    bad "MoE norm_topk_prob false run"
+fi
 finish
