@@ -127,7 +127,10 @@ int inf_qwen3_bind_head(const inf_model_file *mf, const inf_backend *be,
     const inf_tensor *norm = inf_model_find(mf, name);
     if (!head) return inf_fail(err, "%s: tensor output is missing", mf->path);
     if (!norm) return inf_fail(err, "%s: tensor output_norm is missing", mf->path);
-    return blk_bind_matrix(output, mf, be, head, hp->n_vocab, hp->n_embd, err) ||
+    /* a tied head is the embedding table, which embed reads as stored */
+    return (hp->tied_output ? blk_bind_matrix_shared : blk_bind_matrix)(output, mf, be, head,
+                                                                        hp->n_vocab, hp->n_embd,
+                                                                        err) ||
                    blk_bind_vector(output_norm, mf, norm, hp->n_embd, err)
                ? -1
                : 0;

@@ -113,8 +113,9 @@ int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix,
 
 /* ---- binding ------------------------------------------------------------ */
 
-int blk_bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
-                    const inf_tensor *t, int64_t n_out, int64_t n_in, inf_err *err) {
+static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
+                       const inf_tensor *t, int64_t n_out, int64_t n_in, bool drop,
+                       inf_err *err) {
     memset(w, 0, sizeof *w);
     INF_ASSERT(t);
     const inf_dtype_info *info = inf_dtype_get(t->type);
@@ -140,7 +141,20 @@ int blk_bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *
                         "repacked copy",
                         mf->path, be->name, t->name);
     }
+    /* the backend reads its packed copy from now on: the file's pages of
+       this weight can leave the resident set */
+    if (drop && w->packed) inf_model_drop_pages(mf, t);
     return 0;
+}
+
+int blk_bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
+                    const inf_tensor *t, int64_t n_out, int64_t n_in, inf_err *err) {
+    return bind_matrix(w, mf, be, t, n_out, n_in, true, err);
+}
+
+int blk_bind_matrix_shared(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
+                           const inf_tensor *t, int64_t n_out, int64_t n_in, inf_err *err) {
+    return bind_matrix(w, mf, be, t, n_out, n_in, false, err);
 }
 
 /* Norm weights are tiny: keep an f32 copy whatever the file stores. */

@@ -45,9 +45,14 @@ int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix,
                           const char *hf_prefix, inf_err *err);
 
 /* A matrix [n_out][n_in] of any weight type for be (prepare_weight runs on
- * it); a norm vector copied to f32. what names it in errors. */
+ * it; when the backend made a packed copy, the file's pages of the weight
+ * are dropped from the resident set); a norm vector copied to f32. The
+ * _shared form keeps the pages: for a tensor also read as it is stored (the
+ * tied embedding). */
 int blk_bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
                     const inf_tensor *t, int64_t n_out, int64_t n_in, inf_err *err);
+int blk_bind_matrix_shared(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
+                           const inf_tensor *t, int64_t n_out, int64_t n_in, inf_err *err);
 int blk_bind_vector(float **out, const inf_model_file *mf, const inf_tensor *t, int64_t n,
                     inf_err *err);
 void blk_release(const inf_backend *be, inf_weight *w); /* no-op for an unbound weight */

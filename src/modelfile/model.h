@@ -74,6 +74,12 @@ void inf_model_close(inf_model_file *m);
 /* Finds a tensor by its file name; NULL if absent. */
 const inf_tensor *inf_model_find(const inf_model_file *m, const char *name);
 
+/* The pages of t's data are no longer needed (a backend holds a packed copy
+ * of the weight): they leave the resident set and come back from the file if
+ * read again, so a packed copy does not sit beside the whole mapped file.
+ * A no-op for a tensor not in one of the file's mappings. */
+void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t);
+
 /* The file's own metadata by key: a GGUF key ("qwen3moe.expert_count") or a
  * top-level config.json field ("num_experts"), whichever the format holds.
  * Each returns 1 and sets *out when the key is there, 0 when it is absent

@@ -109,6 +109,14 @@ int model_index(inf_model_file *m, inf_err *err) {
     return check_hparams(m, err);
 }
 
+void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t) {
+    const struct inf_model_file_priv *p = m->priv;
+    if (!p || !t) return;
+    if (p->gguf) inf_mmap_drop(&p->gguf->map, t->data, t->nbytes);
+    if (t->file_index >= 0 && t->file_index < p->n_st)
+        inf_mmap_drop(&p->st[t->file_index]->map, t->data, t->nbytes);
+}
+
 /* ---- metadata ---- */
 
 int inf_model_meta_int(const inf_model_file *m, const char *key, int64_t *out, inf_err *err) {
