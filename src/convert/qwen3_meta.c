@@ -1,6 +1,7 @@
 /* Qwen3 GGUF metadata (see qwen3_meta.h). */
 #include "convert/qwen3_meta.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,6 +25,16 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
     gguf_writer_add_f32(w, KEY("attention.layer_norm_rms_epsilon"), hp->rms_eps);
     gguf_writer_add_u32(w, KEY("attention.key_length"), (uint32_t)hp->head_dim);
     gguf_writer_add_u32(w, KEY("attention.value_length"), (uint32_t)hp->head_dim);
+    if (hp->yarn_factor > 0) { /* llama.cpp multiplies attn_factor by 0.1 ln(factor) + 1 */
+        const double ms = hp->yarn_factor > 1 ? 0.1 * log(hp->yarn_factor) + 1.0 : 1.0;
+        gguf_writer_add_str(w, KEY("rope.scaling.type"), "yarn");
+        gguf_writer_add_f32(w, KEY("rope.scaling.factor"), hp->yarn_factor);
+        gguf_writer_add_u32(w, KEY("rope.scaling.original_context_length"),
+                            (uint32_t)hp->yarn_orig_ctx);
+        gguf_writer_add_f32(w, KEY("rope.scaling.attn_factor"), (float)(hp->rope_attn_factor / ms));
+        gguf_writer_add_f32(w, KEY("rope.scaling.yarn_beta_fast"), hp->yarn_beta_fast);
+        gguf_writer_add_f32(w, KEY("rope.scaling.yarn_beta_slow"), hp->yarn_beta_slow);
+    }
     if (hp->n_expert > 0) {
         gguf_writer_add_u32(w, KEY("expert_count"), (uint32_t)hp->n_expert);
         gguf_writer_add_u32(w, KEY("expert_used_count"), (uint32_t)hp->n_expert_used);

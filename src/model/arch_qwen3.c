@@ -263,7 +263,11 @@ static void facts(const inf_model_file *mf, inf_model_facts *f) {
     f->ffn_type = tg ? tg->type : INF_F32;
 }
 
-static const char *const gguf_archs[] = {"qwen3", NULL};
+/* qwen3vl: Qwen3-VL's text model as llama.cpp writes it (the vision tower
+ * lives in a separate mmproj file). For text tokens its multi-section RoPE
+ * is the NeoX RoPE (the three position ids are equal) and deepstack adds
+ * nothing, so text prompts run as qwen3. */
+static const char *const gguf_archs[] = {"qwen3", "qwen3vl", NULL};
 static const char *const hf_types[] = {"qwen3", NULL};
 
 const inf_arch inf_arch_qwen3 = {

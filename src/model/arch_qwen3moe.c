@@ -334,7 +334,8 @@ static void facts(const inf_model_file *mf, inf_model_facts *f) {
     if (head) f->decode_bytes += head->nbytes;
 }
 
-static const char *const gguf_archs[] = {"qwen3moe", NULL};
+/* qwen3vlmoe: Qwen3-VL-30B-A3B's text model (see arch_qwen3.c's qwen3vl) */
+static const char *const gguf_archs[] = {"qwen3moe", "qwen3vlmoe", NULL};
 static const char *const hf_types[] = {"qwen3_moe", NULL};
 
 const inf_arch inf_arch_qwen3moe = {

@@ -114,7 +114,7 @@ int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backen
         inf_fail(err, "out of memory for the RoPE tables (context %d)", n_ctx);
         goto fail;
     }
-    inf_rope_tables(m->rope_cos, m->rope_sin, n_ctx, hp->head_dim, hp->rope_theta);
+    inf_rope_tables(m->rope_cos, m->rope_sin, n_ctx, hp->head_dim, hp);
     if (a->create(m, err)) goto fail;
     *out = m;
     return 0;

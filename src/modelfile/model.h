@@ -29,6 +29,12 @@ typedef struct inf_hparams {
     int n_vocab;     /* 151936 */
     int n_ctx_train; /* 40960 */
     float rope_theta;   /* 1e6 */
+    /* YaRN (rope_scaling type yarn; GGUF rope.scaling.type "yarn"); factor 0: none */
+    float yarn_factor;    /* 4 for the "-128K" setups */
+    int yarn_orig_ctx;    /* original_max_position_embeddings, 32768 */
+    float yarn_beta_fast; /* 32 */
+    float yarn_beta_slow; /* 1 */
+    float rope_attn_factor; /* cos/sin are scaled by it: YaRN's 0.1 ln(factor) + 1; 1 without */
     float rms_eps;      /* 1e-6 */
     bool tied_output;   /* output head is token_embd (set by the architecture) */
     /* Mixture of experts (0 for a dense model; set by the architecture) */

@@ -37,7 +37,13 @@ void inf_model_close(inf_model_file *m) {
     free(m->arch);
     free(m->name);
     if (m->priv) {
-        gguf_close(m->priv->gguf);
+        if (m->priv->splits) {
+            for (int i = 0; i < m->priv->n_splits; i++)
+                gguf_close(m->priv->splits[i]);
+            free(m->priv->splits);
+        } else {
+            gguf_close(m->priv->gguf);
+        }
         for (int i = 0; i < m->priv->n_st; i++)
             st_close(m->priv->st[i]);
         free(m->priv->st);
@@ -112,8 +118,10 @@ int model_index(inf_model_file *m, inf_err *err) {
 void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t) {
     const struct inf_model_file_priv *p = m->priv;
     if (!p || !t) return;
-    if (p->gguf) inf_mmap_drop(&p->gguf->map, t->data, t->nbytes);
-    if (t->file_index >= 0 && t->file_index < p->n_st)
+    if (p->gguf && !p->splits) inf_mmap_drop(&p->gguf->map, t->data, t->nbytes);
+    if (p->splits && t->file_index >= 0 && t->file_index < p->n_splits)
+        inf_mmap_drop(&p->splits[t->file_index]->map, t->data, t->nbytes);
+    if (!p->gguf && t->file_index >= 0 && t->file_index < p->n_st)
         inf_mmap_drop(&p->st[t->file_index]->map, t->data, t->nbytes);
 }
 

@@ -16,7 +16,9 @@
 #include "modelfile/safetensors.h"
 
 struct inf_model_file_priv {
-    gguf_file *gguf; /* GGUF: the parsed file; owns the mapping */
+    gguf_file *gguf; /* GGUF: the parsed (first) file; owns the mapping */
+    int n_splits;
+    gguf_file **splits; /* GGUF split into files: [n_splits], splits[0] == gguf */
     int n_st;
     st_file **st;               /* HF: [n_st] safetensors files (shards); own their mappings */
     json_t *cfg;                /* HF: config.json, for inf_model_meta_* */

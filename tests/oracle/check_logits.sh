@@ -19,6 +19,16 @@
 #    gate_up_proj) against the reference at prefill and every decode step
 #    (< 1e-4); the three give identical logits; quantized files against the
 #    reference on their dequantized weights.
+# 5. YaRN (rope_scaling type yarn, factor 4, original context 32): a 100-token
+#    prompt runs to position 107, past the original context, against the
+#    reference's frequencies and attention factor (< 1e-4); the same config as
+#    transformers v5 writes it (rope_parameters, dtype) and the GGUF that
+#    `inferno quantize` makes of it (rope.scaling.*) give identical logits.
+# 6. Files as other tools lay them out (tests/oracle/gguf_edit.py): a GGUF
+#    split in 3 by llama.cpp's gguf-split layout, opened from its first file,
+#    and Qwen3-VL's text models (qwen3vl, qwen3vlmoe) give the logits of the
+#    file they came from, bit for bit; a later split or a missing one is
+#    refused by name.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -140,10 +150,48 @@ $PY -c "import json,sys; c=json.load(open(sys.argv[1])); c['norm_topk_prob']=Fal
 if run_inf "$tmp/moe-nonorm" "$(ids 17)" "$tmp/moe_nonorm.npy" &&
     $PY $REF "$tmp/moe-nonorm" --tokens "$(ids 17)" --gen-from "$tmp/moe_nonorm.npy" --out "$tmp/ref_moe_nonorm.npy"; then
     cmp_npy "MoE norm_topk_prob false vs reference" "$tmp/moe_nonorm.npy" "$tmp/ref_moe_nonorm.npy" $TOL
-    $PY -c "import numpy as np,sys; d=abs(np.load(sys.argv[1])[0]-np.load(sys.argv[2])[0]).max(); print(f'{d:.3g}'); sys.exit(d < 1e-2)" \
+    $PY -c "import numpy as np,sys; d=abs(np.load(sys.argv[1])[0]-np.load(sys.argv[2])[0]).max(); print(f'{d:.3g}'); sys.exit(1 if d < 1e-2 else 0)" \
         "$tmp/moe_nonorm.npy" "$tmp/moe_hf_17.npy" >"$tmp/d.txt" &&
         ok "MoE norm_topk_prob false changes the logits (by $(cat "$tmp/d.txt"))" || bad "MoE norm_topk_prob false gives the renormalized logits"
 else
     bad "MoE norm_topk_prob false run"
 fi
+
+# 5. YaRN
+yarn_dir() { # dir, python expression editing the config c
+    mkdir -p "$1"
+    for f in model.safetensors tokenizer.json tokenizer_config.json; do ln -sf "$PWD/models/tiny-f32-hf/$f" "$1/$f"; done
+    $PY -c "import json,sys; c=json.load(open(sys.argv[1])); $2; json.dump(c, open(sys.argv[2],'w'))" \
+        models/tiny-f32-hf/config.json "$1/config.json"
+}
+yarn_dir "$tmp/yarn" "c['rope_scaling']={'rope_type':'yarn','factor':4.0,'original_max_position_embeddings':32}"
+yarn_dir "$tmp/yarn-v5" "c['rope_parameters']={'rope_type':'yarn','rope_theta':c.pop('rope_theta'),'factor':4.0,'original_max_position_embeddings':32}; c.pop('rope_scaling'); c['dtype']=c.pop('torch_dtype')"
+if run_inf "$tmp/yarn" "$(ids 100)" "$tmp/yarn.npy" &&
+    $PY $REF "$tmp/yarn" --tokens "$(ids 100)" --gen-from "$tmp/yarn.npy" --out "$tmp/ref_yarn.npy"; then
+    cmp_npy "YaRN prompt 100 tokens (positions past the original 32), prefill + $((NGEN - 1)) decode steps" "$tmp/yarn.npy" "$tmp/ref_yarn.npy" $TOL
+    run_inf "$tmp/yarn-v5" "$(ids 100)" "$tmp/yarn-v5.npy" &&
+        cmp_npy "YaRN as transformers v5 writes it (rope_parameters) == rope_scaling" "$tmp/yarn.npy" "$tmp/yarn-v5.npy" 0 || bad "YaRN v5 config run"
+    $INF quantize "$tmp/yarn" "$tmp/yarn.gguf" F32 >/dev/null 2>&1 && run_inf "$tmp/yarn.gguf" "$(ids 100)" "$tmp/yarn-gguf.npy" &&
+        cmp_npy "YaRN GGUF (rope.scaling.*) == HF folder" "$tmp/yarn.npy" "$tmp/yarn-gguf.npy" 0 || bad "YaRN GGUF run"
+else
+    bad "YaRN run"
+fi
+
+# 6. split GGUF, Qwen3-VL text
+EDIT=tests/oracle/gguf_edit.py
+for m in tiny-q8_0 tiny-moe-q8_0; do
+    run_inf models/$m.gguf "$(ids 17)" "$tmp/$m.npy" || { bad "inferno run $m"; continue; }
+    $PY $EDIT models/$m.gguf "$tmp/$m-split" --split 3 &&
+        run_inf "$tmp/$m-split-00001-of-00003.gguf" "$(ids 17)" "$tmp/$m-split.npy" &&
+        cmp_npy "$m split in 3 files == the whole file" "$tmp/$m.npy" "$tmp/$m-split.npy" 0 || bad "$m split run"
+    vl=qwen3vl; [ "$m" = tiny-moe-q8_0 ] && vl=qwen3vlmoe
+    $PY $EDIT models/$m.gguf "$tmp/$m-$vl.gguf" --arch $vl &&
+        run_inf "$tmp/$m-$vl.gguf" "$(ids 17)" "$tmp/$m-$vl.npy" &&
+        cmp_npy "$m as $vl (Qwen3-VL's text model) == $m" "$tmp/$m.npy" "$tmp/$m-$vl.npy" 0 || bad "$m as $vl run"
+done
+msg=$($INF run -m "$tmp/tiny-q8_0-split-00002-of-00003.gguf" --token-ids 1 -n 1 2>&1)
+[[ "$msg" == *"split 2"*"open the first"* ]] && ok "a later split is refused: $msg" || bad "a later split: $msg"
+rm "$tmp/tiny-q8_0-split-00003-of-00003.gguf"
+msg=$($INF run -m "$tmp/tiny-q8_0-split-00001-of-00003.gguf" --token-ids 1 -n 1 2>&1)
+[[ "$msg" == *"00003-of-00003.gguf"* ]] && ok "a missing split is named: $msg" || bad "a missing split: $msg"
 finish

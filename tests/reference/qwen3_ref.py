@@ -411,6 +411,14 @@ def load_gguf(path):
         "rms_norm_eps": meta[a + ".attention.layer_norm_rms_epsilon"],
         "rope_theta": meta.get(a + ".rope.freq_base", 10000.0),
     }
+    if meta.get(a + ".rope.scaling.type") == "yarn":  # llama.cpp: attn_factor * mscale
+        f = meta[a + ".rope.scaling.factor"]
+        cfg["rope_scaling"] = {
+            "rope_type": "yarn", "factor": f,
+            "original_max_position_embeddings": meta[a + ".rope.scaling.original_context_length"],
+            "attention_factor": meta.get(a + ".rope.scaling.attn_factor", 1.0) * (0.1 * np.log(f) + 1.0),
+            "beta_fast": meta.get(a + ".rope.scaling.yarn_beta_fast", 32),
+            "beta_slow": meta.get(a + ".rope.scaling.yarn_beta_slow", 1)}
     if a + ".expert_count" in meta:  # llama.cpp always renormalizes the top-k weights
         cfg.update(num_experts=meta[a + ".expert_count"],
                    num_experts_per_tok=meta[a + ".expert_used_count"], norm_topk_prob=True)
@@ -443,6 +451,43 @@ def rms_norm(x, w, eps):
 def rotate_half(x):
     h = x.shape[-1] // 2
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def rope_parameters(cfg, hd):
+    """(inv_freq [hd/2], attention_scaling) as transformers' modeling_rope_utils
+    computes them: the default RoPE, or _compute_yarn_parameters for
+    rope_scaling / rope_parameters of type yarn."""
+    params = cfg.get("rope_parameters") or {}
+    theta = cfg.get("rope_theta", params.get("rope_theta", 10000.0))
+    inv_freq = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    rs = cfg.get("rope_scaling") or params
+    if (rs.get("rope_type") or rs.get("type")) != "yarn":
+        return inv_freq, 1.0
+    factor = rs["factor"]
+    orig = rs.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+
+    def get_mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * np.log(scale) + 1.0
+
+    attention = rs.get("attention_factor")
+    if attention is None:
+        if rs.get("mscale") and rs.get("mscale_all_dim"):
+            attention = get_mscale(factor, rs["mscale"]) / get_mscale(factor, rs["mscale_all_dim"])
+        else:
+            attention = get_mscale(factor)
+    beta_fast, beta_slow = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+    def correction_dim(n_rot):
+        return hd * np.log(orig / (n_rot * 2 * np.pi)) / (2 * np.log(theta))
+
+    low = max(np.floor(correction_dim(beta_fast)), 0)
+    high = min(np.ceil(correction_dim(beta_slow)), hd - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(hd // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extrapolation = 1 - ramp
+    inv_freq = (inv_freq / factor) * (1 - extrapolation) + inv_freq * extrapolation
+    return inv_freq, attention
 
 
 def silu(x):
@@ -486,17 +531,18 @@ def forward(cfg, W, tokens):
     nkv = cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or E // nh
     eps = cfg["rms_norm_eps"]
-    theta = cfg.get("rope_theta", 10000.0)
     T = len(tokens)
     f64 = lambda name: W[name].astype(np.float64)
 
     x = f64("model.embed_tokens.weight")[np.array(tokens)]  # [T, E]
 
-    # Qwen3RotaryEmbedding: inv_freq over even dims, emb = cat(freqs, freqs)
-    inv_freq = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    # Qwen3RotaryEmbedding: inv_freq over even dims, emb = cat(freqs, freqs);
+    # cos and sin times the attention scaling (YaRN's; 1 otherwise)
+    inv_freq, attention_scaling = rope_parameters(cfg, hd)
     freqs = np.outer(np.arange(T, dtype=np.float64), inv_freq)  # [T, hd/2]
     emb = np.concatenate([freqs, freqs], axis=-1)  # [T, hd]
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    cos = np.cos(emb)[:, None, :] * attention_scaling
+    sin = np.sin(emb)[:, None, :] * attention_scaling
 
     mask = np.triu(np.full((T, T), -np.inf), k=1)  # causal
     group = nh // nkv

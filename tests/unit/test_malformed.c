@@ -475,6 +475,13 @@ static void test_hf(void) {
     CHECK_ERR(hf_error(), "config.json", "hidden_size", "positive integer");
     config_with("rope_theta", "\"big\"");
     CHECK_ERR(hf_error(), "config.json", "rope_theta", "not a number");
+    /* rope_scaling, added after rope_theta */
+    config_with("rope_theta", "1e6, \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}");
+    CHECK_ERR(hf_error(), "config.json", "longrope", "yarn");
+    config_with("rope_theta", "1e6, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 0.5}");
+    CHECK_ERR(hf_error(), "config.json", "yarn factor 0.5");
+    config_with("rope_theta", "1e6, \"rope_scaling\": [4]");
+    CHECK_ERR(hf_error(), "config.json", "rope_scaling is not an object");
     config_with("vocab_size", "13");
     CHECK_ERR(hf_error(), "vocab_size is 13", "12 rows");
     config_with("tie_word_embeddings", "\"yes\"");
