@@ -180,8 +180,13 @@ int inf_model_gguf_name(const inf_model_file *mf, const char *name, char *out, s
         return 0;
     }
     const inf_arch *a = find_arch(mf);
-    if (!a || !a->gguf_name)
+    if (!a)
         return inf_fail(err, "%s: tensor %s: no GGUF name for architecture %s", mf->path, name,
                         mf->arch ? mf->arch : "?");
+    if (!a->gguf_name)
+        return inf_fail(err,
+                        "%s: converting a %s Hugging Face folder to GGUF is not supported (GGUF "
+                        "stacks the experts into 3-D tensors); quantize a GGUF file of it",
+                        mf->path, a->name);
     return a->gguf_name(mf, name, out, cap, layer, err);
 }
