@@ -11,3 +11,8 @@ mkdir -p models
 build/inferno-mkmodel --preset tiny --tokenizer "$tok" --out models \
     --formats gguf:f32,gguf:f16,gguf:bf16,gguf:q8_0,gguf:q4_0,gguf:q4_k,gguf:q6_k,gguf:q4_k_m,gguf:q4_1,gguf:q5_0,gguf:q5_1,gguf:q2_k,gguf:q3_k_s,gguf:q3_k_m,gguf:q3_k_l,gguf:q4_k_s,gguf:q5_k_s,gguf:q5_k_m,gguf:iq4_nl,gguf:iq4_xs,gguf:mxfp4,hf:f32,hf:f16,hf:bf16,hf-sharded:f32 \
     --skip-existing
+# qwen3moe: the tiny MoE preset (8 experts, top 2) as GGUF and as HF folders in
+# both expert layouts (per-expert tensors; transformers v5's fused gate_up_proj)
+build/inferno-mkmodel --preset tiny-moe --tokenizer "$tok" --out models \
+    --formats gguf:f32,gguf:q8_0,gguf:q4_k_m,gguf:mxfp4,hf:f32,hf-fused:f32 \
+    --skip-existing

@@ -1,12 +1,13 @@
 /* inferno-mkmodel: writes random-weight Qwen3 test models (tests/support/synth.h)
  * as GGUF files and Hugging Face folders, with the real Qwen3 tokenizer.
  *
- *   inferno-mkmodel --preset tiny|qwen3-0.6b --tokenizer DIR --out DIR
- *                   --formats gguf:f32,gguf:q4_k_m,hf:bf16,hf-sharded:f32,...
+ *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b-6l --tokenizer DIR
+ *                   --out DIR --formats gguf:f32,gguf:q4_k_m,hf:bf16,hf-sharded:f32,...
  *                   [--seed N] [--skip-existing]
  *
  * Outputs: OUT/<preset>-<type>.gguf, OUT/<preset>-<type>-hf/,
- * OUT/<preset>-<type>-hf-sharded/. */
+ * OUT/<preset>-<type>-hf-sharded/, OUT/<preset>-<type>-hf-fused/ (MoE experts
+ * in transformers v5's fused layout). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,15 @@
 #include "support/synth.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b --tokenizer DIR --out DIR\n"
+    fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b-6l\n"
+                    "                       --tokenizer DIR --out DIR\n"
                     "                       --formats KIND:TYPE[,KIND:TYPE...] [--seed N] "
                     "[--skip-existing]\n"
                     "  KIND: gguf (TYPE f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m, llama-quantize's\n"
                     "        q4_1 q5_0 q5_1 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q5_k_s q5_k_m\n"
                     "        iq4_nl iq4_xs, and mxfp4),\n"
-                    "        hf, hf-sharded (TYPE f32 f16 bf16)\n");
+                    "        hf, hf-sharded, hf-fused (TYPE f32 f16 bf16; hf-fused: MoE experts\n"
+                    "        as mlp.experts.gate_up_proj / down_proj)\n");
 }
 
 static double now(void) {
@@ -94,7 +97,7 @@ int main(int argc, char **argv) {
     }
     synth_model m = {.name = preset, .seed = seed};
     if (synth_preset(&m.hp, preset)) {
-        fprintf(stderr, "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b)\n", preset);
+        fprintf(stderr, "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b-6l)\n", preset);
         return 2;
     }
 
@@ -110,6 +113,7 @@ int main(int argc, char **argv) {
         synth_kind kind = !strcmp(f, "gguf")         ? SYNTH_GGUF
                           : !strcmp(f, "hf")         ? SYNTH_HF
                           : !strcmp(f, "hf-sharded") ? SYNTH_HF_SHARDED
+                          : !strcmp(f, "hf-fused")   ? SYNTH_HF_FUSED
                                                      : (synth_kind)-1;
         if (mix < 0 || (int)kind < 0 || (kind != SYNTH_GGUF && synth_hf_type(mix) < 0) ||
             n_outs == 64) {
@@ -120,7 +124,8 @@ int main(int argc, char **argv) {
             return 2;
         }
         static const char *const suffix[] = {
-            [SYNTH_GGUF] = ".gguf", [SYNTH_HF] = "-hf", [SYNTH_HF_SHARDED] = "-hf-sharded"};
+            [SYNTH_GGUF] = ".gguf", [SYNTH_HF] = "-hf", [SYNTH_HF_SHARDED] = "-hf-sharded",
+            [SYNTH_HF_FUSED] = "-hf-fused"};
         snprintf(paths[n_outs], sizeof paths[n_outs], "%s/%s-%s%s", out_dir, preset,
                  synth_mix_name(mix), suffix[kind]);
         if (skip_existing && exists(paths[n_outs])) {

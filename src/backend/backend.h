@@ -99,7 +99,7 @@ struct inf_backend {
      * none, else -1 with that message in err ("out of memory: ..."); either
      * way the record is cleared, so later ops run normally. Call it from the
      * thread that runs the ops, before their results are used
-     * (inf_qwen3_forward does, and returns -1). inf_backend_complete fills
+     * (inf_model_forward does, and returns -1). inf_backend_complete fills
      * the scalar reference's, which reports the scalar ops run on the
      * calling thread. */
     int (*take_error)(const inf_backend *be, inf_err *err);

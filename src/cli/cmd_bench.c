@@ -27,6 +27,7 @@
 #include "backend/select.h"
 #include "backend/trace.h"
 #include "cli/cli.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -192,12 +193,11 @@ static void model_facts_get(const inf_model_file *mf, model_facts *mfx) {
             ne *= (uint64_t)t->ne[d];
         mfx->n_params += ne;
         mfx->size += t->nbytes;
-        if (t != mf->token_embd && t != mf->output) mfx->decode_bytes += t->nbytes;
     }
-    /* the output head reads its whole table; the embedding lookup only one row */
-    mfx->decode_bytes += mf->output->nbytes;
-    const inf_tensor *rep = mf->layers[0].w_gate;
-    const inf_dtype_info *ti = inf_dtype_get(rep->type);
+    inf_model_facts facts;
+    inf_model_facts_get(mf, &facts);
+    mfx->decode_bytes = facts.decode_bytes;
+    const inf_dtype_info *ti = inf_dtype_get(facts.ffn_type);
     double b = (double)mfx->n_params / 1e9;
     char label[16];
     if (b < 1)

@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "modelfile/gguf.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "quant/dtype.h"
 
@@ -131,6 +132,12 @@ static void hparams_text(const inf_model_file *m) {
            h->n_layer, h->n_embd, h->n_head, h->n_head_kv, h->head_dim, h->n_ff, h->n_vocab);
     printf("  n_ctx_train %d  rope_theta %g  rms_eps %g  tied_output %s\n", h->n_ctx_train,
            (double)h->rope_theta, (double)h->rms_eps, h->tied_output ? "yes" : "no");
+    if (h->n_expert > 0)
+        printf("  experts %d, %d used per token, expert n_ff %d, top-k renormalized %s\n",
+               h->n_expert, h->n_expert_used, h->n_ff_exp, h->norm_topk_prob ? "yes" : "no");
+    if (h->yarn_factor > 0)
+        printf("  rope scaling yarn: factor %g, original context %d, attention factor %g\n",
+               (double)h->yarn_factor, h->yarn_orig_ctx, (double)h->rope_attn_factor);
     const inf_vocab_desc *v = &m->vocab;
     printf("  tokenizer %s/%s: %d tokens, %d merges, bos %d, eos %d, pad %d, eot %d, add_bos %s, "
            "chat template %s\n",

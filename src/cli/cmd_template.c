@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "template/template.h"
 #include "util/mem.h"

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mem.h"

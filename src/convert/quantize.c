@@ -10,6 +10,7 @@
 #include "convert/gguf_writer.h"
 #include "convert/qwen3_meta.h"
 #include "modelfile/gguf.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "quant/quantize.h"
 #include "util/mem.h"
@@ -22,38 +23,22 @@ typedef struct out_tensor {
     inf_dtype type;
 } out_tensor;
 
-/* the model's tensors in llama.cpp's naming: token_embd, each block, output_norm, output */
-static int list_tensors(const inf_model_file *mf, out_tensor **out) {
-    const int per_layer = 11, n = 3 + per_layer * mf->hp.n_layer;
-    out_tensor *ts = calloc((size_t)n, sizeof *ts);
-    if (!ts) return -1;
+/* the model's tensors in llama.cpp's naming (the architecture maps a Hugging
+ * Face name), in file order; a tied head stored beside the embedding is left
+ * out, as transformers ignores it. */
+static int list_tensors(const inf_model_file *mf, out_tensor **out, inf_err *err) {
+    out_tensor *ts = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof *ts);
+    if (!ts) return inf_fail(err, "out of memory");
     int k = 0;
-#define ADD(t, l, ...)                                                                             \
-    do {                                                                                           \
-        snprintf(ts[k].name, sizeof ts[k].name, __VA_ARGS__);                                      \
-        ts[k].src = (t);                                                                           \
-        ts[k].layer = (l);                                                                         \
-        k++;                                                                                       \
-    } while (0)
-    ADD(mf->token_embd, -1, "token_embd.weight");
-    for (int i = 0; i < mf->hp.n_layer; i++) {
-        const inf_layer_weights *L = &mf->layers[i];
-        ADD(L->attn_norm, i, "blk.%d.attn_norm.weight", i);
-        ADD(L->wq, i, "blk.%d.attn_q.weight", i);
-        ADD(L->wk, i, "blk.%d.attn_k.weight", i);
-        ADD(L->wv, i, "blk.%d.attn_v.weight", i);
-        ADD(L->wo, i, "blk.%d.attn_output.weight", i);
-        ADD(L->q_norm, i, "blk.%d.attn_q_norm.weight", i);
-        ADD(L->k_norm, i, "blk.%d.attn_k_norm.weight", i);
-        ADD(L->ffn_norm, i, "blk.%d.ffn_norm.weight", i);
-        ADD(L->w_gate, i, "blk.%d.ffn_gate.weight", i);
-        ADD(L->w_up, i, "blk.%d.ffn_up.weight", i);
-        ADD(L->w_down, i, "blk.%d.ffn_down.weight", i);
+    for (int i = 0; i < mf->n_tensors; i++) {
+        if (inf_model_gguf_name(mf, mf->tensors[i].name, ts[k].name, sizeof ts[k].name,
+                                &ts[k].layer, err)) {
+            free(ts);
+            return -1;
+        }
+        if (mf->hp.tied_output && !strcmp(ts[k].name, "output.weight")) continue;
+        ts[k++].src = &mf->tensors[i];
     }
-    ADD(mf->output_norm, -1, "output_norm.weight");
-    if (!mf->hp.tied_output && mf->output && mf->output != mf->token_embd)
-        ADD(mf->output, -1, "output.weight");
-#undef ADD
     *out = ts;
     return k;
 }
@@ -237,11 +222,8 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     bool opened = false;
     int rc = -1;
     if (inf_model_open(&mf, in, err)) return -1;
-    int n = list_tensors(mf, &ts);
-    if (n < 0) {
-        inf_fail(err, "out of memory");
-        goto done;
-    }
+    int n = list_tensors(mf, &ts, err);
+    if (n < 0) goto done;
     size_t most = 0;
     for (int i = 0; i < n; i++) {
         const inf_dtype_info *ti = inf_dtype_get(ts[i].src->type);
@@ -294,7 +276,8 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
         if (!have_qv) gguf_writer_add_u32(w, "general.quantization_version", 2);
         if (!have_ft) gguf_writer_add_u32(w, "general.file_type", o->mix->ftype);
     } else {
-        inf_convert_qwen3_meta(w, mf->name ? mf->name : "model", &mf->hp, o->mix->ftype);
+        inf_convert_qwen3_meta(w, inf_model_arch_name(mf), mf->name ? mf->name : "model", &mf->hp,
+                               o->mix->ftype);
         if (inf_convert_tokenizer_meta(w, &mf->vocab, mf->hp.n_vocab, err)) goto done;
     }
     for (int i = 0; i < n; i++)

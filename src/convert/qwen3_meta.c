@@ -1,27 +1,46 @@
 /* Qwen3 GGUF metadata (see qwen3_meta.h). */
 #include "convert/qwen3_meta.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-void inf_convert_qwen3_meta(gguf_writer *w, const char *name, const inf_hparams *hp,
-                            uint32_t file_type) {
-    gguf_writer_add_str(w, "general.architecture", "qwen3");
+void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
+                            const inf_hparams *hp, uint32_t file_type) {
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    gguf_writer_add_str(w, "general.architecture", arch);
     gguf_writer_add_str(w, "general.type", "model");
     gguf_writer_add_str(w, "general.name", name);
     gguf_writer_add_u32(w, "general.file_type", file_type);
     gguf_writer_add_u32(w, "general.quantization_version", 2);
     gguf_writer_add_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
-    gguf_writer_add_u32(w, "qwen3.block_count", (uint32_t)hp->n_layer);
-    gguf_writer_add_u32(w, "qwen3.context_length", (uint32_t)hp->n_ctx_train);
-    gguf_writer_add_u32(w, "qwen3.embedding_length", (uint32_t)hp->n_embd);
-    gguf_writer_add_u32(w, "qwen3.feed_forward_length", (uint32_t)hp->n_ff);
-    gguf_writer_add_u32(w, "qwen3.attention.head_count", (uint32_t)hp->n_head);
-    gguf_writer_add_u32(w, "qwen3.attention.head_count_kv", (uint32_t)hp->n_head_kv);
-    gguf_writer_add_f32(w, "qwen3.rope.freq_base", hp->rope_theta);
-    gguf_writer_add_f32(w, "qwen3.attention.layer_norm_rms_epsilon", hp->rms_eps);
-    gguf_writer_add_u32(w, "qwen3.attention.key_length", (uint32_t)hp->head_dim);
-    gguf_writer_add_u32(w, "qwen3.attention.value_length", (uint32_t)hp->head_dim);
+    gguf_writer_add_u32(w, KEY("block_count"), (uint32_t)hp->n_layer);
+    gguf_writer_add_u32(w, KEY("context_length"), (uint32_t)hp->n_ctx_train);
+    gguf_writer_add_u32(w, KEY("embedding_length"), (uint32_t)hp->n_embd);
+    gguf_writer_add_u32(w, KEY("feed_forward_length"), (uint32_t)hp->n_ff);
+    gguf_writer_add_u32(w, KEY("attention.head_count"), (uint32_t)hp->n_head);
+    gguf_writer_add_u32(w, KEY("attention.head_count_kv"), (uint32_t)hp->n_head_kv);
+    gguf_writer_add_f32(w, KEY("rope.freq_base"), hp->rope_theta);
+    gguf_writer_add_f32(w, KEY("attention.layer_norm_rms_epsilon"), hp->rms_eps);
+    gguf_writer_add_u32(w, KEY("attention.key_length"), (uint32_t)hp->head_dim);
+    gguf_writer_add_u32(w, KEY("attention.value_length"), (uint32_t)hp->head_dim);
+    if (hp->yarn_factor > 0) { /* llama.cpp multiplies attn_factor by 0.1 ln(factor) + 1 */
+        const double ms = hp->yarn_factor > 1 ? 0.1 * log(hp->yarn_factor) + 1.0 : 1.0;
+        gguf_writer_add_str(w, KEY("rope.scaling.type"), "yarn");
+        gguf_writer_add_f32(w, KEY("rope.scaling.factor"), hp->yarn_factor);
+        gguf_writer_add_u32(w, KEY("rope.scaling.original_context_length"),
+                            (uint32_t)hp->yarn_orig_ctx);
+        gguf_writer_add_f32(w, KEY("rope.scaling.attn_factor"), (float)(hp->rope_attn_factor / ms));
+        gguf_writer_add_f32(w, KEY("rope.scaling.yarn_beta_fast"), hp->yarn_beta_fast);
+        gguf_writer_add_f32(w, KEY("rope.scaling.yarn_beta_slow"), hp->yarn_beta_slow);
+    }
+    if (hp->n_expert > 0) {
+        gguf_writer_add_u32(w, KEY("expert_count"), (uint32_t)hp->n_expert);
+        gguf_writer_add_u32(w, KEY("expert_used_count"), (uint32_t)hp->n_expert_used);
+        gguf_writer_add_u32(w, KEY("expert_feed_forward_length"), (uint32_t)hp->n_ff_exp);
+    }
+#undef KEY
 }
 
 int inf_convert_tokenizer_meta(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {

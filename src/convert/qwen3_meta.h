@@ -1,5 +1,6 @@
-/* The GGUF metadata of a Qwen3 model as llama.cpp's converter writes it:
- * general.*, the qwen3.* hyperparameters and the tokenizer.ggml.* keys.
+/* The GGUF metadata of a Qwen3 model (qwen3, qwen3moe) as llama.cpp's
+ * converter writes it: general.*, the <arch>.* hyperparameters (with the
+ * expert counts when hp has experts) and the tokenizer.ggml.* keys.
  * One owner, used by `inferno quantize` (from a Hugging Face folder) and by
  * the test-model maker. */
 #ifndef INF_CONVERT_QWEN3_META_H
@@ -10,10 +11,10 @@
 #include "convert/gguf_writer.h"
 #include "modelfile/model.h"
 
-/* general.architecture/type/name/file_type/quantization_version/alignment and
- * the qwen3.* keys of hp. */
-void inf_convert_qwen3_meta(gguf_writer *w, const char *name, const inf_hparams *hp,
-                            uint32_t file_type);
+/* general.architecture (arch, "qwen3" or "qwen3moe") /type/name/file_type/
+ * quantization_version/alignment and the <arch>.* keys of hp. */
+void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
+                            const inf_hparams *hp, uint32_t file_type);
 
 /* The tokenizer keys of v; ids below n_vocab the vocabulary leaves empty get
  * "[PAD<id>]" of type UNUSED (as the converter writes them). -1 if out of memory. */

@@ -1,8 +1,11 @@
-/* GGUF -> the neutral model description: Qwen3 hyperparameters from the
- * qwen3.* keys, the tokenizer from tokenizer.ggml.* and tokenizer.chat_template,
- * every tensor, then the slots bound by model_bind. See gguf_model.h. */
+/* GGUF -> the neutral model description: the shared hyperparameters from
+ * the <arch>.* keys every llama.cpp architecture writes (block_count,
+ * embedding_length, ...), the tokenizer from tokenizer.ggml.* and
+ * tokenizer.chat_template, every tensor, indexed by model_index. See
+ * gguf_model.h. */
 #include "modelfile/gguf_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +65,7 @@ static int load_hparams(inf_model_file *m, const gguf_file *g, inf_err *err) {
     hp->n_head_kv = hp->n_head;
     if (gguf_find(g, KEY("attention.head_count_kv")) && get_pos_int(g, key, &hp->n_head_kv, err))
         return -1;
-    /* Qwen3 states head_dim; n_head*head_dim need not equal n_embd */
+    /* head_dim when stated; n_head*head_dim need not equal n_embd */
     if (gguf_find(g, KEY("attention.key_length"))) {
         if (get_pos_int(g, key, &hp->head_dim, err)) return -1;
     } else {
@@ -79,6 +82,41 @@ static int load_hparams(inf_model_file *m, const gguf_file *g, inf_err *err) {
         if (vl != hp->head_dim)
             return inf_fail(err, "%s: metadata %s is %d, expected the key length %d", g->name, key,
                             vl, hp->head_dim);
+    }
+    /* YaRN: rope.scaling.type "yarn", .factor, .original_context_length;
+       llama.cpp scales cos/sin by attn_factor (default 1) * (0.1 ln factor + 1) */
+    hp->rope_attn_factor = 1;
+    if (gguf_find(g, KEY("rope.scaling.type"))) {
+        const char *p;
+        size_t n;
+        if (gguf_get_str(g, key, &p, &n, err)) return -1;
+        if (n == 4 && !memcmp(p, "none", 4)) return 0;
+        if (n != 4 || memcmp(p, "yarn", 4))
+            return inf_fail(err, "%s: metadata %s is \"%.*s\": inferno supports none and yarn",
+                            g->name, key, (int)(n < 32 ? n : 32), p);
+        double factor, attn = 1, fast = 32, slow = 1;
+        int orig;
+        if (gguf_get_float(g, KEY("rope.scaling.factor"), &factor, err) ||
+            get_pos_int(g, KEY("rope.scaling.original_context_length"), &orig, err) ||
+            (gguf_find(g, KEY("rope.scaling.attn_factor")) && gguf_get_float(g, key, &attn, err)) ||
+            (gguf_find(g, KEY("rope.scaling.yarn_beta_fast")) &&
+             gguf_get_float(g, key, &fast, err)) ||
+            (gguf_find(g, KEY("rope.scaling.yarn_beta_slow")) &&
+             gguf_get_float(g, key, &slow, err)))
+            return -1;
+        if (!(factor >= 1) || !(factor < 1e6) || !(attn > 0) || !(attn < 1e6) || !(fast > 0) ||
+            !(slow > 0))
+            return inf_fail(err,
+                            "%s: yarn factor %g, attn_factor %g, beta_fast %g, beta_slow %g: "
+                            "expected factor >= 1 and positive numbers",
+                            g->name, factor, attn, fast, slow);
+        hp->yarn_factor = (float)factor;
+        hp->yarn_orig_ctx = orig;
+        hp->yarn_beta_fast = (float)fast;
+        hp->yarn_beta_slow = (float)slow;
+        hp->rope_attn_factor = (float)(attn * (factor > 1 ? 0.1 * log(factor) + 1.0 : 1.0));
+        if (factor * orig > hp->n_ctx_train && factor * orig <= INT32_MAX)
+            hp->n_ctx_train = (int)(factor * orig);
     }
 #undef KEY
     return 0;
@@ -167,6 +205,82 @@ static int load_vocab(inf_vocab_desc *v, const gguf_file *g, inf_err *err) {
     return 0;
 }
 
+/* Appends file i's tensors (file_index i). */
+static int add_tensors(inf_model_file *m, const gguf_file *g, int file_index, inf_err *err) {
+    if (g->n_tensors > INT32_MAX - m->n_tensors)
+        return inf_fail(err, "%s: %lld tensors, too many", g->name, (long long)g->n_tensors);
+    inf_tensor *grown =
+        realloc(m->tensors, (size_t)(m->n_tensors + g->n_tensors + 1) * sizeof *m->tensors);
+    if (!grown) return inf_fail(err, "%s: out of memory", g->name);
+    m->tensors = grown;
+    for (int64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor_info *ti = &g->tensors[i];
+        inf_tensor *t = &m->tensors[m->n_tensors];
+        memset(t, 0, sizeof *t);
+        if (!(t->name = strdup(ti->name))) return inf_fail(err, "%s: out of memory", g->name);
+        m->n_tensors++;
+        t->type = (inf_dtype)ti->type;
+        t->n_dims = ti->n_dims;
+        memcpy(t->ne, ti->ne, sizeof t->ne);
+        t->data = ti->data;
+        t->nbytes = ti->nbytes;
+        t->offset = g->data_offset + ti->offset;
+        t->file_index = file_index;
+    }
+    return 0;
+}
+
+/* llama.cpp's gguf-split: NAME-00001-of-0000N.gguf holds the metadata and
+ * split.{no,count,tensors.count}; every other split holds split.* and its
+ * share of the tensors. Opened from the first; the others are found by name. */
+static int open_splits(inf_model_file *m, gguf_file *g, inf_err *err) {
+    int64_t count, no = 0, total = -1;
+    if (gguf_get_int(g, "split.count", &count, err)) return -1;
+    if (gguf_find(g, "split.no") && gguf_get_int(g, "split.no", &no, err)) return -1;
+    if (gguf_find(g, "split.tensors.count") && gguf_get_int(g, "split.tensors.count", &total, err))
+        return -1;
+    if (count < 1 || count > 9999)
+        return inf_fail(err, "%s: metadata split.count is %lld, expected 1..9999", g->name,
+                        (long long)count);
+    if (no != 0)
+        return inf_fail(err, "%s: this is split %lld of %lld; open the first (-00001-of-%05lld.gguf)",
+                        g->name, (long long)no + 1, (long long)count, (long long)count);
+    struct inf_model_file_priv *p = m->priv;
+    if (!(p->splits = calloc((size_t)count, sizeof *p->splits)))
+        return inf_fail(err, "%s: out of memory", g->name);
+    p->splits[0] = g;
+    p->n_splits = 1;
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "-00001-of-%05lld.gguf", (long long)count);
+    size_t n = strlen(g->name), k = strlen(suffix);
+    if (count > 1 && (n < k || strcmp(g->name + n - k, suffix)))
+        return inf_fail(err, "%s: split 1 of %lld, but the name does not end in %s", g->name,
+                        (long long)count, suffix);
+    for (int i = 1; i < count; i++) {
+        char *path = malloc(n + 1);
+        if (!path) return inf_fail(err, "%s: out of memory", g->name);
+        memcpy(path, g->name, n + 1);
+        snprintf(path + n - k, k + 1, "-%05d-of-%05lld.gguf", i + 1, (long long)count);
+        gguf_file *s;
+        int rc = gguf_open(&s, path, err);
+        free(path);
+        if (rc) return -1;
+        p->splits[p->n_splits++] = s;
+        int64_t sno = -1, scount = -1;
+        if ((gguf_find(s, "split.no") && gguf_get_int(s, "split.no", &sno, err)) ||
+            (gguf_find(s, "split.count") && gguf_get_int(s, "split.count", &scount, err)))
+            return -1;
+        if (sno != i || scount != count)
+            return inf_fail(err, "%s: split.no %lld and split.count %lld, expected %d and %lld",
+                            s->name, (long long)sno, (long long)scount, i, (long long)count);
+        if (add_tensors(m, s, i, err)) return -1;
+    }
+    if (total >= 0 && total != m->n_tensors)
+        return inf_fail(err, "%s: split.tensors.count is %lld, but the %lld splits hold %d",
+                        g->name, (long long)total, (long long)count, m->n_tensors);
+    return 0;
+}
+
 int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
     *out = NULL;
     inf_model_file *m;
@@ -175,12 +289,14 @@ int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
         return -1;
     }
     m->priv->gguf = g;
-    if (get_str_dup(g, "general.architecture", &m->arch, err)) goto fail;
-    if (strcmp(m->arch, "qwen3")) {
-        inf_fail(err, "%s: general.architecture is \"%s\"; inferno supports qwen3", g->name,
-                 m->arch);
+    int64_t split_no = 0;
+    if (gguf_find(g, "split.no") && gguf_get_int(g, "split.no", &split_no, err)) goto fail;
+    if (split_no != 0) {
+        inf_fail(err, "%s: this is split %lld of a model split into files; open the first "
+                 "(-00001-of-...)", g->name, (long long)split_no + 1);
         goto fail;
     }
+    if (get_str_dup(g, "general.architecture", &m->arch, err)) goto fail;
     if (gguf_find(g, "general.name")) {
         if (get_str_dup(g, "general.name", &m->name, err)) goto fail;
     } else if (!(m->name = strdup(m->arch))) {
@@ -188,34 +304,10 @@ int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
         goto fail;
     }
     if (load_hparams(m, g, err)) goto fail;
-    if (g->n_tensors > INT32_MAX) {
-        inf_fail(err, "%s: %lld tensors, too many", g->name, (long long)g->n_tensors);
-        goto fail;
-    }
-    m->tensors = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *m->tensors);
-    if (!m->tensors) {
-        inf_fail(err, "%s: out of memory", g->name);
-        goto fail;
-    }
-    m->n_tensors = (int)g->n_tensors;
-    for (int i = 0; i < m->n_tensors; i++) {
-        const gguf_tensor_info *ti = &g->tensors[i];
-        inf_tensor *t = &m->tensors[i];
-        if (!(t->name = strdup(ti->name))) {
-            m->n_tensors = i;
-            inf_fail(err, "%s: out of memory", g->name);
-            goto fail;
-        }
-        t->type = (inf_dtype)ti->type;
-        t->n_dims = ti->n_dims;
-        memcpy(t->ne, ti->ne, sizeof t->ne);
-        t->data = ti->data;
-        t->nbytes = ti->nbytes;
-        t->offset = g->data_offset + ti->offset;
-        t->file_index = 0;
-    }
+    if (add_tensors(m, g, 0, err)) goto fail;
+    if (gguf_find(g, "split.count") && open_splits(m, g, err)) goto fail;
     if (load_vocab(&m->vocab, g, err)) goto fail;
-    if (model_bind(m, err)) goto fail;
+    if (model_index(m, err)) goto fail;
     *out = m;
     return 0;
 fail:

@@ -4,6 +4,7 @@
 #include "modelfile/hf.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,85 @@ static int cfg_num(json_t *cfg, const char *path, const char *key, double *out, 
     return 0;
 }
 
+/* A number field of obj, or def when absent; a present non-number is an error. */
+static int obj_num(json_t *obj, const char *path, const char *what, const char *key, double def,
+                   double *out, inf_err *err) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_number(v)) return inf_fail(err, "%s: field %s.%s is not a number", path, what, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* RoPE: rope_theta at the top level, or in transformers v5's rope_parameters;
+ * scaling from rope_scaling or rope_parameters ({type|rope_type: yarn,
+ * factor, original_max_position_embeddings, attention_factor, beta_fast,
+ * beta_slow}), with the attention factor as transformers computes it. */
+static int load_rope(inf_hparams *hp, json_t *cfg, const char *path, inf_err *err) {
+    json_t *params = json_object_get(cfg, "rope_parameters");
+    json_t *scaling = json_object_get(cfg, "rope_scaling");
+    if (params && !json_is_null(params) && !json_is_object(params))
+        return inf_fail(err, "%s: field rope_parameters is not an object", path);
+    if (scaling && !json_is_null(scaling) && !json_is_object(scaling))
+        return inf_fail(err, "%s: field rope_scaling is not an object or null", path);
+    double theta;
+    if (json_object_get(cfg, "rope_theta") || !json_is_object(params)) {
+        if (cfg_num(cfg, path, "rope_theta", &theta, err)) return -1;
+    } else if (obj_num(params, path, "rope_parameters", "rope_theta", -1, &theta, err)) {
+        return -1;
+    } else if (theta == -1) {
+        return inf_fail(err, "%s: field rope_theta is missing (nor in rope_parameters)", path);
+    }
+    hp->rope_theta = (float)theta;
+    hp->rope_attn_factor = 1;
+    json_t *s = json_is_object(scaling) ? scaling : json_is_object(params) ? params : NULL;
+    if (!s) return 0;
+    json_t *type = json_object_get(s, "rope_type");
+    if (!type) type = json_object_get(s, "type");
+    const char *name = json_is_string(type) ? json_string_value(type) : NULL;
+    const char *what = s == scaling ? "rope_scaling" : "rope_parameters";
+    if (!name || !strcmp(name, "default")) return 0;
+    if (strcmp(name, "yarn"))
+        return inf_fail(err, "%s: %s type \"%s\": inferno supports default and yarn", path, what,
+                        name);
+    double factor = 0, orig = 0, attn = 0, fast = 0, slow = 0, ms = 0, ms_all = 0;
+    if (obj_num(s, path, what, "factor", 0, &factor, err) ||
+        obj_num(s, path, what, "original_max_position_embeddings", hp->n_ctx_train, &orig, err) ||
+        obj_num(s, path, what, "attention_factor", 0, &attn, err) ||
+        obj_num(s, path, what, "beta_fast", 32, &fast, err) ||
+        obj_num(s, path, what, "beta_slow", 1, &slow, err) ||
+        obj_num(s, path, what, "mscale", 0, &ms, err) ||
+        obj_num(s, path, what, "mscale_all_dim", 0, &ms_all, err))
+        return -1;
+    if (!(factor >= 1) || !(factor < 1e6) || !(orig >= 1) || !(orig <= INT32_MAX) ||
+        !(fast > 0) || !(slow > 0) || !(attn >= 0) || !(attn < 1e6))
+        return inf_fail(err,
+                        "%s: %s: yarn factor %g, original_max_position_embeddings %g, beta_fast "
+                        "%g, beta_slow %g, attention_factor %g: expected factor >= 1 and "
+                        "positive sizes",
+                        path, what, factor, orig, fast, slow, attn);
+    hp->yarn_factor = (float)factor;
+    hp->yarn_orig_ctx = (int)orig;
+    hp->yarn_beta_fast = (float)fast;
+    hp->yarn_beta_slow = (float)slow;
+    /* transformers: 0.1 * mscale * ln(factor) + 1 (1 for factor <= 1) */
+#define YARN_MSCALE(f, k) ((f) <= 1 ? 1.0 : 0.1 * (k) * log(f) + 1.0)
+    if (attn > 0)
+        hp->rope_attn_factor = (float)attn;
+    else if (ms > 0 && ms_all > 0)
+        hp->rope_attn_factor = (float)(YARN_MSCALE(factor, ms) / YARN_MSCALE(factor, ms_all));
+    else
+        hp->rope_attn_factor = (float)YARN_MSCALE(factor, 1);
+#undef YARN_MSCALE
+    /* the context the scaling was made for */
+    if (factor * orig > hp->n_ctx_train && factor * orig <= INT32_MAX)
+        hp->n_ctx_train = (int)(factor * orig);
+    return 0;
+}
+
 static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
     char *path = join(dir, "config.json");
     if (!path) return inf_fail(err, "%s: out of memory", dir);
@@ -87,26 +167,18 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
         inf_fail(err, "%s: field model_type is missing or not a string", path);
         goto done;
     }
-    if (strcmp(json_string_value(mt), "qwen3")) {
-        inf_fail(err, "%s: model_type is \"%s\"; inferno supports qwen3", path,
-                 json_string_value(mt));
-        goto done;
-    }
-    if (!(m->arch = strdup("qwen3"))) goto oom;
+    if (!(m->arch = strdup(json_string_value(mt)))) goto oom;
     inf_hparams *hp = &m->hp;
-    int vocab;
-    double theta, eps;
+    double eps;
     if (cfg_int(cfg, path, "hidden_size", -1, &hp->n_embd, err) ||
         cfg_int(cfg, path, "num_hidden_layers", -1, &hp->n_layer, err) ||
         cfg_int(cfg, path, "num_attention_heads", -1, &hp->n_head, err) ||
         cfg_int(cfg, path, "num_key_value_heads", hp->n_head, &hp->n_head_kv, err) ||
         cfg_int(cfg, path, "intermediate_size", -1, &hp->n_ff, err) ||
-        cfg_int(cfg, path, "vocab_size", -1, &vocab, err) ||
         cfg_int(cfg, path, "max_position_embeddings", -1, &hp->n_ctx_train, err) ||
-        cfg_num(cfg, path, "rope_theta", &theta, err) ||
-        cfg_num(cfg, path, "rms_norm_eps", &eps, err))
+        load_rope(hp, cfg, path, err) || cfg_num(cfg, path, "rms_norm_eps", &eps, err))
         goto done;
-    /* Qwen3 states head_dim; n_head*head_dim need not equal hidden_size */
+    /* head_dim when stated; n_head*head_dim need not equal hidden_size */
     if (!json_object_get(cfg, "head_dim") && hp->n_embd % hp->n_head) {
         inf_fail(err,
                  "%s: field head_dim is missing and hidden_size is not a multiple of "
@@ -115,15 +187,8 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
         goto done;
     }
     if (cfg_int(cfg, path, "head_dim", hp->n_embd / hp->n_head, &hp->head_dim, err)) goto done;
-    hp->rope_theta = (float)theta;
     hp->rms_eps = (float)eps;
-    m->priv->cfg_vocab = vocab;
-    json_t *tie = json_object_get(cfg, "tie_word_embeddings");
-    if (tie && !json_is_boolean(tie)) {
-        inf_fail(err, "%s: field tie_word_embeddings is not true or false", path);
-        goto done;
-    }
-    m->priv->tie_hint = tie && json_is_true(tie);
+    m->priv->cfg = json_incref(cfg); /* the architecture reads its own fields */
     rc = 0;
     goto done;
 oom:
@@ -283,7 +348,7 @@ int hf_model_open(inf_model_file **out, const char *dir, inf_err *err) {
         return inf_fail(err, "%s: out of memory", dir);
     }
     if (load_config(m, dir, err) || load_weights(m, dir, err) || load_tokenizer(m, dir, err) ||
-        model_bind(m, err)) {
+        model_index(m, err)) {
         inf_model_close(m);
         return -1;
     }

@@ -1,4 +1,4 @@
-/* inf_model_open: a path to the reader of its format. Nothing else lives
+/* inf_modelfile_open: a path to the reader of its format. Nothing else lives
  * here; the readers share model_build.c. */
 #include "modelfile/model.h"
 
@@ -10,7 +10,7 @@
 #include "modelfile/gguf_model.h"
 #include "modelfile/hf.h"
 
-int inf_model_open(inf_model_file **out, const char *path, inf_err *err) {
+int inf_modelfile_open(inf_model_file **out, const char *path, inf_err *err) {
     *out = NULL;
     struct stat st;
     if (stat(path, &st) != 0) return inf_fail(err, "%s: cannot open: %s", path, strerror(errno));

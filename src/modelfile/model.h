@@ -1,9 +1,13 @@
 /* The neutral model description.
  *
  * Both readers (GGUF and Hugging Face folder) produce this one structure:
- * hyperparameters, every tensor of the file (type, shape, pointer into an
- * mmap), the Qwen3 weight slots bound by name, and the tokenizer in neutral
- * form. Nothing above this layer knows which format a model came from. */
+ * the hyperparameters every decoder states under its format's shared keys,
+ * every tensor of the file by name (type, shape, pointer into an mmap), the
+ * file's own metadata behind typed look-ups, and the tokenizer in neutral
+ * form. Nothing here knows an architecture: which tensors a model needs,
+ * under which names, and its particular keys live in its architecture file
+ * (model/arch_*.c), which completes hp when the model is opened
+ * (inf_model_open in model/model.h). */
 #ifndef INF_MODELFILE_MODEL_H
 #define INF_MODELFILE_MODEL_H
 
@@ -25,24 +29,20 @@ typedef struct inf_hparams {
     int n_vocab;     /* 151936 */
     int n_ctx_train; /* 40960 */
     float rope_theta;   /* 1e6 */
+    /* YaRN (rope_scaling type yarn; GGUF rope.scaling.type "yarn"); factor 0: none */
+    float yarn_factor;    /* 4 for the "-128K" setups */
+    int yarn_orig_ctx;    /* original_max_position_embeddings, 32768 */
+    float yarn_beta_fast; /* 32 */
+    float yarn_beta_slow; /* 1 */
+    float rope_attn_factor; /* cos/sin are scaled by it: YaRN's 0.1 ln(factor) + 1; 1 without */
     float rms_eps;      /* 1e-6 */
-    bool tied_output;   /* output head is token_embd */
+    bool tied_output;   /* output head is token_embd (set by the architecture) */
+    /* Mixture of experts (0 for a dense model; set by the architecture) */
+    int n_expert;        /* experts per MoE layer, 128 for Qwen3-30B-A3B */
+    int n_expert_used;   /* experts each token goes through, 8 */
+    int n_ff_exp;        /* each expert's FFN inner size, 768 */
+    bool norm_topk_prob; /* renormalize the chosen experts' weights to sum to 1 */
 } inf_hparams;
-
-/* One transformer block's weights; pointers into inf_model_file.tensors. */
-typedef struct inf_layer_weights {
-    const inf_tensor *attn_norm; /* [n_embd] */
-    const inf_tensor *wq;        /* [n_head*head_dim][n_embd] */
-    const inf_tensor *wk;        /* [n_head_kv*head_dim][n_embd] */
-    const inf_tensor *wv;        /* [n_head_kv*head_dim][n_embd] */
-    const inf_tensor *wo;        /* [n_embd][n_head*head_dim] */
-    const inf_tensor *q_norm;    /* [head_dim] Qwen3: per-head RMSNorm of q before RoPE */
-    const inf_tensor *k_norm;    /* [head_dim] */
-    const inf_tensor *ffn_norm;  /* [n_embd] */
-    const inf_tensor *w_gate;    /* [n_ff][n_embd] */
-    const inf_tensor *w_up;      /* [n_ff][n_embd] */
-    const inf_tensor *w_down;    /* [n_embd][n_ff] */
-} inf_layer_weights;
 
 /* Fills v from a Hugging Face tokenizer.json (model.vocab, model.merges,
  * added_tokens, pre_tokenizer regex) and, when tokenizer_config_path is not
@@ -55,31 +55,47 @@ typedef enum inf_format { INF_FORMAT_GGUF, INF_FORMAT_HF } inf_format;
 typedef struct inf_model_file {
     inf_format format;
     char *path;
-    char *arch; /* "qwen3" */
+    char *arch; /* as the file names it: general.architecture or config.json model_type */
     char *name; /* general.name or the folder name */
     inf_hparams hp;
 
     int n_tensors;
     inf_tensor *tensors; /* [n_tensors] in file order */
 
-    const inf_tensor *token_embd;  /* [n_vocab][n_embd] */
-    const inf_tensor *output_norm; /* [n_embd] */
-    const inf_tensor *output;      /* [n_vocab][n_embd]; == token_embd when tied */
-    inf_layer_weights *layers;     /* [n_layer] */
-
     inf_vocab_desc vocab;
 
     struct inf_model_file_priv *priv; /* reader-specific: mappings, metadata */
 } inf_model_file;
 
-/* Opens a model: a regular file is read as GGUF, a directory as a Hugging Face
+/* Reads a model file: a regular file as GGUF, a directory as a Hugging Face
  * folder (config.json + safetensors). Weights are mmapped, never copied.
+ * Only the format is checked here (every tensor within the file, names
+ * unique, the shared hyperparameters sane); programs open models with
+ * inf_model_open (model/model.h), which also binds the architecture.
  * On success *out owns everything; free with inf_model_close. On failure
  * returns -1 with a message naming the file and the field. */
-int inf_model_open(inf_model_file **out, const char *path, inf_err *err);
+int inf_modelfile_open(inf_model_file **out, const char *path, inf_err *err);
 void inf_model_close(inf_model_file *m);
 
 /* Finds a tensor by its file name; NULL if absent. */
 const inf_tensor *inf_model_find(const inf_model_file *m, const char *name);
+
+/* The pages of t's data are no longer needed (a backend holds a packed copy
+ * of the weight): they leave the resident set and come back from the file if
+ * read again, so a packed copy does not sit beside the whole mapped file.
+ * A no-op for a tensor not in one of the file's mappings. */
+void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t);
+
+/* The file's own metadata by key: a GGUF key ("qwen3moe.expert_count") or a
+ * top-level config.json field ("num_experts"), whichever the format holds.
+ * Each returns 1 and sets *out when the key is there, 0 when it is absent
+ * (or JSON null), -1 with a message naming the key when it has another type.
+ * inf_model_meta_ints fills at most cap integers of an array and sets *n to
+ * its length (an array longer than cap is an error). */
+int inf_model_meta_int(const inf_model_file *m, const char *key, int64_t *out, inf_err *err);
+int inf_model_meta_float(const inf_model_file *m, const char *key, double *out, inf_err *err);
+int inf_model_meta_bool(const inf_model_file *m, const char *key, bool *out, inf_err *err);
+int inf_model_meta_ints(const inf_model_file *m, const char *key, int64_t *out, int cap, int *n,
+                        inf_err *err);
 
 #endif

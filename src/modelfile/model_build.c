@@ -1,7 +1,7 @@
 /* The format-neutral part of loading, shared by the readers: allocating the
- * model, binding the Qwen3 weight slots by GGUF or HF tensor names and
- * checking every shape against the hyperparameters; and inf_model_close /
- * inf_model_find. See model_build.h. */
+ * model, indexing its tensors by name, checking the shared hyperparameters;
+ * inf_model_close, inf_model_find and the metadata look-ups. See
+ * model_build.h. */
 #include "modelfile/model_build.h"
 
 #include <float.h>
@@ -22,7 +22,6 @@ int model_alloc(inf_model_file **out, inf_format format, const char *path, inf_e
         return inf_fail(err, "%s: out of memory", path);
     }
     m->format = format;
-    m->priv->tie_hint = -1;
     m->vocab = (inf_vocab_desc){.bos_id = -1, .eos_id = -1, .pad_id = -1, .eot_id = -1};
     *out = m;
     return 0;
@@ -33,17 +32,23 @@ void inf_model_close(inf_model_file *m) {
     for (int i = 0; m->tensors && i < m->n_tensors; i++)
         free(m->tensors[i].name);
     free(m->tensors);
-    free(m->layers);
     inf_vocab_desc_free(&m->vocab);
     free(m->path);
     free(m->arch);
     free(m->name);
     if (m->priv) {
-        gguf_close(m->priv->gguf);
+        if (m->priv->splits) {
+            for (int i = 0; i < m->priv->n_splits; i++)
+                gguf_close(m->priv->splits[i]);
+            free(m->priv->splits);
+        } else {
+            gguf_close(m->priv->gguf);
+        }
         for (int i = 0; i < m->priv->n_st; i++)
             st_close(m->priv->st[i]);
         free(m->priv->st);
         free(m->priv->by_name);
+        json_decref(m->priv->cfg);
         free(m->priv);
     }
     free(m);
@@ -64,156 +69,6 @@ const inf_tensor *inf_model_find(const inf_model_file *m, const char *name) {
     const inf_tensor **hit = bsearch(&kp, m->priv->by_name, (size_t)m->n_tensors,
                                      sizeof *m->priv->by_name, cmp_tensor_name);
     return hit ? *hit : NULL;
-}
-
-/* One weight slot: its GGUF and HF names ("%d" = layer) and its expected
- * shape, given as multipliers of the hyperparameters below. */
-enum dim { D_EMBD, D_Q, D_KV, D_HEAD, D_FF, D_VOCAB, D_NONE };
-
-typedef struct slot_def {
-    const char *gguf, *hf;
-    int n_dims;
-    enum dim shape[2]; /* fastest-first */
-    bool is_norm;
-    size_t field; /* offset in inf_layer_weights */
-} slot_def;
-
-#define LW(f) offsetof(inf_layer_weights, f)
-static const slot_def layer_slots[] = {
-    {"blk.%d.attn_norm.weight",
-     "model.layers.%d.input_layernorm.weight",
-     1,
-     {D_EMBD},
-     true,
-     LW(attn_norm)},
-    {"blk.%d.attn_q.weight",
-     "model.layers.%d.self_attn.q_proj.weight",
-     2,
-     {D_EMBD, D_Q},
-     false,
-     LW(wq)},
-    {"blk.%d.attn_k.weight",
-     "model.layers.%d.self_attn.k_proj.weight",
-     2,
-     {D_EMBD, D_KV},
-     false,
-     LW(wk)},
-    {"blk.%d.attn_v.weight",
-     "model.layers.%d.self_attn.v_proj.weight",
-     2,
-     {D_EMBD, D_KV},
-     false,
-     LW(wv)},
-    {"blk.%d.attn_output.weight",
-     "model.layers.%d.self_attn.o_proj.weight",
-     2,
-     {D_Q, D_EMBD},
-     false,
-     LW(wo)},
-    {"blk.%d.attn_q_norm.weight",
-     "model.layers.%d.self_attn.q_norm.weight",
-     1,
-     {D_HEAD},
-     true,
-     LW(q_norm)},
-    {"blk.%d.attn_k_norm.weight",
-     "model.layers.%d.self_attn.k_norm.weight",
-     1,
-     {D_HEAD},
-     true,
-     LW(k_norm)},
-    {"blk.%d.ffn_norm.weight",
-     "model.layers.%d.post_attention_layernorm.weight",
-     1,
-     {D_EMBD},
-     true,
-     LW(ffn_norm)},
-    {"blk.%d.ffn_gate.weight",
-     "model.layers.%d.mlp.gate_proj.weight",
-     2,
-     {D_EMBD, D_FF},
-     false,
-     LW(w_gate)},
-    {"blk.%d.ffn_up.weight",
-     "model.layers.%d.mlp.up_proj.weight",
-     2,
-     {D_EMBD, D_FF},
-     false,
-     LW(w_up)},
-    {"blk.%d.ffn_down.weight",
-     "model.layers.%d.mlp.down_proj.weight",
-     2,
-     {D_FF, D_EMBD},
-     false,
-     LW(w_down)},
-};
-#define N_LAYER_SLOTS (int)(sizeof layer_slots / sizeof layer_slots[0])
-
-static const slot_def embd_slot = {
-    "token_embd.weight", "model.embed_tokens.weight", 2, {D_EMBD, D_VOCAB}, false, 0};
-static const slot_def norm_slot = {"output_norm.weight", "model.norm.weight", 1, {D_EMBD}, true, 0};
-static const slot_def output_slot = {
-    "output.weight", "lm_head.weight", 2, {D_EMBD, D_VOCAB}, false, 0};
-
-static int64_t dim_value(const inf_hparams *hp, enum dim d) {
-    switch (d) {
-    case D_EMBD:
-        return hp->n_embd;
-    case D_Q:
-        return (int64_t)hp->n_head * hp->head_dim;
-    case D_KV:
-        return (int64_t)hp->n_head_kv * hp->head_dim;
-    case D_HEAD:
-        return hp->head_dim;
-    case D_FF:
-        return hp->n_ff;
-    case D_VOCAB:
-        return hp->n_vocab;
-    default:
-        return 1;
-    }
-}
-
-/* "[256, 1024]" in the file's own convention: GGUF fastest-first, HF
- * slowest-first (as config and safetensors headers write it). */
-static void fmt_shape(char *buf, size_t cap, inf_format f, int n_dims, const int64_t *ne) {
-    size_t k = 0;
-    k += (size_t)snprintf(buf + k, cap - k, "[");
-    for (int d = 0; d < n_dims && k < cap; d++) {
-        int64_t v = f == INF_FORMAT_HF ? ne[n_dims - 1 - d] : ne[d];
-        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)v);
-    }
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-}
-
-/* Finds a slot's tensor for `layer` (-1 for global slots) and checks its
- * shape and type. A missing tensor is an error unless `optional`. */
-static int bind_slot(const inf_model_file *m, const slot_def *s, int layer, bool optional,
-                     const inf_tensor **out, inf_err *err) {
-    char name[128];
-    snprintf(name, sizeof name, m->format == INF_FORMAT_GGUF ? s->gguf : s->hf, layer);
-    *out = inf_model_find(m, name);
-    if (!*out) {
-        if (optional) return 0;
-        return inf_fail(err, "%s: tensor %s is missing", m->path, name);
-    }
-    const inf_tensor *t = *out;
-    int64_t want[INF_MAX_DIMS] = {1, 1, 1, 1};
-    for (int d = 0; d < s->n_dims; d++)
-        want[d] = dim_value(&m->hp, s->shape[d]);
-    bool ok = t->n_dims == s->n_dims;
-    for (int d = 0; d < s->n_dims && ok; d++)
-        ok = t->ne[d] == want[d];
-    if (!ok) {
-        char a[96], e[96];
-        fmt_shape(a, sizeof a, m->format, t->n_dims, t->ne);
-        fmt_shape(e, sizeof e, m->format, s->n_dims, want);
-        return inf_fail(err, "%s: tensor %s has shape %s, expected %s", m->path, name, a, e);
-    }
-    if (s->is_norm && t->type != INF_F32 && t->type != INF_F16 && t->type != INF_BF16)
-        return inf_fail(err, "%s: tensor %s has type %s; norm weights must be F32, F16 or BF16",
-                        m->path, name, inf_ggml_type_name(t->type));
-    return 0;
 }
 
 static int check_hparams(const inf_model_file *m, inf_err *err) {
@@ -239,14 +94,14 @@ static int check_hparams(const inf_model_file *m, inf_err *err) {
     if (!(hp->rms_eps >= FLT_MIN) || !(hp->rms_eps < 1))
         return inf_fail(err, "%s: rms norm epsilon %g is not a normal number in (0, 1)", m->path,
                         (double)hp->rms_eps);
-    /* every layer needs its tensors: bounds n_layer before anything is sized by it */
-    if ((int64_t)hp->n_layer * N_LAYER_SLOTS > m->n_tensors)
-        return inf_fail(err, "%s: %d layers need %lld tensors, the file has %d", m->path,
-                        hp->n_layer, (long long)hp->n_layer * N_LAYER_SLOTS, m->n_tensors);
+    /* every layer needs a tensor: bounds n_layer before anything is sized by it */
+    if (hp->n_layer > m->n_tensors)
+        return inf_fail(err, "%s: %d layers, but the file has only %d tensors", m->path,
+                        hp->n_layer, m->n_tensors);
     return 0;
 }
 
-int model_bind(inf_model_file *m, inf_err *err) {
+int model_index(inf_model_file *m, inf_err *err) {
     struct inf_model_file_priv *p = m->priv;
     p->by_name = malloc((m->n_tensors ? (size_t)m->n_tensors : 1) * sizeof *p->by_name);
     if (!p->by_name) return inf_fail(err, "%s: out of memory", m->path);
@@ -257,61 +112,89 @@ int model_bind(inf_model_file *m, inf_err *err) {
         if (!strcmp(p->by_name[i - 1]->name, p->by_name[i]->name))
             return inf_fail(err, "%s: tensor %s appears more than once", m->path,
                             p->by_name[i]->name);
+    return check_hparams(m, err);
+}
 
-    if (check_hparams(m, err)) return -1;
+void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t) {
+    const struct inf_model_file_priv *p = m->priv;
+    if (!p || !t) return;
+    if (p->gguf && !p->splits) inf_mmap_drop(&p->gguf->map, t->data, t->nbytes);
+    if (p->splits && t->file_index >= 0 && t->file_index < p->n_splits)
+        inf_mmap_drop(&p->splits[t->file_index]->map, t->data, t->nbytes);
+    if (!p->gguf && t->file_index >= 0 && t->file_index < p->n_st)
+        inf_mmap_drop(&p->st[t->file_index]->map, t->data, t->nbytes);
+}
 
-    /* n_vocab comes from the embedding's shape */
-    const inf_tensor *te = NULL;
-    char name[128];
-    snprintf(name, sizeof name, "%s", m->format == INF_FORMAT_GGUF ? embd_slot.gguf : embd_slot.hf);
-    te = inf_model_find(m, name);
-    if (!te) return inf_fail(err, "%s: tensor %s is missing", m->path, name);
-    if (te->n_dims != 2 || te->ne[1] > INT32_MAX) {
-        char a[96];
-        fmt_shape(a, sizeof a, m->format, te->n_dims, te->ne);
-        return inf_fail(err, "%s: tensor %s has shape %s, expected a [n_vocab x %d] matrix",
-                        m->path, name, a, m->hp.n_embd);
+/* ---- metadata ---- */
+
+int inf_model_meta_int(const inf_model_file *m, const char *key, int64_t *out, inf_err *err) {
+    if (m->priv && m->priv->gguf) {
+        if (!gguf_find(m->priv->gguf, key)) return 0;
+        return gguf_get_int(m->priv->gguf, key, out, err) ? -1 : 1;
     }
-    m->hp.n_vocab = (int)te->ne[1];
-    if (p->cfg_vocab && p->cfg_vocab != m->hp.n_vocab)
-        return inf_fail(err, "%s: config.json vocab_size is %lld but %s has %d rows", m->path,
-                        (long long)p->cfg_vocab, name, m->hp.n_vocab);
-    if (m->vocab.n_tokens > m->hp.n_vocab)
-        return inf_fail(err, "%s: the tokenizer has %d tokens, more than the %d embedding rows",
-                        m->path, m->vocab.n_tokens, m->hp.n_vocab);
+    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v))
+        return inf_fail(err, "%s: config.json field %s is not an integer", m->path, key);
+    *out = json_integer_value(v);
+    return 1;
+}
 
-    if (bind_slot(m, &embd_slot, -1, false, &m->token_embd, err) ||
-        bind_slot(m, &norm_slot, -1, false, &m->output_norm, err))
-        return -1;
-    /* Tied output head: GGUF omits output.weight; HF says tie_word_embeddings
-     * (and then any lm_head.weight in the file is ignored, as transformers does). */
-    if (p->tie_hint == 1) {
-        m->output = NULL;
-    } else if (bind_slot(m, &output_slot, -1, p->tie_hint == -1, &m->output, err)) {
-        return -1;
+int inf_model_meta_float(const inf_model_file *m, const char *key, double *out, inf_err *err) {
+    if (m->priv && m->priv->gguf) {
+        if (!gguf_find(m->priv->gguf, key)) return 0;
+        return gguf_get_float(m->priv->gguf, key, out, err) ? -1 : 1;
     }
-    m->hp.tied_output = m->output == NULL;
-    if (!m->output) m->output = m->token_embd;
+    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_number(v))
+        return inf_fail(err, "%s: config.json field %s is not a number", m->path, key);
+    *out = json_number_value(v);
+    return 1;
+}
 
-    /* a layer count lower than the layers the file holds would silently run a
-       truncated model */
-    for (int i = 0; i < m->n_tensors; i++) {
-        const char *nm = m->tensors[i].name;
-        const char *pre = m->format == INF_FORMAT_GGUF ? "blk." : "model.layers.";
-        size_t k = strlen(pre);
-        if (strncmp(nm, pre, k) || nm[k] < '0' || nm[k] > '9') continue;
-        long layer = strtol(nm + k, NULL, 10);
-        if (layer >= m->hp.n_layer)
-            return inf_fail(err, "%s: tensor %s belongs to layer %ld, but the model has %d layers",
-                            m->path, nm, layer, m->hp.n_layer);
+int inf_model_meta_bool(const inf_model_file *m, const char *key, bool *out, inf_err *err) {
+    if (m->priv && m->priv->gguf) {
+        if (!gguf_find(m->priv->gguf, key)) return 0;
+        return gguf_get_bool(m->priv->gguf, key, out, err) ? -1 : 1;
     }
-    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
-    if (!m->layers) return inf_fail(err, "%s: out of memory", m->path);
-    for (int l = 0; l < m->hp.n_layer; l++)
-        for (int s = 0; s < N_LAYER_SLOTS; s++) {
-            const inf_tensor **slot =
-                (const inf_tensor **)((char *)&m->layers[l] + layer_slots[s].field);
-            if (bind_slot(m, &layer_slots[s], l, false, slot, err)) return -1;
-        }
-    return 0;
+    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_boolean(v))
+        return inf_fail(err, "%s: config.json field %s is not true or false", m->path, key);
+    *out = json_is_true(v);
+    return 1;
+}
+
+int inf_model_meta_ints(const inf_model_file *m, const char *key, int64_t *out, int cap, int *n,
+                        inf_err *err) {
+    *n = 0;
+    if (m->priv && m->priv->gguf) {
+        if (!gguf_find(m->priv->gguf, key)) return 0;
+        const gguf_value *arr;
+        if (gguf_get_arr(m->priv->gguf, key, GGUF_TYPE_INT32, &arr, err)) return -1;
+        if (arr->arr.n > (uint64_t)cap)
+            return inf_fail(err, "%s: metadata %s has %llu entries, expected at most %d", m->path,
+                            key, (unsigned long long)arr->arr.n, cap);
+        for (uint64_t i = 0; i < arr->arr.n; i++)
+            out[i] = gguf_arr_at(arr, i).i;
+        *n = (int)arr->arr.n;
+        return 1;
+    }
+    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_array(v))
+        return inf_fail(err, "%s: config.json field %s is not an array", m->path, key);
+    if (json_array_size(v) > (size_t)cap)
+        return inf_fail(err, "%s: config.json field %s has %zu entries, expected at most %d",
+                        m->path, key, json_array_size(v), cap);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_integer(e))
+            return inf_fail(err, "%s: config.json field %s[%zu] is not an integer", m->path, key,
+                            i);
+        out[i] = json_integer_value(e);
+    }
+    *n = (int)json_array_size(v);
+    return 1;
 }

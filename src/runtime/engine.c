@@ -17,7 +17,7 @@ static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err
                     .pos = b->pos,
                     .seq = b->seq,
                     .logits = b->logits};
-    if (inf_qwen3_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
+    if (inf_model_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++)
         inf_kv_cache_commit(e->kv, b->seq[r], b->pos[r], b->tokens[r]);
     return 0;
@@ -100,11 +100,6 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     int n_seq = o->n_seq > 0 ? o->n_seq : 1;
     e->n_batch = o->n_batch > 0 ? o->n_batch : 512;
     if (inf_model_open(&e->mf, o->model_path, err)) goto fail;
-    if (e->mf->arch && strcmp(e->mf->arch, "qwen3") != 0) {
-        inf_fail(err, "%s: architecture '%s': inferno runs qwen3 models", o->model_path,
-                 e->mf->arch);
-        goto fail;
-    }
     if (inf_tok_create(&e->tok, &e->mf->vocab, err)) {
         inf_fail_ctx(err, "%s: tokenizer", o->model_path);
         goto fail;
@@ -126,7 +121,7 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         goto fail;
     }
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
-    if (inf_qwen3_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
+    if (inf_model_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
     if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
                             err))
         goto fail;
@@ -170,7 +165,7 @@ void inf_engine_close(inf_engine *e) {
     if (!e) return;
     inf_sched_free(e->sched); /* first: its thread uses everything below */
     inf_kv_cache_free(e->kv);
-    inf_qwen3_free(e->model);
+    inf_model_free(e->model);
     inf_backend_free(e->be);
     inf_tok_free(e->tok);
     inf_model_close(e->mf);

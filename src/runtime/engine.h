@@ -19,7 +19,7 @@
 #include "backend/backend.h"
 #include "backend/select.h"
 #include "kv/kv_cache.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "runtime/exec.h"
 #include "runtime/sched.h"
@@ -40,7 +40,7 @@ typedef struct inf_engine {
     inf_model_file *mf;
     inf_tokenizer *tok;
     inf_backend *be; /* owned */
-    inf_qwen3 *model;
+    inf_model *model;
     inf_kv_cache *kv;
     float *logits; /* [n_seq][n_vocab] the scheduler's forward output */
     inf_exec ex;   /* the scheduler's view of all of the above */

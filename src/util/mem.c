@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,15 @@ int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err) {
     m->data = p;
     m->size = (size_t)st.st_size;
     return 0;
+}
+
+void inf_mmap_drop(const inf_mmap *m, const void *p, size_t n) {
+    const unsigned char *b = p;
+    if (!m || !m->data || b < m->data || n > m->size || (size_t)(b - m->data) > m->size - n)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)b + page - 1) & ~(page - 1), hi = ((uintptr_t)b + n) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 void inf_mmap_close(inf_mmap *m) {

@@ -30,6 +30,12 @@ typedef struct inf_mmap {
 
 /* Maps `path` read-only. On failure returns -1 with a message naming the path. */
 int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err);
+
+/* Hands the whole pages of [p, p + n) back to the page cache: they leave the
+ * process's resident set and are read back from the file if touched again
+ * (the mapping is read-only and private, so nothing is lost). A no-op for a
+ * range outside m or for a mapping not made by inf_mmap_open. */
+void inf_mmap_drop(const inf_mmap *m, const void *p, size_t n);
 void inf_mmap_close(inf_mmap *m);
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer (caller frees).

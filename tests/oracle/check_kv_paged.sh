@@ -34,7 +34,7 @@ same() { # description, a, b
 n_prompt=$("$INF" run -p "$PROMPT" --raw -n 1 --verbose-prompt 2>&1 >/dev/null | grep -o "prompt eval time.*/ *[0-9]* tokens" | grep -o "[0-9]* tokens" | grep -o "[0-9]*")
 echo "# prompt: ${n_prompt:-?} tokens"
 
-for model in tiny-f32 tiny-q8_0; do
+for model in tiny-f32 tiny-q8_0 tiny-moe-q4_k_m; do
     gen "$tmp/$model-basic" -m models/$model.gguf --temp 0 --kv basic
     for bs in 16 4 1 32; do
         gen "$tmp/$model-p$bs" -m models/$model.gguf --temp 0 --kv paged --kv-block $bs

@@ -14,6 +14,21 @@
 #    dequantized weights: < 1e-4 too, since both use the exact same weight
 #    values and only the summation order differs. The distance to the F32
 #    run (the quantization error itself) is printed for information.
+# 4. qwen3moe (tiny-moe: 8 experts, top 2): F32 from GGUF and from both Hugging
+#    Face expert layouts (per-expert tensors, transformers v5's fused
+#    gate_up_proj) against the reference at prefill and every decode step
+#    (< 1e-4); the three give identical logits; quantized files against the
+#    reference on their dequantized weights.
+# 5. YaRN (rope_scaling type yarn, factor 4, original context 32): a 100-token
+#    prompt runs to position 107, past the original context, against the
+#    reference's frequencies and attention factor (< 1e-4); the same config as
+#    transformers v5 writes it (rope_parameters, dtype) and the GGUF that
+#    `inferno quantize` makes of it (rope.scaling.*) give identical logits.
+# 6. Files as other tools lay them out (tests/oracle/gguf_edit.py): a GGUF
+#    split in 3 by llama.cpp's gguf-split layout, opened from its first file,
+#    and Qwen3-VL's text models (qwen3vl, qwen3vlmoe) give the logits of the
+#    file they came from, bit for bit; a later split or a missing one is
+#    refused by name.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -99,4 +114,84 @@ a, b = np.load(sys.argv[1])[0], np.load(sys.argv[2])[0]
 print(f'     ${t^^}: prefill logits vs F32 weights: max abs {abs(a-b).max():.3g} (logit range {b.min():.2f}..{b.max():.2f})')" \
         "$tmp/${t}_17.npy" "$tmp/f32_17.npy"
 done
+
+# 4. qwen3moe
+if [ ! -f models/tiny-moe-f32.gguf ] || [ ! -d models/tiny-moe-f32-hf ] || [ ! -d models/tiny-moe-f32-hf-fused ]; then
+    bad "models/tiny-moe-* not generated (scripts/make-models.sh)"; finish
+fi
+for src in gguf hf hf-fused; do
+    case $src in gguf) m=models/tiny-moe-f32.gguf ;; hf) m=models/tiny-moe-f32-hf ;; *) m=models/tiny-moe-f32-hf-fused ;; esac
+    args=()
+    for L in 1 17 65; do
+        run_inf $m "$(ids $L)" "$tmp/moe_${src}_$L.npy" || { bad "inferno run MoE $src $L"; continue; }
+        args+=(--tokens "$(ids $L)" --gen-from "$tmp/moe_${src}_$L.npy" --out "$tmp/ref_moe_${src}_$L.npy")
+    done
+    $PY $REF $m "${args[@]}" || bad "reference run MoE $src"
+    for L in 1 17 65; do
+        cmp_npy "MoE F32 ($src) prompt $L tokens, prefill + $((NGEN - 1)) decode steps" "$tmp/moe_${src}_$L.npy" "$tmp/ref_moe_${src}_$L.npy" $TOL
+    done
+done
+for L in 1 17 65; do
+    cmp_npy "MoE F32 GGUF == HF folder, prompt $L" "$tmp/moe_gguf_$L.npy" "$tmp/moe_hf_$L.npy" 0
+    cmp_npy "MoE F32 GGUF == HF fused folder, prompt $L" "$tmp/moe_gguf_$L.npy" "$tmp/moe_hf-fused_$L.npy" 0
+done
+for t in q8_0 q4_k_m mxfp4; do
+    run_inf models/tiny-moe-$t.gguf "$(ids 17)" "$tmp/moe_$t.npy" || { bad "inferno run MoE $t"; continue; }
+    $PY $REF models/tiny-moe-$t.gguf --tokens "$(ids 17)" --gen-from "$tmp/moe_$t.npy" --out "$tmp/ref_moe_$t.npy" ||
+        { bad "reference run MoE $t"; continue; }
+    cmp_npy "MoE ${t^^} prompt 17 vs reference on its dequantized weights" "$tmp/moe_$t.npy" "$tmp/ref_moe_$t.npy" $TOL
+done
+# a Hugging Face config with norm_topk_prob false is honoured (the chosen
+# experts' weights are not renormalized): the same weights, another model
+mkdir -p "$tmp/moe-nonorm"
+for f in model.safetensors tokenizer.json tokenizer_config.json; do ln -s "$PWD/models/tiny-moe-f32-hf/$f" "$tmp/moe-nonorm/$f"; done
+$PY -c "import json,sys; c=json.load(open(sys.argv[1])); c['norm_topk_prob']=False; json.dump(c, open(sys.argv[2],'w'))" \
+    models/tiny-moe-f32-hf/config.json "$tmp/moe-nonorm/config.json"
+if run_inf "$tmp/moe-nonorm" "$(ids 17)" "$tmp/moe_nonorm.npy" &&
+    $PY $REF "$tmp/moe-nonorm" --tokens "$(ids 17)" --gen-from "$tmp/moe_nonorm.npy" --out "$tmp/ref_moe_nonorm.npy"; then
+    cmp_npy "MoE norm_topk_prob false vs reference" "$tmp/moe_nonorm.npy" "$tmp/ref_moe_nonorm.npy" $TOL
+    $PY -c "import numpy as np,sys; d=abs(np.load(sys.argv[1])[0]-np.load(sys.argv[2])[0]).max(); print(f'{d:.3g}'); sys.exit(1 if d < 1e-2 else 0)" \
+        "$tmp/moe_nonorm.npy" "$tmp/moe_hf_17.npy" >"$tmp/d.txt" &&
+        ok "MoE norm_topk_prob false changes the logits (by $(cat "$tmp/d.txt"))" || bad "MoE norm_topk_prob false gives the renormalized logits"
+else
+    bad "MoE norm_topk_prob false run"
+fi
+
+# 5. YaRN
+yarn_dir() { # dir, python expression editing the config c
+    mkdir -p "$1"
+    for f in model.safetensors tokenizer.json tokenizer_config.json; do ln -sf "$PWD/models/tiny-f32-hf/$f" "$1/$f"; done
+    $PY -c "import json,sys; c=json.load(open(sys.argv[1])); $2; json.dump(c, open(sys.argv[2],'w'))" \
+        models/tiny-f32-hf/config.json "$1/config.json"
+}
+yarn_dir "$tmp/yarn" "c['rope_scaling']={'rope_type':'yarn','factor':4.0,'original_max_position_embeddings':32}"
+yarn_dir "$tmp/yarn-v5" "c['rope_parameters']={'rope_type':'yarn','rope_theta':c.pop('rope_theta'),'factor':4.0,'original_max_position_embeddings':32}; c.pop('rope_scaling'); c['dtype']=c.pop('torch_dtype')"
+if run_inf "$tmp/yarn" "$(ids 100)" "$tmp/yarn.npy" &&
+    $PY $REF "$tmp/yarn" --tokens "$(ids 100)" --gen-from "$tmp/yarn.npy" --out "$tmp/ref_yarn.npy"; then
+    cmp_npy "YaRN prompt 100 tokens (positions past the original 32), prefill + $((NGEN - 1)) decode steps" "$tmp/yarn.npy" "$tmp/ref_yarn.npy" $TOL
+    run_inf "$tmp/yarn-v5" "$(ids 100)" "$tmp/yarn-v5.npy" &&
+        cmp_npy "YaRN as transformers v5 writes it (rope_parameters) == rope_scaling" "$tmp/yarn.npy" "$tmp/yarn-v5.npy" 0 || bad "YaRN v5 config run"
+    $INF quantize "$tmp/yarn" "$tmp/yarn.gguf" F32 >/dev/null 2>&1 && run_inf "$tmp/yarn.gguf" "$(ids 100)" "$tmp/yarn-gguf.npy" &&
+        cmp_npy "YaRN GGUF (rope.scaling.*) == HF folder" "$tmp/yarn.npy" "$tmp/yarn-gguf.npy" 0 || bad "YaRN GGUF run"
+else
+    bad "YaRN run"
+fi
+
+# 6. split GGUF, Qwen3-VL text
+EDIT=tests/oracle/gguf_edit.py
+for m in tiny-q8_0 tiny-moe-q8_0; do
+    run_inf models/$m.gguf "$(ids 17)" "$tmp/$m.npy" || { bad "inferno run $m"; continue; }
+    $PY $EDIT models/$m.gguf "$tmp/$m-split" --split 3 &&
+        run_inf "$tmp/$m-split-00001-of-00003.gguf" "$(ids 17)" "$tmp/$m-split.npy" &&
+        cmp_npy "$m split in 3 files == the whole file" "$tmp/$m.npy" "$tmp/$m-split.npy" 0 || bad "$m split run"
+    vl=qwen3vl; [ "$m" = tiny-moe-q8_0 ] && vl=qwen3vlmoe
+    $PY $EDIT models/$m.gguf "$tmp/$m-$vl.gguf" --arch $vl &&
+        run_inf "$tmp/$m-$vl.gguf" "$(ids 17)" "$tmp/$m-$vl.npy" &&
+        cmp_npy "$m as $vl (Qwen3-VL's text model) == $m" "$tmp/$m.npy" "$tmp/$m-$vl.npy" 0 || bad "$m as $vl run"
+done
+msg=$($INF run -m "$tmp/tiny-q8_0-split-00002-of-00003.gguf" --token-ids 1 -n 1 2>&1)
+[[ "$msg" == *"split 2"*"open the first"* ]] && ok "a later split is refused: $msg" || bad "a later split: $msg"
+rm "$tmp/tiny-q8_0-split-00003-of-00003.gguf"
+msg=$($INF run -m "$tmp/tiny-q8_0-split-00001-of-00003.gguf" --token-ids 1 -n 1 2>&1)
+[[ "$msg" == *"00003-of-00003.gguf"* ]] && ok "a missing split is named: $msg" || bad "a missing split: $msg"
 finish

@@ -1,8 +1,17 @@
 #!/usr/bin/python3
 """A NumPy Qwen3, written from the Hugging Face definition (transformers'
 modeling_qwen3: Qwen3RMSNorm, Qwen3RotaryEmbedding + apply_rotary_pos_emb,
-Qwen3Attention with q_norm/k_norm before RoPE, repeat_kv, Qwen3MLP), used as
-the independent oracle for inferno's logits.
+Qwen3Attention with q_norm/k_norm before RoPE, repeat_kv, Qwen3MLP; and
+modeling_qwen3_moe's Qwen3MoeSparseMoeBlock: router softmax in float, top-k,
+renormalized when norm_topk_prob, each chosen expert's MLP weighted; the
+sparse layers chosen by decoder_sparse_step and mlp_only_layers), used as the
+independent oracle for inferno's logits.
+
+Experts are read from every layout: GGUF's 3-D ffn_{gate,up,down}_exps,
+Hugging Face's per-expert mlp.experts.E.{gate,up,down}_proj.weight, and
+transformers v5's fused mlp.experts.gate_up_proj [E, 2F, H] (gate rows
+first) / mlp.experts.down_proj [E, H, F]; all become stacked [E, out, in]
+arrays here.
 
 It reads a Hugging Face folder itself (config.json + *.safetensors, the
 safetensors header parsed with json, tensors with numpy.frombuffer; bf16 by
@@ -54,6 +63,22 @@ def load_safetensors(path):
     return out
 
 
+def stack_experts(cfg, W):
+    """Every layout of MoE experts -> W[p + "mlp.experts.{gate,up,down}"] [E, out, in]."""
+    n = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}.mlp.experts."
+        if p + "gate_up_proj" in W:  # transformers v5: gate rows, then up rows
+            gu = W.pop(p + "gate_up_proj")
+            f = gu.shape[1] // 2
+            W[p + "gate"], W[p + "up"] = gu[:, :f, :], gu[:, f:, :]
+            W[p + "down"] = W.pop(p + "down_proj")
+        elif p + "0.gate_proj.weight" in W:
+            for proj in ("gate", "up", "down"):
+                W[p + proj] = np.stack([W.pop(f"{p}{e}.{proj}_proj.weight") for e in range(n)])
+    return W
+
+
 def load_model(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
@@ -61,7 +86,7 @@ def load_model(folder):
     for fn in sorted(os.listdir(folder)):
         if fn.endswith(".safetensors"):
             weights.update(load_safetensors(os.path.join(folder, fn)))
-    return cfg, weights
+    return cfg, stack_experts(cfg, weights)
 
 
 # ---- GGUF (for the quantized types): parsed and dequantized here, from the
@@ -82,6 +107,10 @@ GGUF_NAMES = {  # GGUF tensor name -> Hugging Face name ("{}" = layer)
     "blk.{}.ffn_gate.weight": "model.layers.{}.mlp.gate_proj.weight",
     "blk.{}.ffn_up.weight": "model.layers.{}.mlp.up_proj.weight",
     "blk.{}.ffn_down.weight": "model.layers.{}.mlp.down_proj.weight",
+    "blk.{}.ffn_gate_inp.weight": "model.layers.{}.mlp.gate.weight",
+    "blk.{}.ffn_gate_exps.weight": "model.layers.{}.mlp.experts.gate",
+    "blk.{}.ffn_up_exps.weight": "model.layers.{}.mlp.experts.up",
+    "blk.{}.ffn_down_exps.weight": "model.layers.{}.mlp.experts.down",
 }
 
 
@@ -382,6 +411,17 @@ def load_gguf(path):
         "rms_norm_eps": meta[a + ".attention.layer_norm_rms_epsilon"],
         "rope_theta": meta.get(a + ".rope.freq_base", 10000.0),
     }
+    if meta.get(a + ".rope.scaling.type") == "yarn":  # llama.cpp: attn_factor * mscale
+        f = meta[a + ".rope.scaling.factor"]
+        cfg["rope_scaling"] = {
+            "rope_type": "yarn", "factor": f,
+            "original_max_position_embeddings": meta[a + ".rope.scaling.original_context_length"],
+            "attention_factor": meta.get(a + ".rope.scaling.attn_factor", 1.0) * (0.1 * np.log(f) + 1.0),
+            "beta_fast": meta.get(a + ".rope.scaling.yarn_beta_fast", 32),
+            "beta_slow": meta.get(a + ".rope.scaling.yarn_beta_slow", 1)}
+    if a + ".expert_count" in meta:  # llama.cpp always renormalizes the top-k weights
+        cfg.update(num_experts=meta[a + ".expert_count"],
+                   num_experts_per_tok=meta[a + ".expert_used_count"], norm_topk_prob=True)
     W = {}
     for name, ne, t, off in infos:
         data = tensor_values(raw, base, ne, t, off)
@@ -396,6 +436,9 @@ def load_gguf(path):
         if hf:
             W[hf] = data.reshape(list(reversed(ne)))  # ggml ne is fastest-first
     cfg["tie_word_embeddings"] = "lm_head.weight" not in W
+    # GGUF: a layer is sparse when it has a router
+    cfg["mlp_only_layers"] = [i for i in range(cfg["num_hidden_layers"])
+                              if f"model.layers.{i}.mlp.gate.weight" not in W]
     return cfg, W
 
 
@@ -410,6 +453,77 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
+def rope_parameters(cfg, hd):
+    """(inv_freq [hd/2], attention_scaling) as transformers' modeling_rope_utils
+    computes them: the default RoPE, or _compute_yarn_parameters for
+    rope_scaling / rope_parameters of type yarn."""
+    params = cfg.get("rope_parameters") or {}
+    theta = cfg.get("rope_theta", params.get("rope_theta", 10000.0))
+    inv_freq = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    rs = cfg.get("rope_scaling") or params
+    if (rs.get("rope_type") or rs.get("type")) != "yarn":
+        return inv_freq, 1.0
+    factor = rs["factor"]
+    orig = rs.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+
+    def get_mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * np.log(scale) + 1.0
+
+    attention = rs.get("attention_factor")
+    if attention is None:
+        if rs.get("mscale") and rs.get("mscale_all_dim"):
+            attention = get_mscale(factor, rs["mscale"]) / get_mscale(factor, rs["mscale_all_dim"])
+        else:
+            attention = get_mscale(factor)
+    beta_fast, beta_slow = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+    def correction_dim(n_rot):
+        return hd * np.log(orig / (n_rot * 2 * np.pi)) / (2 * np.log(theta))
+
+    low = max(np.floor(correction_dim(beta_fast)), 0)
+    high = min(np.ceil(correction_dim(beta_slow)), hd - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(hd // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extrapolation = 1 - ramp
+    inv_freq = (inv_freq / factor) * (1 - extrapolation) + inv_freq * extrapolation
+    return inv_freq, attention
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def sparse_moe_block(cfg, W, p, h):
+    """Qwen3MoeSparseMoeBlock: router -> softmax (float) -> top-k -> renormalize
+    when norm_topk_prob -> sum of each chosen expert's MLP, weighted."""
+    k = cfg["num_experts_per_tok"]
+    logits = h @ W[p + "mlp.gate.weight"].astype(np.float64).T  # [T, n_experts]
+    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]  # [T, k]
+    weights = np.take_along_axis(probs, top, axis=-1)
+    if cfg.get("norm_topk_prob", False):
+        weights = weights / weights.sum(axis=-1, keepdims=True)
+    out = np.zeros_like(h)
+    for e in np.unique(top):
+        rows, slot = np.nonzero(top == e)
+        x = h[rows]
+        g = x @ W[p + "mlp.experts.gate"][e].astype(np.float64).T
+        u = x @ W[p + "mlp.experts.up"][e].astype(np.float64).T
+        y = (silu(g) * u) @ W[p + "mlp.experts.down"][e].astype(np.float64).T
+        out[rows] += weights[rows, slot][:, None] * y
+    return out
+
+
+def is_sparse(cfg, i):
+    """Qwen3MoeDecoderLayer: the MoE block unless mlp_only_layers names the layer
+    or it is off the decoder_sparse_step."""
+    n = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    step = cfg.get("decoder_sparse_step", 1) or 1
+    return i not in cfg.get("mlp_only_layers", []) and n > 0 and (i + 1) % step == 0
+
+
 def forward(cfg, W, tokens):
     """Logits [T, vocab] (float64) for every position of tokens."""
     E = cfg["hidden_size"]
@@ -417,17 +531,18 @@ def forward(cfg, W, tokens):
     nkv = cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or E // nh
     eps = cfg["rms_norm_eps"]
-    theta = cfg.get("rope_theta", 10000.0)
     T = len(tokens)
     f64 = lambda name: W[name].astype(np.float64)
 
     x = f64("model.embed_tokens.weight")[np.array(tokens)]  # [T, E]
 
-    # Qwen3RotaryEmbedding: inv_freq over even dims, emb = cat(freqs, freqs)
-    inv_freq = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    # Qwen3RotaryEmbedding: inv_freq over even dims, emb = cat(freqs, freqs);
+    # cos and sin times the attention scaling (YaRN's; 1 otherwise)
+    inv_freq, attention_scaling = rope_parameters(cfg, hd)
     freqs = np.outer(np.arange(T, dtype=np.float64), inv_freq)  # [T, hd/2]
     emb = np.concatenate([freqs, freqs], axis=-1)  # [T, hd]
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    cos = np.cos(emb)[:, None, :] * attention_scaling
+    sin = np.sin(emb)[:, None, :] * attention_scaling
 
     mask = np.triu(np.full((T, T), -np.inf), k=1)  # causal
     group = nh // nkv
@@ -449,9 +564,12 @@ def forward(cfg, W, tokens):
         att = np.einsum("hqk,khd->qhd", probs, v).reshape(T, nh * hd)
         x = x + att @ f64(p + "self_attn.o_proj.weight").T
         h = rms_norm(x, f64(p + "post_attention_layernorm.weight"), eps)
+        if is_sparse(cfg, i):
+            x = x + sparse_moe_block(cfg, W, p, h)
+            continue
         g = h @ f64(p + "mlp.gate_proj.weight").T
         u = h @ f64(p + "mlp.up_proj.weight").T
-        x = x + ((g / (1.0 + np.exp(-g))) * u) @ f64(p + "mlp.down_proj.weight").T
+        x = x + (silu(g) * u) @ f64(p + "mlp.down_proj.weight").T
 
     x = rms_norm(x, f64("model.norm.weight"), eps)
     head = "model.embed_tokens.weight"

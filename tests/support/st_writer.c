@@ -223,7 +223,9 @@ static json_t *json_float(float v) {
 int st_write_config(const char *path, const inf_hparams *hp, const char *torch_dtype, int bos_id,
                     int eos_id, inf_err *err) {
     json_t *c = json_object();
-    json_object_set_new(c, "architectures", json_pack("[s]", "Qwen3ForCausalLM"));
+    const bool moe = hp->n_expert > 0;
+    json_object_set_new(c, "architectures",
+                        json_pack("[s]", moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"));
     json_object_set_new(c, "attention_bias", json_false());
     json_object_set_new(c, "attention_dropout", json_real(0.0));
     json_object_set_new(c, "bos_token_id", json_integer(bos_id));
@@ -235,7 +237,17 @@ int st_write_config(const char *path, const inf_hparams *hp, const char *torch_d
     json_object_set_new(c, "intermediate_size", json_integer(hp->n_ff));
     json_object_set_new(c, "max_position_embeddings", json_integer(hp->n_ctx_train));
     json_object_set_new(c, "max_window_layers", json_integer(hp->n_layer));
-    json_object_set_new(c, "model_type", json_string("qwen3"));
+    json_object_set_new(c, "model_type", json_string(moe ? "qwen3_moe" : "qwen3"));
+    if (moe) { /* as Qwen3-30B-A3B's config.json states them */
+        json_object_set_new(c, "num_experts", json_integer(hp->n_expert));
+        json_object_set_new(c, "num_experts_per_tok", json_integer(hp->n_expert_used));
+        json_object_set_new(c, "moe_intermediate_size", json_integer(hp->n_ff_exp));
+        json_object_set_new(c, "norm_topk_prob", json_boolean(hp->norm_topk_prob));
+        json_object_set_new(c, "decoder_sparse_step", json_integer(1));
+        json_object_set_new(c, "mlp_only_layers", json_array());
+        json_object_set_new(c, "output_router_logits", json_false());
+        json_object_set_new(c, "router_aux_loss_coef", json_real(0.001));
+    }
     json_object_set_new(c, "num_attention_heads", json_integer(hp->n_head));
     json_object_set_new(c, "num_hidden_layers", json_integer(hp->n_layer));
     json_object_set_new(c, "num_key_value_heads", json_integer(hp->n_head_kv));

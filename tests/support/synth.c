@@ -68,6 +68,42 @@ int synth_preset(inf_hparams *hp, const char *name) {
                             .tied_output = true};
         return 0;
     }
+    if (!strcmp(name, "tiny-moe")) {
+        *hp = (inf_hparams){.n_layer = 4,
+                            .n_embd = 256,
+                            .n_head = 4,
+                            .n_head_kv = 2,
+                            .head_dim = 64,
+                            .n_ff = 768,
+                            .n_vocab = 151936,
+                            .n_ctx_train = 4096,
+                            .rope_theta = 1e6f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = true,
+                            .n_expert = 8,
+                            .n_expert_used = 2,
+                            .n_ff_exp = 256,
+                            .norm_topk_prob = true};
+        return 0;
+    }
+    if (!strcmp(name, "qwen3-30b-a3b-6l")) {
+        *hp = (inf_hparams){.n_layer = 6,
+                            .n_embd = 2048,
+                            .n_head = 32,
+                            .n_head_kv = 4,
+                            .head_dim = 128,
+                            .n_ff = 6144,
+                            .n_vocab = 151936,
+                            .n_ctx_train = 40960,
+                            .rope_theta = 1e6f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = false,
+                            .n_expert = 128,
+                            .n_expert_used = 8,
+                            .n_ff_exp = 768,
+                            .norm_topk_prob = true};
+        return 0;
+    }
     return -1;
 }
 
@@ -89,9 +125,23 @@ static const struct {
     {SYNTH_FFN_DOWN, "ffn_down", "mlp.down_proj"},
 };
 enum { N_BLOCK_TENSORS = sizeof block_tensors / sizeof block_tensors[0] };
+/* A MoE block: the attention and ffn_norm as above, then these. The HF names
+ * of the expert tensors are the fused layout's (per-expert names are made
+ * when writing). */
+static const struct {
+    synth_role role;
+    const char *gguf, *hf;
+} moe_tensors[] = {
+    {SYNTH_FFN_GATE_INP, "ffn_gate_inp.weight", "mlp.gate.weight"},
+    {SYNTH_FFN_GATE_EXPS, "ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+    {SYNTH_FFN_UP_EXPS, "ffn_up_exps.weight", "mlp.experts.up_proj"},
+    {SYNTH_FFN_DOWN_EXPS, "ffn_down_exps.weight", "mlp.experts.down_proj"},
+};
+enum { N_MOE_TENSORS = sizeof moe_tensors / sizeof moe_tensors[0], N_SHARED = 8 };
 
 /* Shape fastest-first {n_in, n_out} of a role; n_out = 0 for 1-D tensors. */
-static void role_shape(int64_t ne[2], synth_role r, const inf_hparams *hp) {
+static void role_shape(int64_t ne[3], synth_role r, const inf_hparams *hp) {
+    ne[2] = 1;
     const int64_t q = (int64_t)hp->n_head * hp->head_dim,
                   kv = (int64_t)hp->n_head_kv * hp->head_dim;
     switch (r) {
@@ -124,6 +174,16 @@ static void role_shape(int64_t ne[2], synth_role r, const inf_hparams *hp) {
     case SYNTH_FFN_DOWN:
         ne[0] = hp->n_ff, ne[1] = hp->n_embd;
         break;
+    case SYNTH_FFN_GATE_INP:
+        ne[0] = hp->n_embd, ne[1] = hp->n_expert;
+        break;
+    case SYNTH_FFN_GATE_EXPS:
+    case SYNTH_FFN_UP_EXPS:
+        ne[0] = hp->n_embd, ne[1] = hp->n_ff_exp, ne[2] = hp->n_expert;
+        break;
+    case SYNTH_FFN_DOWN_EXPS:
+        ne[0] = hp->n_ff_exp, ne[1] = hp->n_embd, ne[2] = hp->n_expert;
+        break;
     }
 }
 
@@ -131,12 +191,14 @@ static void set_tensor(synth_tensor *t, synth_role r, int layer, const inf_hpara
     t->role = r;
     t->layer = layer;
     role_shape(t->ne, r, hp);
-    t->n_dims = t->ne[1] ? 2 : 1;
+    t->n_dims = t->ne[2] > 1 ? 3 : t->ne[1] ? 2 : 1;
     if (!t->ne[1]) t->ne[1] = 1;
 }
 
 int synth_tensor_list(synth_tensor **out, const inf_hparams *hp) {
-    int n = 2 + hp->n_layer * N_BLOCK_TENSORS;
+    const bool moe = hp->n_expert > 0;
+    const int per_layer = moe ? N_SHARED + N_MOE_TENSORS : N_BLOCK_TENSORS;
+    int n = 2 + hp->n_layer * per_layer + !hp->tied_output;
     synth_tensor *t = calloc((size_t)n, sizeof *t);
     *out = t;
     if (!t) return -1;
@@ -146,7 +208,16 @@ int synth_tensor_list(synth_tensor **out, const inf_hparams *hp) {
     snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.embed_tokens.weight");
     k++;
     for (int l = 0; l < hp->n_layer; l++)
-        for (int j = 0; j < N_BLOCK_TENSORS; j++, k++) {
+        for (int j = 0; j < per_layer; j++, k++) {
+            if (moe && j >= N_SHARED) {
+                const int m = j - N_SHARED;
+                set_tensor(&t[k], moe_tensors[m].role, l, hp);
+                snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "blk.%d.%s", l,
+                         moe_tensors[m].gguf);
+                snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.layers.%d.%s", l,
+                         moe_tensors[m].hf);
+                continue;
+            }
             set_tensor(&t[k], block_tensors[j].role, l, hp);
             snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "blk.%d.%s.weight", l,
                      block_tensors[j].gguf);
@@ -156,6 +227,13 @@ int synth_tensor_list(synth_tensor **out, const inf_hparams *hp) {
     set_tensor(&t[k], SYNTH_OUTPUT_NORM, -1, hp);
     snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "output_norm.weight");
     snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.norm.weight");
+    k++;
+    if (!hp->tied_output) {
+        set_tensor(&t[k], SYNTH_TOKEN_EMBD, -1, hp);
+        t[k].role = SYNTH_TOKEN_EMBD; /* same shape and scale as the embedding */
+        snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "output.weight");
+        snprintf(t[k].hf_name, sizeof t[k].hf_name, "lm_head.weight");
+    }
     return n;
 }
 
@@ -216,7 +294,8 @@ static bool use_more_bits(int layer, int n_layer) {
 }
 
 inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams *hp) {
-    if (t->n_dims == 1) return INF_F32;
+    /* norms, and the router (llama.cpp keeps ffn_gate_inp F32) */
+    if (t->n_dims == 1 || t->role == SYNTH_FFN_GATE_INP) return INF_F32;
     switch (m) {
     case SYNTH_F32:
         return INF_F32;
@@ -234,7 +313,8 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
         return INF_Q6_K;
     case SYNTH_Q4_K_M:
         if (t->role == SYNTH_TOKEN_EMBD) return INF_Q6_K;
-        if ((t->role == SYNTH_ATTN_V || t->role == SYNTH_FFN_DOWN) &&
+        if ((t->role == SYNTH_ATTN_V || t->role == SYNTH_FFN_DOWN ||
+             t->role == SYNTH_FFN_DOWN_EXPS) &&
             use_more_bits(t->layer, hp->n_layer))
             return INF_Q6_K;
         return INF_Q4_K;
@@ -290,10 +370,110 @@ typedef struct {
     gguf_writer *gguf;
     st_writer *st[SYNTH_HF_SHARDS];
     int n_st;
+    struct file_tensor *ft; /* [n_ft] the tensors of this output, in file order */
+    int n_ft;
+    struct piece *pieces; /* [n_pieces] their element ranges of the maker's tensors */
+    int n_pieces;
 } sink;
 
+/* A range of elements of one of the maker's tensors (whole rows). */
+typedef struct piece {
+    const synth_tensor *src;
+    int64_t start, n;
+} piece;
+
+/* One tensor as an output file holds it: a name, a shape, and the pieces
+ * whose values it holds one after the other. */
+typedef struct file_tensor {
+    char name[96];
+    int n_dims;
+    int64_t ne[3]; /* fastest-first */
+    const synth_tensor *src; /* decides the type */
+    int first, n_pieces;
+} file_tensor;
+
+static int add_piece(sink *s, const synth_tensor *src, int64_t start, int64_t n) {
+    piece *g = realloc(s->pieces, (size_t)(s->n_pieces + 1) * sizeof *g);
+    if (!g) return -1;
+    s->pieces = g;
+    g[s->n_pieces++] = (piece){src, start, n};
+    s->ft[s->n_ft - 1].n_pieces++;
+    return 0;
+}
+
+static int add_file_tensor(sink *s, const char *name, const synth_tensor *src, int n_dims,
+                           int64_t ne0, int64_t ne1, int64_t ne2) {
+    file_tensor *f = realloc(s->ft, (size_t)(s->n_ft + 1) * sizeof *f);
+    if (!f) return -1;
+    s->ft = f;
+    f += s->n_ft++;
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->n_dims = n_dims;
+    f->ne[0] = ne0, f->ne[1] = ne1, f->ne[2] = ne2;
+    f->src = src;
+    f->first = s->n_pieces;
+    return 0;
+}
+
+/* The output's tensors: the maker's, under the format's names, with the
+ * experts laid out as the format holds them (see synth.h). */
+static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
+    const synth_kind kind = s->o->kind;
+    for (int i = 0; i < n_tensors; i++) {
+        const synth_tensor *t = &ts[i];
+        const int64_t total = t->ne[0] * t->ne[1] * t->ne[2];
+        const bool expert = t->role == SYNTH_FFN_GATE_EXPS || t->role == SYNTH_FFN_UP_EXPS ||
+                            t->role == SYNTH_FFN_DOWN_EXPS;
+        if (kind == SYNTH_GGUF || !expert) {
+            if (add_file_tensor(s, kind == SYNTH_GGUF ? t->gguf_name : t->hf_name, t, t->n_dims,
+                                t->ne[0], t->ne[1], t->ne[2]) ||
+                add_piece(s, t, 0, total))
+                return -1;
+            continue;
+        }
+        if (t->role == SYNTH_FFN_UP_EXPS) continue; /* written with the gate */
+        const int64_t X = t->ne[2], slice = t->ne[0] * t->ne[1];
+        char name[96];
+        if (kind == SYNTH_HF_FUSED) {
+            if (t->role == SYNTH_FFN_DOWN_EXPS) {
+                if (add_file_tensor(s, t->hf_name, t, 3, t->ne[0], t->ne[1], X) ||
+                    add_piece(s, t, 0, total))
+                    return -1;
+                continue;
+            }
+            /* gate_up_proj [E, 2F, H]: each expert's gate rows, then its up rows */
+            snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", t->layer);
+            if (add_file_tensor(s, name, t, 3, t->ne[0], 2 * t->ne[1], X)) return -1;
+            for (int64_t e = 0; e < X; e++)
+                if (add_piece(s, t, e * slice, slice) || add_piece(s, t + 1, e * slice, slice))
+                    return -1;
+            continue;
+        }
+        if (t->role == SYNTH_FFN_DOWN_EXPS) continue; /* written with the gate */
+        /* one tensor per expert: gate, up, down of expert 0, then expert 1, ... */
+        static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+        for (int64_t e = 0; e < X; e++)
+            for (int j = 0; j < 3; j++) {
+                const synth_tensor *src = t + j;
+                snprintf(name, sizeof name, "model.layers.%d.mlp.experts.%lld.%s.weight",
+                         t->layer, (long long)e, proj[j]);
+                if (add_file_tensor(s, name, src, 2, src->ne[0], src->ne[1], 1) ||
+                    add_piece(s, src, e * src->ne[0] * src->ne[1], src->ne[0] * src->ne[1]))
+                    return -1;
+            }
+    }
+    return 0;
+}
+
+static inf_dtype file_type(const sink *s, const file_tensor *f, const inf_hparams *hp) {
+    return s->o->kind == SYNTH_GGUF ? synth_gguf_type(s->o->mix, f->src, hp)
+                                    : (inf_dtype)synth_hf_type(s->o->mix);
+}
+
 static void gguf_metadata(gguf_writer *w, const synth_model *m, synth_mix mix) {
-    inf_convert_qwen3_meta(w, m->name, &m->hp, synth_file_type(mix));
+    inf_convert_qwen3_meta(w, m->hp.n_expert ? "qwen3moe" : "qwen3", m->name, &m->hp,
+                           synth_file_type(mix));
 }
 
 static int gguf_tokenizer(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {
@@ -340,15 +520,18 @@ static int sink_open(sink *s, const synth_model *m, const synth_tensor *ts, int 
                      inf_err *err) {
     const synth_output *o = s->o;
     snprintf(s->tmp, sizeof s->tmp, "%s.tmp", o->path);
+    if (plan_tensors(s, ts, n_tensors)) return inf_fail(err, "%s: out of memory", o->path);
     if (o->kind == SYNTH_GGUF) {
         s->gguf = gguf_writer_create();
         if (!s->gguf) return inf_fail(err, "%s: out of memory", o->path);
         gguf_metadata(s->gguf, m, o->mix);
         if (m->vocab && gguf_tokenizer(s->gguf, m->vocab, m->hp.n_vocab, err))
             return inf_fail_ctx(err, "%s", o->path);
-        for (int i = 0; i < n_tensors; i++)
-            gguf_writer_add_tensor(s->gguf, ts[i].gguf_name,
-                                   synth_gguf_type(o->mix, &ts[i], &m->hp), ts[i].n_dims, ts[i].ne);
+        for (int i = 0; i < s->n_ft; i++) {
+            const file_tensor *f = &s->ft[i];
+            const int64_t ne[4] = {f->ne[0], f->ne[1], f->ne[2], 1};
+            gguf_writer_add_tensor(s->gguf, f->name, file_type(s, f, &m->hp), f->n_dims, ne);
+        }
         return gguf_writer_open(s->gguf, s->tmp, err);
     }
     int dtype = synth_hf_type(o->mix);
@@ -359,13 +542,13 @@ static int sink_open(sink *s, const synth_model *m, const synth_tensor *ts, int 
     s->n_st = o->kind == SYNTH_HF_SHARDED ? SYNTH_HF_SHARDS : 1;
     for (int k = 0; k < s->n_st; k++)
         if (!(s->st[k] = st_writer_create())) return inf_fail(err, "%s: out of memory", o->path);
-    for (int i = 0; i < n_tensors; i++) {
-        int64_t shape[2] = {ts[i].ne[1], ts[i].ne[0]}; /* HF: [out, in] */
-        st_writer *w = s->st[s->n_st > 1 ? shard_of(i, n_tensors) : 0];
-        if (ts[i].n_dims == 1)
-            st_writer_add_tensor(w, ts[i].hf_name, (inf_dtype)dtype, 1, &shape[1]);
-        else
-            st_writer_add_tensor(w, ts[i].hf_name, (inf_dtype)dtype, 2, shape);
+    for (int i = 0; i < s->n_ft; i++) {
+        const file_tensor *f = &s->ft[i];
+        int64_t shape[3]; /* HF: slowest-first, [experts][out][in] */
+        for (int d = 0; d < f->n_dims; d++)
+            shape[d] = f->ne[f->n_dims - 1 - d];
+        st_writer *w = s->st[s->n_st > 1 ? shard_of(i, s->n_ft) : 0];
+        st_writer_add_tensor(w, f->name, (inf_dtype)dtype, f->n_dims, shape);
     }
     char p[4200], name[64];
     for (int k = 0; k < s->n_st; k++) {
@@ -402,8 +585,8 @@ static int sink_finish(sink *s, const synth_model *m, const synth_tensor *ts, in
     }
     char p[4200];
     if (s->n_st > 1) {
-        const char **names = malloc((size_t)n_tensors * sizeof *names);
-        const char **files = malloc((size_t)n_tensors * sizeof *files);
+        const char **names = malloc((size_t)s->n_ft * sizeof *names);
+        const char **files = malloc((size_t)s->n_ft * sizeof *files);
         char shard_files[SYNTH_HF_SHARDS][64];
         for (int k = 0; k < SYNTH_HF_SHARDS; k++)
             shard_name(shard_files[k], 64, k);
@@ -412,12 +595,12 @@ static int sink_finish(sink *s, const synth_model *m, const synth_tensor *ts, in
             free(files);
             return inf_fail(err, "%s: out of memory", o->path);
         }
-        for (int i = 0; i < n_tensors; i++) {
-            names[i] = ts[i].hf_name;
-            files[i] = shard_files[shard_of(i, n_tensors)];
+        for (int i = 0; i < s->n_ft; i++) {
+            names[i] = s->ft[i].name;
+            files[i] = shard_files[shard_of(i, s->n_ft)];
         }
         snprintf(p, sizeof p, "%s/model.safetensors.index.json", s->tmp);
-        int rc = st_write_index(p, n_tensors, names, files, total, err);
+        int rc = st_write_index(p, s->n_ft, names, files, total, err);
         free(names);
         free(files);
         if (rc) return -1;
@@ -442,6 +625,8 @@ static int sink_finish(sink *s, const synth_model *m, const synth_tensor *ts, in
 }
 
 static void sink_free(sink *s) {
+    free(s->ft);
+    free(s->pieces);
     gguf_writer_free(s->gguf);
     for (int k = 0; k < s->n_st; k++)
         st_writer_free(s->st[k]);
@@ -457,11 +642,9 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
     /* about 1 MiB of f32 source per chunk: a whole number of rows */
     const int64_t chunk = max_row > 262144 ? max_row : 262144 / max_row * max_row;
     float *src = malloc((size_t)chunk * sizeof *src); /* [chunk] */
-    /* the chunk converted to each type, shared by the outputs that want it */
-    unsigned char *conv[INF_DTYPE_COUNT] = {0}; /* [type][chunk bytes of that type] */
-    bool have[INF_DTYPE_COUNT];
+    unsigned char *conv = malloc((size_t)chunk * sizeof(float)); /* the chunk, converted */
     int rc = 0;
-    if (n_tensors < 0 || !sinks || !src) {
+    if (n_tensors < 0 || !sinks || !src || !conv) {
         rc = inf_fail(err, "out of memory");
         goto done;
     }
@@ -469,28 +652,24 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
         sinks[k].o = &outs[k];
         rc = sink_open(&sinks[k], m, ts, n_tensors, err);
     }
-    for (int i = 0; i < n_tensors && !rc; i++) {
-        const synth_tensor *t = &ts[i];
-        const int64_t row = t->ne[0], total = row * t->ne[1];
-        const int64_t rows_per_chunk = chunk / row;
-        for (int64_t start = 0; start < total && !rc; start += rows_per_chunk * row) {
-            int64_t n = total - start < rows_per_chunk * row ? total - start : rows_per_chunk * row;
-            synth_fill(src, t, &m->hp, m->seed, start, n);
-            memset(have, 0, sizeof have);
-            for (int k = 0; k < n_outs && !rc; k++) {
-                inf_dtype type = outs[k].kind == SYNTH_GGUF
-                                     ? synth_gguf_type(outs[k].mix, t, &m->hp)
-                                     : (inf_dtype)synth_hf_type(outs[k].mix);
-                size_t rb = inf_dtype_row_bytes(type, row);
-                if (!conv[type] && !(conv[type] = malloc((size_t)chunk * sizeof(float)))) {
-                    rc = inf_fail(err, "out of memory");
-                    break;
+    /* each output's tensors in its own order, each piece a chunk of rows at a time */
+    for (int k = 0; k < n_outs && !rc; k++) {
+        sink *s = &sinks[k];
+        for (int i = 0; i < s->n_ft && !rc; i++) {
+            const file_tensor *f = &s->ft[i];
+            const inf_dtype type = file_type(s, f, &m->hp);
+            for (int p = f->first; p < f->first + f->n_pieces && !rc; p++) {
+                const piece *pc = &s->pieces[p];
+                const int64_t row = pc->src->ne[0], per = chunk / row * row;
+                const size_t rb = inf_dtype_row_bytes(type, row);
+                for (int64_t at = 0; at < pc->n && !rc; at += per) {
+                    const int64_t n = pc->n - at < per ? pc->n - at : per;
+                    synth_fill(src, pc->src, &m->hp, m->seed, pc->start + at, n);
+                    for (int64_t r = 0; r < n / row; r++)
+                        INF_ASSERT(inf_quantize_row(type, conv + r * rb, src + r * row, row) ==
+                                   0);
+                    rc = sink_write(s, i, s->n_ft, conv, rb * (size_t)(n / row), err);
                 }
-                for (int64_t r = 0; !have[type] && r < n / row; r++)
-                    INF_ASSERT(inf_quantize_row(type, conv[type] + r * rb, src + r * row, row) ==
-                               0);
-                have[type] = true;
-                rc = sink_write(&sinks[k], i, n_tensors, conv[type], rb * (size_t)(n / row), err);
             }
         }
     }
@@ -508,8 +687,7 @@ done:
     }
     free(sinks);
     free(src);
-    for (int k = 0; k < INF_DTYPE_COUNT; k++)
-        free(conv[k]);
+    free(conv);
     free(ts);
     return rc;
 }

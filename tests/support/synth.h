@@ -54,7 +54,10 @@ const char *synth_mix_name(synth_mix m);
 int synth_mix_parse(const char *s);
 
 /* Fills hp with the preset "tiny" (4 layers, 256 wide, 4/2 heads of 64, FFN
- * 768, full Qwen3 vocab) or "qwen3-0.6b" (Qwen3-0.6B's exact shapes).
+ * 768, full Qwen3 vocab), "qwen3-0.6b" (Qwen3-0.6B's exact shapes),
+ * "tiny-moe" (qwen3moe: tiny's attention, 8 experts of FFN 256, top 2, tied
+ * head) or "qwen3-30b-a3b-6l" (Qwen3-30B-A3B's per-layer shapes: 2048 wide,
+ * 32/4 heads of 128, 128 experts of 768, top 8, untied head; 6 layers).
  * Returns -1 for any other name. */
 int synth_preset(inf_hparams *hp, const char *name);
 
@@ -72,18 +75,24 @@ typedef enum synth_role {
     SYNTH_FFN_GATE,
     SYNTH_FFN_UP,
     SYNTH_FFN_DOWN,
+    /* MoE layers (hp.n_expert > 0) have these in place of the dense FFN */
+    SYNTH_FFN_GATE_INP,  /* router [n_expert][n_embd], F32 in GGUF */
+    SYNTH_FFN_GATE_EXPS, /* {n_embd, n_ff_exp, n_expert} */
+    SYNTH_FFN_UP_EXPS,   /* {n_embd, n_ff_exp, n_expert} */
+    SYNTH_FFN_DOWN_EXPS, /* {n_ff_exp, n_embd, n_expert} */
 } synth_role;
 
 typedef struct synth_tensor {
     char gguf_name[64]; /* "blk.3.attn_q.weight" */
-    char hf_name[96];   /* "model.layers.3.self_attn.q_proj.weight" */
+    char hf_name[96];   /* "model.layers.3.self_attn.q_proj.weight" (experts: see synth_write) */
     synth_role role;
-    int layer;     /* -1 for token_embd and output_norm */
-    int n_dims;    /* 1 (norms) or 2 */
-    int64_t ne[2]; /* fastest-first: ne[0] = n_in (row length), ne[1] = n_out */
+    int layer;     /* -1 for token_embd, output_norm, output */
+    int n_dims;    /* 1 (norms), 2, or 3 (experts) */
+    int64_t ne[3]; /* fastest-first: ne[0] = n_in (row length), ne[1] = n_out, ne[2] experts */
 } synth_tensor;
 
-/* The model's tensors in file order (token_embd, each block, output_norm).
+/* The model's tensors in GGUF file order (token_embd, each block,
+ * output_norm, output when untied).
  * *out is malloc'd (caller frees). Returns the count, or -1 if out of memory. */
 int synth_tensor_list(synth_tensor **out, const inf_hparams *hp);
 
@@ -104,6 +113,7 @@ typedef enum synth_kind {
     SYNTH_GGUF,       /* path = the .gguf file */
     SYNTH_HF,         /* path = the folder: config.json, model.safetensors, tokenizer files */
     SYNTH_HF_SHARDED, /* the same with 3 shards and model.safetensors.index.json */
+    SYNTH_HF_FUSED,   /* HF, experts in transformers v5's fused layout (MoE presets) */
 } synth_kind;
 
 #define SYNTH_HF_SHARDS 3
@@ -130,9 +140,12 @@ typedef struct synth_model {
     const char *tokenizer_config_json;
 } synth_model;
 
-/* Writes all outputs in one pass over the tensors (each tensor's f32 values
- * are generated once, a chunk of rows at a time, and converted for every
- * output), so memory stays small whatever the model size. Each output is
+/* Writes every output, tensor by tensor, a chunk of rows at a time, so
+ * memory stays small whatever the model size. The experts of a MoE preset
+ * are three 3-D tensors in GGUF; HF folders hold them one tensor per expert
+ * (mlp.experts.E.{gate,up,down}_proj.weight) or, SYNTH_HF_FUSED, as
+ * mlp.experts.gate_up_proj [E, 2F, H] (gate rows first) and
+ * mlp.experts.down_proj [E, H, F]: the same values in every layout. Each output is
  * written under a temporary name and renamed into place when complete.
  * Returns -1 with a message naming the output on failure. */
 int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_err *err);

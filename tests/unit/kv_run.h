@@ -8,18 +8,18 @@
 #include <string.h>
 
 #include "kv/kv_cache.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "runtime/exec.h"
 #include "util/mem.h"
 
 typedef struct kv_run {
-    inf_qwen3 *m; /* borrowed */
+    inf_model *m; /* borrowed */
     inf_kv_cache *kv;
     float *logits; /* [n_vocab] of the last token fed */
     int reused;    /* prompt tokens the last prefill kept */
 } kv_run;
 
-static inline int kv_run_open(kv_run *r, inf_qwen3 *m, const inf_kv_opts *o, int n_ctx,
+static inline int kv_run_open(kv_run *r, inf_model *m, const inf_kv_opts *o, int n_ctx,
                               inf_err *err) {
     memset(r, 0, sizeof *r);
     r->m = m;
@@ -45,7 +45,7 @@ static inline int kv_run_feed(kv_run *r, const int32_t *tokens, int n, inf_err *
         for (int j = 0; j < k; j++)
             pos[j] = r->kv->n_past[0] + j, seq[j] = 0;
         inf_batch b = {.n_rows = k, .tokens = tokens + i, .pos = pos, .seq = seq};
-        if (inf_qwen3_forward(r->m, &b, r->kv->views, 1, r->logits, err)) return -1;
+        if (inf_model_forward(r->m, &b, r->kv->views, 1, r->logits, err)) return -1;
         for (int j = 0; j < k; j++)
             inf_kv_cache_commit(r->kv, 0, pos[j], tokens[i + j]);
     }

@@ -49,28 +49,25 @@ static inline inf_model_file *synth_model(inf_hparams hp, const inf_dtype types[
     int per_layer = 11;
     m->n_tensors = 3 + per_layer * hp.n_layer;
     m->tensors = calloc((size_t)m->n_tensors, sizeof(inf_tensor));
-    m->layers = calloc((size_t)hp.n_layer, sizeof(inf_layer_weights));
     int64_t E = hp.n_embd, Q = (int64_t)hp.n_head * hp.head_dim,
             KV = (int64_t)hp.n_head_kv * hp.head_dim, F = hp.n_ff;
     inf_tensor *t = m->tensors;
     synth_tensor(t, "token_embd.weight", types[0], E, hp.n_vocab, 0, 1.0f);
-    m->token_embd = t++;
+    t++;
     synth_tensor(t, "output_norm.weight", INF_F32, E, 1, 1.0f, 0.2f);
-    m->output_norm = t++;
+    t++;
     if (hp.tied_output) {
-        m->output = m->token_embd;
         m->n_tensors--;
     } else {
         synth_tensor(t, "output.weight", types[0], E, hp.n_vocab, 0, 0.2f);
-        m->output = t++;
+        t++;
     }
     for (int l = 0; l < hp.n_layer; l++) {
-        inf_layer_weights *L = &m->layers[l];
         char name[64];
 #define SYNTH(slot, nm, ty, n0, n1, base, amp)                                                     \
     snprintf(name, sizeof name, "blk.%d." nm ".weight", l);                                       \
     synth_tensor(t, name, ty, n0, n1, base, amp);                                                  \
-    L->slot = t++;
+    t++;
         SYNTH(attn_norm, "attn_norm", INF_F32, E, 1, 1.0f, 0.2f)
         SYNTH(wq, "attn_q", types[1], E, Q, 0, 1.7f / sqrtf((float)E))
         SYNTH(wk, "attn_k", types[1], E, KV, 0, 1.7f / sqrtf((float)E))
@@ -94,7 +91,6 @@ static inline void synth_model_free(inf_model_file *m) {
         free((void *)m->tensors[i].data);
     }
     free(m->tensors);
-    free(m->layers);
     free(m->path);
     free(m->arch);
     free(m);
@@ -109,7 +105,6 @@ static inline inf_model_file *synth_dequantized(const inf_model_file *m) {
     d->hp = m->hp;
     d->n_tensors = m->n_tensors;
     d->tensors = calloc((size_t)m->n_tensors, sizeof(inf_tensor));
-    d->layers = calloc((size_t)m->hp.n_layer, sizeof(inf_layer_weights));
     for (int i = 0; i < m->n_tensors; i++) {
         const inf_tensor *s = &m->tensors[i];
         inf_tensor *t = &d->tensors[i];
@@ -124,20 +119,6 @@ static inline inf_model_file *synth_dequantized(const inf_model_file *m) {
                                s->ne[0]);
         t->data = data;
     }
-    /* the same slots, pointing at the copies */
-#define REBIND(ptr) ((ptr) ? &d->tensors[(ptr) - m->tensors] : NULL)
-    d->token_embd = REBIND(m->token_embd);
-    d->output_norm = REBIND(m->output_norm);
-    d->output = REBIND(m->output);
-    for (int l = 0; l < m->hp.n_layer; l++) {
-        const inf_layer_weights *a = &m->layers[l];
-        inf_layer_weights *b = &d->layers[l];
-        b->attn_norm = REBIND(a->attn_norm), b->wq = REBIND(a->wq), b->wk = REBIND(a->wk);
-        b->wv = REBIND(a->wv), b->wo = REBIND(a->wo), b->q_norm = REBIND(a->q_norm);
-        b->k_norm = REBIND(a->k_norm), b->ffn_norm = REBIND(a->ffn_norm);
-        b->w_gate = REBIND(a->w_gate), b->w_up = REBIND(a->w_up), b->w_down = REBIND(a->w_down);
-    }
-#undef REBIND
     return d;
 }
 

@@ -1,4 +1,4 @@
-/* The whole tiny model on every backend and ISA level against the scalar
+/* The whole tiny model (and the tiny MoE) on every backend and ISA level against the scalar
  * backend: a 40-token prefill (AMX-sized) and 4 decode steps fed with the
  * scalar backend's greedy tokens; the logits of the prefill's last row and of
  * every decode step are compared.
@@ -19,7 +19,7 @@
 #include "backend/cpu_features.h"
 #include "backend/simd.h"
 #include "harness.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "kv_run.h"
 
@@ -36,11 +36,11 @@ static int argmax(const float *x, int n) {
 /* logits [1 + N_DEC][V]; tokens: in = the decode inputs (NULL: greedy, written to out_tok) */
 static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *prompt,
                const int32_t *in_tok, int32_t *out_tok, float *logits) {
-    inf_qwen3 *m = NULL;
+    inf_model *m = NULL;
     kv_run s = {0};
     inf_err err;
     int V = mf->hp.n_vocab, rc = -1;
-    if (inf_qwen3_create(&m, mf, be, 64, N_PROMPT, &err) || kv_run_open(&s, m, NULL, 64, &err)) {
+    if (inf_model_create(&m, mf, be, 64, N_PROMPT, &err) || kv_run_open(&s, m, NULL, 64, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -55,7 +55,7 @@ static int run(const inf_model_file *mf, const inf_backend *be, const int32_t *p
     rc = 0;
 done:
     kv_run_close(&s);
-    inf_qwen3_free(m);
+    inf_model_free(m);
     return rc;
 }
 
@@ -63,7 +63,9 @@ int main(void) {
     static const char *const types[] = {
         "f32",    "f16",    "bf16",   "q8_0",   "q4_0",   "q4_k",   "q6_k",
         "q4_k_m", "q4_k_s", "q5_k_s", "q5_k_m", "q3_k_s", "q3_k_m", "q3_k_l",
-        "q2_k",   "q4_1",   "q5_0",   "q5_1",   "iq4_nl", "iq4_xs", "mxfp4"};
+        "q2_k",   "q4_1",   "q5_0",   "q5_1",   "iq4_nl", "iq4_xs", "mxfp4",
+        /* qwen3moe: the tiny MoE preset (experts grouped over the batch) */
+        "moe-f32", "moe-q8_0", "moe-q4_k_m", "moe-mxfp4"};
     const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
                               INF_ISA_AMX};
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
@@ -82,7 +84,8 @@ int main(void) {
         for (int i = 0; i < N_PROMPT; i++)
             prompt[i] = (i * 7919 + 13) % V;
         CHECK(run(mf, inf_backend_scalar(), prompt, NULL, greedy, ref) == 0);
-        bool exact_types = !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16");
+        bool exact_types = !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16") ||
+                           !strcmp(types[ti], "moe-f32");
         double tol = exact_types ? 1e-3 : !strcmp(types[ti], "bf16") ? 1e-2 : 4e-2;
         for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
             if (inf_isa_clamp(levels[li]) != levels[li]) continue;

@@ -1,5 +1,5 @@
 /* The engine, as every program uses it (tiny generated model, pool backend,
- * one and two slots, basic and paged caches): a prompt's logits are the
+ * one and two slots, basic and paged caches; the tiny MoE too): a prompt's logits are the
  * same bits cold, after a reused prefix and repeated; the prompt limits of
  * the context (refused with both numbers) and generation that stops with
  * "length" there; end-of-generation and ignore_eos; the same seed giving the
@@ -14,6 +14,7 @@
 #include "util/mem.h"
 
 #define MODEL "models/tiny-f32.gguf"
+#define MODEL_MOE "models/tiny-moe-q4_k_m.gguf" /* qwen3moe: experts grouped over the batch */
 #define MAXT 256
 
 typedef struct capture {
@@ -56,10 +57,10 @@ static capture cap_new(int rows, int n_vocab) {
 }
 
 /* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical. */
-static void test_reuse(inf_kv_kind kind, int n_seq) {
+static void test_reuse(const char *model, inf_kv_kind kind, int n_seq) {
     inf_engine *e;
     inf_err err;
-    inf_engine_opts o = {.model_path = MODEL,
+    inf_engine_opts o = {.model_path = model,
                          .n_seq = n_seq,
                          .n_ctx = 128,
                          .n_batch = 16,
@@ -201,9 +202,11 @@ static void test_oom(void) {
 }
 
 int main(void) {
-    test_reuse(INF_KV_BASIC, 1);
-    test_reuse(INF_KV_PAGED, 1);
-    test_reuse(INF_KV_PAGED, 2);
+    test_reuse(MODEL, INF_KV_BASIC, 1);
+    test_reuse(MODEL, INF_KV_PAGED, 1);
+    test_reuse(MODEL, INF_KV_PAGED, 2);
+    test_reuse(MODEL_MOE, INF_KV_BASIC, 1);
+    test_reuse(MODEL_MOE, INF_KV_PAGED, 2);
     test_limits_and_sampling();
     test_oom();
     return th_report();

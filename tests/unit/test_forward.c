@@ -9,7 +9,7 @@
 #include "backend/backend.h"
 #include "harness.h"
 #include "kv/kv_basic.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "synth_model.h"
 
 static int argmax(const float *x, int n) {
@@ -30,7 +30,7 @@ static double max_abs_diff(const float *a, const float *b, int64_t n) {
 
 /* Runs tokens[0..n) of one sequence at positions n_past.. through the model
  * with the cache c; logits for every row when all_rows, else the last. */
-static int run_seq(inf_qwen3 *m, inf_kv_basic *c, const int32_t *tokens, int n, int all_rows,
+static int run_seq(inf_model *m, inf_kv_basic *c, const int32_t *tokens, int n, int all_rows,
                    float *logits, inf_err *err) {
     int32_t pos[256], seq[256];
     uint8_t want[256];
@@ -38,12 +38,12 @@ static int run_seq(inf_qwen3 *m, inf_kv_basic *c, const int32_t *tokens, int n, 
     inf_kv_view views[16];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq, .logits = want};
-    if (inf_qwen3_forward(m, &b, views, 1, logits, err)) return -1;
+    if (inf_model_forward(m, &b, views, 1, logits, err)) return -1;
     c->n_past += n;
     return 0;
 }
 
-static void test_prefill_equals_decode(inf_qwen3 *m) {
+static void test_prefill_equals_decode(inf_model *m) {
     const int V = m->hp.n_vocab, n = 70; /* crosses the 64-key tile */
     int32_t tokens[70];
     for (int i = 0; i < n; i++) tokens[i] = (i * 37 + 11) % V;
@@ -77,7 +77,7 @@ static void test_prefill_equals_decode(inf_qwen3 *m) {
 
 /* The acceptance check: 64 greedy tokens with prefill + cached decode equal
  * those from recomputing the whole sequence (fresh cache) at every step. */
-static void test_cached_equals_recompute(inf_qwen3 *m) {
+static void test_cached_equals_recompute(inf_model *m) {
     const int V = m->hp.n_vocab, n_prompt = 9, n_gen = 64;
     int32_t seq_a[128], seq_b[128];
     for (int i = 0; i < n_prompt; i++) seq_a[i] = seq_b[i] = (i * 53 + 5) % V;
@@ -111,7 +111,7 @@ static void test_cached_equals_recompute(inf_qwen3 *m) {
 
 /* Three sequences: one batched decode step (one row each) and a batch mixing
  * a prefill span with a decode row give what separate calls give. */
-static void test_multi_sequence_batch(inf_qwen3 *m) {
+static void test_multi_sequence_batch(inf_model *m) {
     const int V = m->hp.n_vocab, L = m->hp.n_layer, kvd = m->hp.n_head_kv * m->hp.head_dim;
     inf_err err;
     inf_kv_basic *solo[3], *shared[3];
@@ -135,7 +135,7 @@ static void test_multi_sequence_batch(inf_qwen3 *m) {
     int32_t tok[3] = {next[2], next[0], next[1]}, seq[3] = {2, 0, 1};
     int32_t pos[3] = {shared[2]->n_past, shared[0]->n_past, shared[1]->n_past};
     inf_batch b = {.n_rows = 3, .tokens = tok, .pos = pos, .seq = seq, .logits = (uint8_t[]){1, 1, 1}};
-    CHECK(inf_qwen3_forward(m, &b, views, 3, got, &err) == 0);
+    CHECK(inf_model_forward(m, &b, views, 3, got, &err) == 0);
     CHECK_CLOSE(got + 0 * V, ref + 2 * V, V, 1e-6);
     CHECK_CLOSE(got + 1 * V, ref + 0 * V, V, 1e-6);
     CHECK_CLOSE(got + 2 * V, ref + 1 * V, V, 1e-6);
@@ -150,22 +150,22 @@ static void test_multi_sequence_batch(inf_qwen3 *m) {
                        shared[0]->n_past + 3, shared[1]->n_past};
     inf_batch b2 = {.n_rows = 5, .tokens = tok2, .pos = pos2, .seq = seq2,
                     .logits = (uint8_t[]){0, 0, 0, 1, 1}};
-    CHECK(inf_qwen3_forward(m, &b2, views, 3, got, &err) == 0);
+    CHECK(inf_model_forward(m, &b2, views, 3, got, &err) == 0);
     CHECK_CLOSE(got, ref, V, 1e-6);
     CHECK_CLOSE(got + V, ref + V, V, 1e-6);
 
     /* bad batches: one clear message each */
     int32_t bad_tok[1] = {V}, zero[1] = {0}, far[1] = {64}, seq9[1] = {9};
     inf_batch bb = {.n_rows = 1, .tokens = bad_tok, .pos = zero, .seq = zero};
-    CHECK(inf_qwen3_forward(m, &bb, views, 3, got, &err) == -1);
+    CHECK(inf_model_forward(m, &bb, views, 3, got, &err) == -1);
     CHECK(strstr(err.msg, "vocabulary") != NULL);
     bb = (inf_batch){.n_rows = 1, .tokens = zero, .pos = far, .seq = zero};
-    CHECK(inf_qwen3_forward(m, &bb, views, 3, got, &err) == -1);
+    CHECK(inf_model_forward(m, &bb, views, 3, got, &err) == -1);
     CHECK(strstr(err.msg, "context") != NULL);
     bb = (inf_batch){.n_rows = 1, .tokens = zero, .pos = zero, .seq = seq9};
-    CHECK(inf_qwen3_forward(m, &bb, views, 3, got, &err) == -1);
+    CHECK(inf_model_forward(m, &bb, views, 3, got, &err) == -1);
     bb = (inf_batch){.n_rows = m->max_rows + 1, .tokens = zero, .pos = zero, .seq = zero};
-    CHECK(inf_qwen3_forward(m, &bb, views, 3, got, &err) == -1);
+    CHECK(inf_model_forward(m, &bb, views, 3, got, &err) == -1);
 
     for (int s = 0; s < 3; s++) inf_kv_basic_free(solo[s]), inf_kv_basic_free(shared[s]);
     free(ref);
@@ -176,23 +176,27 @@ static void test_bad_weights(void) {
     inf_hparams hp = synth_tiny_hparams();
     inf_dtype types[3] = {INF_F32, INF_F32, INF_F32};
     inf_model_file *mf = synth_model(hp, types, 7);
-    inf_qwen3 *m;
+    inf_model *m;
     inf_err err;
-    const inf_tensor *saved = mf->layers[1].wk;
-    mf->layers[1].wk = mf->layers[1].wq; /* wrong shape */
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == -1);
-    CHECK_MSG(strstr(err.msg, "layer 1") && strstr(err.msg, "attn_q"), "%s", err.msg);
-    mf->layers[1].wk = NULL;
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == -1);
-    CHECK_MSG(strstr(err.msg, "attn_k is missing") != NULL, "%s", err.msg);
-    mf->layers[1].wk = saved;
+    inf_tensor *wk = (inf_tensor *)inf_model_find(mf, "blk.1.attn_k.weight");
+    const inf_tensor *wq = inf_model_find(mf, "blk.1.attn_q.weight");
+    const inf_tensor saved = *wk;
+    wk->ne[1] = wq->ne[1]; /* wrong shape */
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == -1);
+    CHECK_MSG(strstr(err.msg, "layer 1") && strstr(err.msg, "attn_k"), "%s", err.msg);
+    *wk = saved;
+    char *name = wk->name;
+    wk->name = (char *)"blk.1.attn_k.renamed";
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == -1);
+    CHECK_MSG(strstr(err.msg, "attn_k.weight is missing") != NULL, "%s", err.msg);
+    wk->name = name;
     mf->hp.n_head_kv = 3;
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == -1);
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == -1);
     mf->hp = hp;
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 0, 8, &err) == -1);
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == 0);
-    inf_qwen3_free(m);
-    inf_qwen3_free(NULL);
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 0, 8, &err) == -1);
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 64, 8, &err) == 0);
+    inf_model_free(m);
+    inf_model_free(NULL);
     synth_model_free(mf);
 }
 
@@ -200,15 +204,15 @@ int main(void) {
     inf_hparams hp = synth_tiny_hparams();
     inf_dtype types[3] = {INF_F32, INF_F32, INF_F32};
     inf_model_file *mf = synth_model(hp, types, 1234);
-    inf_qwen3 *m;
+    inf_model *m;
     inf_err err;
-    int rc = inf_qwen3_create(&m, mf, inf_backend_scalar(), 128, 128, &err);
+    int rc = inf_model_create(&m, mf, inf_backend_scalar(), 128, 128, &err);
     CHECK_MSG(rc == 0, "%s", err.msg);
     if (rc == 0) {
         test_prefill_equals_decode(m);
         test_cached_equals_recompute(m);
         test_multi_sequence_batch(m);
-        inf_qwen3_free(m);
+        inf_model_free(m);
     }
     synth_model_free(mf);
 
@@ -216,11 +220,11 @@ int main(void) {
     hp.tied_output = false;
     hp.head_dim = 16;
     mf = synth_model(hp, types, 99);
-    rc = inf_qwen3_create(&m, mf, inf_backend_scalar(), 128, 128, &err);
+    rc = inf_model_create(&m, mf, inf_backend_scalar(), 128, 128, &err);
     CHECK_MSG(rc == 0, "%s", err.msg);
     if (rc == 0) {
         test_cached_equals_recompute(m);
-        inf_qwen3_free(m);
+        inf_model_free(m);
     }
     synth_model_free(mf);
     test_bad_weights();

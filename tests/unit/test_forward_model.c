@@ -5,7 +5,7 @@
 
 #include "harness.h"
 #include "kv/kv_basic.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 
 static int argmax(const float *x, int n) {
@@ -16,14 +16,14 @@ static int argmax(const float *x, int n) {
 }
 
 /* Feeds tokens[0..n) after the cache's n_past; logits of the last row. */
-static int feed(inf_qwen3 *m, inf_kv_basic *c, const int32_t *tokens, int n, float *logits) {
+static int feed(inf_model *m, inf_kv_basic *c, const int32_t *tokens, int n, float *logits) {
     int32_t pos[128], seq[128] = {0};
     for (int i = 0; i < n; i++) pos[i] = c->n_past + i;
     inf_kv_view views[64];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq};
     inf_err err;
-    if (inf_qwen3_forward(m, &b, views, 1, logits, &err)) {
+    if (inf_model_forward(m, &b, views, 1, logits, &err)) {
         fprintf(stderr, "forward: %s\n", err.msg);
         return -1;
     }
@@ -40,9 +40,9 @@ int main(void) {
         CHECK(0);
         return th_report();
     }
-    inf_qwen3 *m;
+    inf_model *m;
     inf_kv_basic *c;
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 128, 128, &err) == 0);
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 128, 128, &err) == 0);
     CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 128, mf->hp.n_head_kv * mf->hp.head_dim, &err) == 0);
     const int V = mf->hp.n_vocab, n_prompt = 5, n_gen = 64;
     float *logits = malloc(sizeof(float) * (size_t)V);
@@ -67,7 +67,7 @@ int main(void) {
     printf("%d greedy tokens, cached vs recomputed: %s\n", n_gen, first < 0 ? "identical" : "differ");
     free(logits);
     inf_kv_basic_free(c);
-    inf_qwen3_free(m);
+    inf_model_free(m);
     inf_model_close(mf);
     return th_report();
 }

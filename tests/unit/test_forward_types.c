@@ -8,15 +8,15 @@
 
 #include "harness.h"
 #include "kv/kv_basic.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "synth_model.h"
 
 /* Greedy-free check: logits of a 20-token prefill's every row. */
 static void run(const inf_model_file *mf, float *logits /* [20][V] */) {
-    inf_qwen3 *m;
+    inf_model *m;
     inf_kv_basic *c;
     inf_err err;
-    int rc = inf_qwen3_create(&m, mf, inf_backend_scalar(), 32, 20, &err);
+    int rc = inf_model_create(&m, mf, inf_backend_scalar(), 32, 20, &err);
     CHECK_MSG(rc == 0, "%s", err.msg);
     if (rc) return;
     CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 32, mf->hp.n_head_kv * mf->hp.head_dim, &err) == 0);
@@ -26,9 +26,9 @@ static void run(const inf_model_file *mf, float *logits /* [20][V] */) {
     inf_kv_view views[8];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = 20, .tokens = tok, .pos = pos, .seq = seq, .logits = want};
-    CHECK(inf_qwen3_forward(m, &b, views, 1, logits, &err) == 0);
+    CHECK(inf_model_forward(m, &b, views, 1, logits, &err) == 0);
     inf_kv_basic_free(c);
-    inf_qwen3_free(m);
+    inf_model_free(m);
 }
 
 static double max_abs_diff(const float *a, const float *b, int64_t n) {

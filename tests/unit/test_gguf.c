@@ -11,7 +11,13 @@
 #include "harness.h"
 #include "modelfile/gguf.h"
 #include "modelfile/gguf_model.h"
+#include "model/model.h"
 #include "modelfile/model.h"
+
+/* the output head as the model binds it: the embedding when tied */
+static const inf_tensor *model_output(const inf_model_file *m) {
+    return inf_model_find(m, m->hp.tied_output ? "token_embd.weight" : "output.weight");
+}
 
 /* Every metadata value type, a nested array, and tensors of every supported
  * type, with alignment 64. */
@@ -196,7 +202,11 @@ static inf_model_file *open_tiny(const tiny_opts *o, bb *b, inf_err *err) {
     tiny_gguf(b, o, &lay);
     gguf_file *g;
     inf_model_file *m = NULL;
-    if (gguf_parse(&g, b->p, b->n, "tiny.gguf", err) == 0) gguf_model_open(&m, g, err);
+    if (gguf_parse(&g, b->p, b->n, "tiny.gguf", err) == 0 && gguf_model_open(&m, g, err) == 0 &&
+        inf_model_bind_file(m, err) != 0) {
+        inf_model_close(m);
+        m = NULL;
+    }
     return m;
 }
 
@@ -221,23 +231,23 @@ static void test_tiny_model(void) {
     CHECK(m->hp.rope_theta == 1e6f);
     CHECK(m->hp.rms_eps == 1e-6f);
     CHECK(m->hp.tied_output);
-    CHECK(m->output == m->token_embd);
+    CHECK(model_output(m) == inf_model_find(m, "token_embd.weight"));
     CHECK_INT(m->n_tensors, 13);
-    CHECK_STR(m->token_embd->name, "token_embd.weight");
-    CHECK_STR(m->output_norm->name, "output_norm.weight");
-    CHECK_STR(m->layers[0].wq->name, "blk.0.attn_q.weight");
-    CHECK_STR(m->layers[0].k_norm->name, "blk.0.attn_k_norm.weight");
-    CHECK_STR(m->layers[0].w_down->name, "blk.0.ffn_down.weight");
-    CHECK_INT(m->layers[0].wo->ne[0], TINY_HEAD * TINY_HD);
-    CHECK_INT(m->layers[0].wo->ne[1], TINY_EMBD);
-    CHECK(inf_model_find(m, "blk.0.ffn_up.weight") == m->layers[0].w_up);
+    CHECK_STR(inf_model_find(m, "token_embd.weight")->name, "token_embd.weight");
+    CHECK_STR(inf_model_find(m, "output_norm.weight")->name, "output_norm.weight");
+    CHECK_STR(inf_model_find(m, "blk.0.attn_q.weight")->name, "blk.0.attn_q.weight");
+    CHECK_STR(inf_model_find(m, "blk.0.attn_k_norm.weight")->name, "blk.0.attn_k_norm.weight");
+    CHECK_STR(inf_model_find(m, "blk.0.ffn_down.weight")->name, "blk.0.ffn_down.weight");
+    CHECK_INT(inf_model_find(m, "blk.0.attn_output.weight")->ne[0], TINY_HEAD * TINY_HD);
+    CHECK_INT(inf_model_find(m, "blk.0.attn_output.weight")->ne[1], TINY_EMBD);
+    CHECK(inf_model_find(m, "blk.0.ffn_up.weight") == inf_model_find(m, "blk.0.ffn_up.weight"));
     CHECK(inf_model_find(m, "blk.1.ffn_up.weight") == NULL);
     /* data is in place: tensor index 3 (attn_q) holds 3 + e/1000 */
-    const float *q = m->layers[0].wq->data;
+    const float *q = inf_model_find(m, "blk.0.attn_q.weight")->data;
     CHECK(q[0] == 3.0f && q[5] == 3.0f + 5 / 1000.0f);
     CHECK((const unsigned char *)q >= b.p && (const unsigned char *)q < b.p + b.n);
-    CHECK_INT(m->layers[0].wq->nbytes, TINY_EMBD * TINY_HEAD * TINY_HD * 4);
-    CHECK_INT(m->layers[0].wq->offset, (const unsigned char *)q - b.p);
+    CHECK_INT(inf_model_find(m, "blk.0.attn_q.weight")->nbytes, TINY_EMBD * TINY_HEAD * TINY_HD * 4);
+    CHECK_INT(inf_model_find(m, "blk.0.attn_q.weight")->offset, (const unsigned char *)q - b.p);
     /* tokenizer */
     CHECK_INT(m->vocab.n_tokens, TINY_VOCAB);
     CHECK_STR(m->vocab.tokens[5], "\xc4\xa0the");
@@ -261,11 +271,11 @@ static void test_tiny_model(void) {
     CHECK_MSG(m != NULL, "%s", err.msg);
     if (m) {
         CHECK(!m->hp.tied_output);
-        CHECK(m->output != m->token_embd);
-        CHECK_STR(m->output->name, "output.weight");
-        CHECK(m->layers[0].w_gate->type == INF_BF16);
-        CHECK(m->output_norm->type == INF_F32);
-        CHECK_INT(m->layers[0].w_gate->nbytes, TINY_EMBD * TINY_FF * 2);
+        CHECK(model_output(m) != inf_model_find(m, "token_embd.weight"));
+        CHECK_STR(model_output(m)->name, "output.weight");
+        CHECK(inf_model_find(m, "blk.0.ffn_gate.weight")->type == INF_BF16);
+        CHECK(inf_model_find(m, "output_norm.weight")->type == INF_F32);
+        CHECK_INT(inf_model_find(m, "blk.0.ffn_gate.weight")->nbytes, TINY_EMBD * TINY_FF * 2);
         for (int i = 0; i < m->n_tensors; i++)
             CHECK_INT(m->tensors[i].offset % 128, 0);
     }
@@ -277,11 +287,11 @@ static void test_tiny_model(void) {
     m = open_tiny(&o, &b, &err);
     CHECK_MSG(m != NULL, "%s", err.msg);
     if (m) {
-        CHECK(m->layers[0].w_down->type == INF_Q8_0);
-        CHECK(m->token_embd->type == INF_Q8_0);
-        CHECK(m->layers[0].q_norm->type == INF_F32);
-        CHECK_INT(m->layers[0].w_down->nbytes, TINY_FF * TINY_EMBD / 32 * 34);
-        CHECK_INT(((const uint8_t *)m->layers[0].w_down->data)[1], 12 + 1);
+        CHECK(inf_model_find(m, "blk.0.ffn_down.weight")->type == INF_Q8_0);
+        CHECK(inf_model_find(m, "token_embd.weight")->type == INF_Q8_0);
+        CHECK(inf_model_find(m, "blk.0.attn_q_norm.weight")->type == INF_F32);
+        CHECK_INT(inf_model_find(m, "blk.0.ffn_down.weight")->nbytes, TINY_FF * TINY_EMBD / 32 * 34);
+        CHECK_INT(((const uint8_t *)inf_model_find(m, "blk.0.ffn_down.weight")->data)[1], 12 + 1);
     }
     inf_model_close(m);
     bb_free(&b);
@@ -304,7 +314,7 @@ static void test_open_path(void) {
     if (!rc) {
         CHECK_STR(m->path, path);
         CHECK_INT(m->hp.n_vocab, TINY_VOCAB);
-        const float *e = m->token_embd->data;
+        const float *e = inf_model_find(m, "token_embd.weight")->data;
         CHECK(e[1] == 0.001f);
         inf_model_close(m);
     }

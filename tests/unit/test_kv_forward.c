@@ -11,8 +11,8 @@
 #include "kv_run.h"
 #include "synth_model.h"
 
-static inf_qwen3 *m;   /* 48 rows per call */
-static inf_qwen3 *m16; /* 16 rows per call: prefills run in chunks */
+static inf_model *m;   /* 48 rows per call */
+static inf_model *m16; /* 16 rows per call: prefills run in chunks */
 static inf_hparams hp;
 
 /* Runs tokens at the end of paged sequence s (one forward call); the last
@@ -26,7 +26,7 @@ static int feed_seq(inf_kv_seq *s, const int32_t *tokens, int n, float *logits, 
         pos[i] = s->n_past + i, seq[i] = 0;
     inf_kv_seq_views(s, views);
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq};
-    if (inf_qwen3_forward(m, &b, views, 1, logits, err)) return -1;
+    if (inf_model_forward(m, &b, views, 1, logits, err)) return -1;
     s->n_past += n;
     return 0;
 }
@@ -183,7 +183,7 @@ static void test_batched_decode(void) {
         }
         uint8_t want[2] = {1, 1};
         inf_batch b = {.n_rows = 2, .tokens = tok, .pos = pos, .seq = seq, .logits = want};
-        CHECK(inf_qwen3_forward(m, &b, views, 2, lg, &err) == 0);
+        CHECK(inf_model_forward(m, &b, views, 2, lg, &err) == 0);
         for (int k = 0; k < 2; k++) {
             s[k]->n_past++;
             CHECK(feed_seq(alone[k], &tok[k], 1, ref, &err) == 0);
@@ -206,13 +206,13 @@ int main(void) {
     inf_dtype types[3] = {INF_F32, INF_F32, INF_F32};
     inf_model_file *mf = synth_model(hp, types, 99);
     inf_err err;
-    CHECK(inf_qwen3_create(&m, mf, inf_backend_scalar(), 64, 48, &err) == 0);
-    CHECK(inf_qwen3_create(&m16, mf, inf_backend_scalar(), 64, 16, &err) == 0);
+    CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 64, 48, &err) == 0);
+    CHECK(inf_model_create(&m16, mf, inf_backend_scalar(), 64, 16, &err) == 0);
     test_sessions();
     test_prefix_reuse();
     test_batched_decode();
-    inf_qwen3_free(m);
-    inf_qwen3_free(m16);
+    inf_model_free(m);
+    inf_model_free(m16);
     synth_model_free(mf);
     return th_report();
 }

@@ -9,6 +9,7 @@
 #include "model_build.h"
 #include "modelfile/gguf.h"
 #include "modelfile/gguf_model.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "modelfile/safetensors.h"
 
@@ -23,8 +24,8 @@ static const char *gguf_error(const unsigned char *p, size_t n) {
     gguf_file *g;
     inf_model_file *m = NULL;
     if (gguf_parse(&g, copy, n, "bad.gguf", &err) == 0 && gguf_model_open(&m, g, &err) == 0) {
+        if (inf_model_bind_file(m, &err) == 0) strcpy(err.msg, "");
         inf_model_close(m);
-        strcpy(err.msg, "");
     }
     free(copy);
     return err.msg;
@@ -220,7 +221,7 @@ static void test_gguf_tensors(void) {
     bb_free(&c);
     bb_bytes(&c, b.p, b.n);
     put_u32(&c, bc, 1000000000);
-    CHECK_ERR(gguf_error(c.p, c.n), "1000000000 layers need");
+    CHECK_ERR(gguf_error(c.p, c.n), "1000000000 layers", "only 13 tensors");
     put_u32(&c, bc, 0);
     CHECK_ERR(gguf_error(c.p, c.n), "qwen3.block_count", "is 0");
     size_t hkv = find_bytes(&b, "qwen3.attention.head_count_kv", 0) + 29 + 4;
@@ -474,12 +475,19 @@ static void test_hf(void) {
     CHECK_ERR(hf_error(), "config.json", "hidden_size", "positive integer");
     config_with("rope_theta", "\"big\"");
     CHECK_ERR(hf_error(), "config.json", "rope_theta", "not a number");
+    /* rope_scaling, added after rope_theta */
+    config_with("rope_theta", "1e6, \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}");
+    CHECK_ERR(hf_error(), "config.json", "longrope", "yarn");
+    config_with("rope_theta", "1e6, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 0.5}");
+    CHECK_ERR(hf_error(), "config.json", "yarn factor 0.5");
+    config_with("rope_theta", "1e6, \"rope_scaling\": [4]");
+    CHECK_ERR(hf_error(), "config.json", "rope_scaling is not an object");
     config_with("vocab_size", "13");
     CHECK_ERR(hf_error(), "vocab_size is 13", "12 rows");
     config_with("tie_word_embeddings", "\"yes\"");
     CHECK_ERR(hf_error(), "tie_word_embeddings");
     config_with("num_hidden_layers", "2");
-    CHECK_ERR(hf_error(), "2 layers need");
+    CHECK_ERR(hf_error(), "model.layers.1.", "is missing");
     config_with("num_key_value_heads", "2");
     CHECK_ERR(hf_error(), "model.layers.0.self_attn.k_proj.weight has shape [16, 32], "
                           "expected [32, 32]");

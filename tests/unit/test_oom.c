@@ -19,7 +19,7 @@
 #include "backend/simd.h"
 #include "harness.h"
 #include "kv/kv_basic.h"
-#include "model/qwen3.h"
+#include "model/model.h"
 #include "synth_model.h"
 #include "util/mem.h"
 
@@ -28,7 +28,7 @@
 #define N_DEC 3
 
 /* Runs tokens[0..n) of one sequence from position c->n_past; logits of the last row. */
-static int run_rows(inf_qwen3 *m, inf_kv_basic *c, const int32_t *tokens, int n, float *logits,
+static int run_rows(inf_model *m, inf_kv_basic *c, const int32_t *tokens, int n, float *logits,
                     inf_err *err) {
     int32_t pos[N_CTX], seq[N_CTX];
     for (int i = 0; i < n; i++)
@@ -36,13 +36,13 @@ static int run_rows(inf_qwen3 *m, inf_kv_basic *c, const int32_t *tokens, int n,
     inf_kv_view views[8];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq};
-    if (inf_qwen3_forward(m, &b, views, 1, logits, err)) return -1;
+    if (inf_model_forward(m, &b, views, 1, logits, err)) return -1;
     c->n_past += n;
     return 0;
 }
 
 /* A prompt then N_DEC decode steps from an empty cache: logits [1 + N_DEC][V]. */
-static int run_sequence(inf_qwen3 *m, inf_kv_basic *c, const int32_t *prompt, float *logits,
+static int run_sequence(inf_model *m, inf_kv_basic *c, const int32_t *prompt, float *logits,
                         inf_err *err) {
     const int V = m->hp.n_vocab;
     inf_kv_basic_truncate(c, 0);
@@ -78,10 +78,10 @@ static void test_backend(const char *label, const inf_model_file *mf, const inf_
     const int V = mf->hp.n_vocab;
     const size_t n_logits = (size_t)(1 + N_DEC) * V;
     float *got = malloc(sizeof(float) * n_logits), *ref = malloc(sizeof(float) * n_logits);
-    inf_qwen3 *m = NULL, *mref = NULL;
+    inf_model *m = NULL, *mref = NULL;
     inf_kv_basic *c = NULL;
     inf_err err;
-    if (inf_qwen3_create(&m, mf, be, N_CTX, N_PROMPT, &err) ||
+    if (inf_model_create(&m, mf, be, N_CTX, N_PROMPT, &err) ||
         inf_kv_basic_create(&c, mf->hp.n_layer, N_CTX, mf->hp.n_head_kv * mf->hp.head_dim, &err)) {
         CHECK_MSG(0, "%s: %s", label, err.msg);
         goto done;
@@ -93,7 +93,7 @@ static void test_backend(const char *label, const inf_model_file *mf, const inf_
     expect_oom(label, "first use", run_rows(m, c, prompt, 1, got, &err), &err, be, 1);
     expect_oom(label, "first use", run_rows(m, c, prompt, 1, got, &err), &err, be, 0);
     inf_alloc_fail_next(0, 0);
-    if (inf_qwen3_create(&mref, mf, fresh, N_CTX, N_PROMPT, &err) ||
+    if (inf_model_create(&mref, mf, fresh, N_CTX, N_PROMPT, &err) ||
         run_sequence(mref, c, prompt, ref, &err)) {
         CHECK_MSG(0, "%s: reference: %s", label, err.msg);
         goto done;
@@ -103,9 +103,9 @@ static void test_backend(const char *label, const inf_model_file *mf, const inf_
               "%s: logits after a failed first call differ from a fresh model's", label);
 
     /* growth: warm up on one row, then a prompt of N_PROMPT rows with any allocation failing */
-    inf_qwen3_free(m);
+    inf_model_free(m);
     m = NULL;
-    if (inf_qwen3_create(&m, mf, be, N_CTX, N_PROMPT, &err)) {
+    if (inf_model_create(&m, mf, be, N_CTX, N_PROMPT, &err)) {
         CHECK_MSG(0, "%s: %s", label, err.msg);
         goto done;
     }
@@ -128,8 +128,8 @@ static void test_backend(const char *label, const inf_model_file *mf, const inf_
 
 done:
     inf_kv_basic_free(c);
-    inf_qwen3_free(m);
-    inf_qwen3_free(mref);
+    inf_model_free(m);
+    inf_model_free(mref);
     free(got);
     free(ref);
 }
@@ -150,11 +150,11 @@ static void test_materialized(const inf_model_file *mf, int nth, const int32_t *
     const int V = mf->hp.n_vocab;
     const size_t n_logits = (size_t)(1 + N_DEC) * V;
     float *ref = malloc(sizeof(float) * n_logits), *got = malloc(sizeof(float) * n_logits);
-    inf_qwen3 *m = NULL, *mref = NULL;
+    inf_model *m = NULL, *mref = NULL;
     inf_kv_basic *c = NULL;
     inf_err err;
-    CHECK(inf_qwen3_create(&mref, mf, fresh, N_CTX, N_PROMPT, &err) == 0);
-    CHECK(inf_qwen3_create(&m, mf, be, N_CTX, N_PROMPT, &err) == 0);
+    CHECK(inf_model_create(&mref, mf, fresh, N_CTX, N_PROMPT, &err) == 0);
+    CHECK(inf_model_create(&m, mf, be, N_CTX, N_PROMPT, &err) == 0);
     CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, N_CTX, mf->hp.n_head_kv * mf->hp.head_dim,
                               &err) == 0);
     CHECK(run_sequence(mref, c, prompt, ref, &err) == 0);
@@ -168,8 +168,8 @@ static void test_materialized(const inf_model_file *mf, int nth, const int32_t *
     CHECK_MSG(!memcmp(got, ref, sizeof(float) * n_logits),
               "%s: materialized logits after a failure differ from a fresh model's", be->name);
     inf_kv_basic_free(c);
-    inf_qwen3_free(m);
-    inf_qwen3_free(mref);
+    inf_model_free(m);
+    inf_model_free(mref);
     inf_backend_simd_free(be);
     inf_backend_simd_free(fresh);
     free(ref);
@@ -201,17 +201,17 @@ static void test_hook(void) {
 static void test_create(const inf_model_file *mf, const inf_backend *be) {
     const size_t sizes[] = {1, 10000}; /* the first allocation; the first activation buffer */
     for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        inf_qwen3 *m = NULL;
+        inf_model *m = NULL;
         inf_err err = {{0}};
         inf_alloc_fail_next(1, sizes[i]);
-        int rc = inf_qwen3_create(&m, mf, be, N_CTX, N_PROMPT, &err);
+        int rc = inf_model_create(&m, mf, be, N_CTX, N_PROMPT, &err);
         int pending = inf_alloc_fail_pending();
         inf_alloc_fail_next(0, 0);
         CHECK_MSG(rc == -1 && pending == 0 && !m && strstr(err.msg, "out of memory"),
                   "%s: create with an allocation of >= %zu bytes failing: rc %d, '%s'", be->name,
                   sizes[i], rc, err.msg);
         printf("%-12s %-14s -> %s\n", be->name, "create", err.msg);
-        inf_qwen3_free(m);
+        inf_model_free(m);
     }
 }
 

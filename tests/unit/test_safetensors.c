@@ -8,8 +8,14 @@
 
 #include "model_build.h"
 #include "harness.h"
+#include "model/model.h"
 #include "modelfile/model.h"
 #include "modelfile/safetensors.h"
+
+/* the output head as the model binds it: the embedding when tied */
+static const inf_tensor *model_output(const inf_model_file *m) {
+    return inf_model_find(m, m->hp.tied_output ? "model.embed_tokens.weight" : "lm_head.weight");
+}
 
 static void small_image(bb *b) {
     /* "b" is listed first but stored second: the reader orders by offset */
@@ -82,16 +88,16 @@ static void check_tiny_hf(const inf_model_file *m, bool tied) {
     CHECK_INT(m->hp.n_ctx_train, 4096);
     CHECK(m->hp.rope_theta == 1e6f && m->hp.rms_eps == 1e-6f);
     CHECK(m->hp.tied_output == tied);
-    CHECK(tied ? m->output == m->token_embd : !strcmp(m->output->name, "lm_head.weight"));
+    CHECK(tied ? model_output(m) == inf_model_find(m, "model.embed_tokens.weight") : !strcmp(model_output(m)->name, "lm_head.weight"));
     /* HF [out, in] is ne = {in, out} */
-    CHECK_INT(m->layers[0].wq->ne[0], TINY_EMBD);
-    CHECK_INT(m->layers[0].wq->ne[1], TINY_HEAD * TINY_HD);
-    CHECK_INT(m->layers[0].w_down->ne[0], TINY_FF);
-    CHECK_STR(m->layers[0].q_norm->name, "model.layers.0.self_attn.q_norm.weight");
-    CHECK_STR(m->layers[0].ffn_norm->name, "model.layers.0.post_attention_layernorm.weight");
-    const float *up = m->layers[0].w_up->data;
+    CHECK_INT(inf_model_find(m, "model.layers.0.self_attn.q_proj.weight")->ne[0], TINY_EMBD);
+    CHECK_INT(inf_model_find(m, "model.layers.0.self_attn.q_proj.weight")->ne[1], TINY_HEAD * TINY_HD);
+    CHECK_INT(inf_model_find(m, "model.layers.0.mlp.down_proj.weight")->ne[0], TINY_FF);
+    CHECK_STR(inf_model_find(m, "model.layers.0.self_attn.q_norm.weight")->name, "model.layers.0.self_attn.q_norm.weight");
+    CHECK_STR(inf_model_find(m, "model.layers.0.post_attention_layernorm.weight")->name, "model.layers.0.post_attention_layernorm.weight");
+    const float *up = inf_model_find(m, "model.layers.0.mlp.up_proj.weight")->data;
     CHECK(up[0] == 11.0f && up[7] == 11.0f + 7 / 1000.0f);
-    CHECK(m->layers[0].w_up->type == INF_F32);
+    CHECK(inf_model_find(m, "model.layers.0.mlp.up_proj.weight")->type == INF_F32);
 }
 
 static void test_folder(void) {
@@ -141,8 +147,8 @@ static void test_folder(void) {
     if (!rc) {
         check_tiny_hf(m, false);
         CHECK_INT(m->n_tensors, 14);
-        CHECK_INT(m->layers[0].w_down->file_index, 1);
-        CHECK_INT(m->token_embd->file_index, 0);
+        CHECK_INT(inf_model_find(m, "model.layers.0.mlp.down_proj.weight")->file_index, 1);
+        CHECK_INT(inf_model_find(m, "model.embed_tokens.weight")->file_index, 0);
         inf_model_close(m);
     }
     /* a trailing slash on the folder name is fine */

@@ -1,0 +1,192 @@
+/* The architecture registry and what every model shares: opening and
+ * binding a file to its architecture, the RoPE tables, checking a batch.
+ * See model.h and arch.h. */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/arch.h"
+#include "model/rope.h"
+#include "util/mem.h"
+
+/* Every architecture inferno runs. */
+static const inf_arch *const archs[] = {&inf_arch_qwen3, &inf_arch_qwen3moe};
+#define N_ARCHS (int)(sizeof archs / sizeof archs[0])
+
+static bool in_list(const char *const *list, const char *s) {
+    for (; *list; list++)
+        if (!strcmp(*list, s)) return true;
+    return false;
+}
+
+static const inf_arch *find_arch(const inf_model_file *mf) {
+    if (!mf->arch) return NULL;
+    for (int i = 0; i < N_ARCHS; i++)
+        if (in_list(mf->format == INF_FORMAT_GGUF ? archs[i]->gguf_archs : archs[i]->hf_types,
+                    mf->arch))
+            return archs[i];
+    return NULL;
+}
+
+const char *inf_model_arch_name(const inf_model_file *mf) {
+    const inf_arch *a = find_arch(mf);
+    return a ? a->name : NULL;
+}
+
+int inf_model_bind_file(inf_model_file *mf, inf_err *err) {
+    const inf_arch *a = find_arch(mf);
+    if (!a) {
+        char names[256];
+        size_t k = 0;
+        for (int i = 0; i < N_ARCHS && k < sizeof names; i++) {
+            const char *const *l = mf->format == INF_FORMAT_GGUF ? archs[i]->gguf_archs
+                                                                 : archs[i]->hf_types;
+            for (; *l && k < sizeof names; l++)
+                k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", *l);
+        }
+        return inf_fail(err, "%s%s: %s is \"%s\"; inferno supports %s", mf->path,
+                        mf->format == INF_FORMAT_GGUF ? "" : "/config.json",
+                        mf->format == INF_FORMAT_GGUF ? "general.architecture" : "model_type",
+                        mf->arch ? mf->arch : "", names);
+    }
+    return a->bind_file(mf, err);
+}
+
+int inf_model_open(inf_model_file **out, const char *path, inf_err *err) {
+    if (inf_modelfile_open(out, path, err)) return -1;
+    if (inf_model_bind_file(*out, err)) {
+        inf_model_close(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int check_hparams(const inf_model_file *mf, int n_ctx, int max_rows, inf_err *err) {
+    const inf_hparams *hp = &mf->hp;
+    if (hp->n_layer <= 0 || hp->n_embd <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 ||
+        hp->head_dim <= 0 || hp->n_ff <= 0 || hp->n_vocab <= 0)
+        return inf_fail(err,
+                        "%s: hyperparameters must be positive (layers %d, embd %d, heads "
+                        "%d/%d, head_dim %d, ff %d, vocab %d)",
+                        mf->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim,
+                        hp->n_ff, hp->n_vocab);
+    if (hp->n_head % hp->n_head_kv != 0)
+        return inf_fail(err, "%s: %d query heads are not a multiple of %d KV heads", mf->path,
+                        hp->n_head, hp->n_head_kv);
+    if (hp->head_dim % 2 != 0 || hp->head_dim > 512)
+        return inf_fail(err, "%s: head_dim %d: expected an even number up to 512", mf->path,
+                        hp->head_dim);
+    if (!(hp->rope_theta > 0) || !(hp->rms_eps > 0))
+        return inf_fail(err, "%s: rope theta %g and rms eps %g must be positive", mf->path,
+                        hp->rope_theta, hp->rms_eps);
+    if (hp->n_expert < 0 || hp->n_expert_used < 0 || hp->n_expert_used > hp->n_expert ||
+        (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_ff_exp <= 0)))
+        return inf_fail(err, "%s: %d experts, %d used per token, expert FFN %d: expected 1..%d used",
+                        mf->path, hp->n_expert, hp->n_expert_used, hp->n_ff_exp, hp->n_expert);
+    if (n_ctx <= 0 || max_rows <= 0)
+        return inf_fail(err, "context size %d and batch rows %d must be positive", n_ctx, max_rows);
+    return 0;
+}
+
+int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backend *be, int n_ctx,
+                     int max_rows, inf_err *err) {
+    *out = NULL;
+    const inf_arch *a = find_arch(mf);
+    if (!a) return inf_model_bind_file((inf_model_file *)mf, err);
+    if (check_hparams(mf, n_ctx, max_rows, err)) return -1;
+    const inf_hparams *hp = &mf->hp;
+    inf_model *m = calloc(1, sizeof *m);
+    if (!m) return inf_fail(err, "out of memory");
+    *m = (inf_model){.arch = a, .file = mf, .be = be, .hp = *hp, .n_ctx = n_ctx,
+                     .max_rows = max_rows};
+    m->attn = (inf_attn_shape){.n_head = hp->n_head,
+                               .n_head_kv = hp->n_head_kv,
+                               .head_dim = hp->head_dim,
+                               .scale = 1.0f / sqrtf((float)hp->head_dim)};
+    const size_t half = (size_t)n_ctx * (size_t)(hp->head_dim / 2);
+    m->rope_cos = inf_alloc(half * sizeof(float));
+    m->rope_sin = inf_alloc(half * sizeof(float));
+    if (!m->rope_cos || !m->rope_sin) {
+        inf_fail(err, "out of memory for the RoPE tables (context %d)", n_ctx);
+        goto fail;
+    }
+    inf_rope_tables(m->rope_cos, m->rope_sin, n_ctx, hp->head_dim, hp);
+    if (a->create(m, err)) goto fail;
+    *out = m;
+    return 0;
+fail:
+    inf_model_free(m);
+    return -1;
+}
+
+void inf_model_free(inf_model *m) {
+    if (!m) return;
+    m->arch->free_model(m);
+    inf_free(m->rope_cos);
+    inf_free(m->rope_sin);
+    free(m);
+}
+
+static int check_batch(const inf_model *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
+                       inf_err *err) {
+    if (b->n_rows <= 0 || b->n_rows > m->max_rows)
+        return inf_fail(err, "batch of %d rows: expected 1..%d", b->n_rows, m->max_rows);
+    for (int r = 0; r < b->n_rows; r++) {
+        if (b->tokens[r] < 0 || b->tokens[r] >= m->hp.n_vocab)
+            return inf_fail(err, "row %d: token id %d is outside the vocabulary (0..%d)", r,
+                            b->tokens[r], m->hp.n_vocab - 1);
+        if (b->pos[r] < 0 || b->pos[r] >= m->n_ctx)
+            return inf_fail(err, "row %d: position %d is outside the context (0..%d)", r, b->pos[r],
+                            m->n_ctx - 1);
+        if (b->seq[r] < 0 || b->seq[r] >= n_seq)
+            return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r], n_seq - 1);
+        int cap = kv[(int64_t)b->seq[r] * m->hp.n_layer].capacity;
+        if (cap > 0 && b->pos[r] >= cap)
+            return inf_fail(
+                err, "row %d: position %d is beyond its cache (%d positions, the context size)", r,
+                b->pos[r], cap);
+    }
+    return 0;
+}
+
+int inf_model_forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
+                      float *logits, inf_err *err) {
+    if (check_batch(m, b, kv, n_seq, err)) return -1;
+    /* An op that cannot get its scratch memory skips its work and says so
+     * through take_error (backend.h): the architectures check after every
+     * layer, so a failed call stops early, and before the logits are handed
+     * back. A failure left by ops run outside a forward call is not this
+     * call's. */
+    m->be->take_error(m->be, NULL);
+    return m->arch->forward(m, b, kv, logits, err);
+}
+
+void inf_model_facts_get(const inf_model_file *mf, inf_model_facts *f) {
+    memset(f, 0, sizeof *f);
+    const inf_arch *a = find_arch(mf);
+    if (a) a->facts(mf, f);
+}
+
+int inf_model_gguf_name(const inf_model_file *mf, const char *name, char *out, size_t cap,
+                        int *layer, inf_err *err) {
+    *layer = -1;
+    if (mf->format == INF_FORMAT_GGUF) {
+        snprintf(out, cap, "%s", name);
+        if (!strncmp(name, "blk.", 4)) *layer = atoi(name + 4);
+        return 0;
+    }
+    const inf_arch *a = find_arch(mf);
+    if (!a)
+        return inf_fail(err, "%s: tensor %s: no GGUF name for architecture %s", mf->path, name,
+                        mf->arch ? mf->arch : "?");
+    if (!a->gguf_name)
+        return inf_fail(err,
+                        "%s: converting a %s Hugging Face folder to GGUF is not supported (GGUF "
+                        "stacks the experts into 3-D tensors); quantize a GGUF file of it",
+                        mf->path, a->name);
+    return a->gguf_name(mf, name, out, cap, layer, err);
+}

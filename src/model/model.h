@@ -1,0 +1,106 @@
+/* A model bound for a backend, and its forward pass, whatever its
+ * architecture.
+ *
+ * inf_model_open reads a model file (modelfile/) and binds it to its
+ * architecture: the one file under model/arch_*.c that knows its tensor
+ * names in GGUF and Hugging Face layout, its particular keys and its forward
+ * pass (model/arch.h lists them). inf_model_create binds the weights for a
+ * backend; inf_model_forward runs a batch of rows: each row is one token
+ * with its own position and its own sequence (a KV cache). A prefill is T
+ * rows of one sequence at consecutive positions; a batched decode step is
+ * one row from each of several sequences. */
+#ifndef INF_MODEL_MODEL_H
+#define INF_MODEL_MODEL_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "modelfile/model.h"
+#include "util/err.h"
+
+struct inf_arch;
+
+typedef struct inf_model {
+    const struct inf_arch *arch;
+    const inf_model_file *file; /* borrowed; must outlive the model */
+    const inf_backend *be;      /* borrowed, complete (every slot filled) */
+    inf_hparams hp;
+    int n_ctx;    /* positions the RoPE tables cover */
+    int max_rows; /* rows one forward call may carry */
+    inf_attn_shape attn;
+    float *rope_cos; /* [n_ctx][head_dim/2] */
+    float *rope_sin; /* [n_ctx][head_dim/2] */
+    void *w;         /* the architecture's bound weights and activations */
+} inf_model;
+
+/* Opens a model file (inf_modelfile_open) and binds it to its architecture
+ * (inf_model_bind_file). Free with inf_model_close. Returns -1 with a
+ * message naming the file, the field or the tensor. */
+int inf_model_open(inf_model_file **out, const char *path, inf_err *err);
+
+/* Finds mf's architecture by the name the file gives (general.architecture,
+ * config.json model_type) and lets it complete mf->hp (n_vocab from the
+ * embedding, the tied head, its particular keys) and check that every tensor
+ * it needs is there with its shape. Returns -1 with a message naming the
+ * architecture (and the ones inferno runs), the key or the tensor. */
+int inf_model_bind_file(inf_model_file *mf, inf_err *err);
+
+/* The name inferno gives mf's architecture ("qwen3", "qwen3moe"), or NULL
+ * when it has none. */
+const char *inf_model_arch_name(const inf_model_file *mf);
+
+/* Binds the weights of mf (opened by inf_model_open) for backend be (which
+ * must be complete; see inf_backend_complete), checking every tensor's
+ * presence, type and shape, and allocates every buffer: RoPE tables for
+ * n_ctx positions and activations for max_rows rows. be->prepare_weight runs
+ * once per matrix (per expert for MoE). Returns 0, or -1 with a message
+ * naming the tensor and what was expected. Free with inf_model_free (NULL is
+ * a no-op). */
+int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backend *be, int n_ctx,
+                     int max_rows, inf_err *err);
+void inf_model_free(inf_model *m);
+
+/* One forward call's rows. Rows of the same sequence at consecutive
+ * positions form a span whose attention runs as one (flash prefill when it
+ * has more than one row, fused decode for one row). */
+typedef struct inf_batch {
+    int n_rows;
+    const int32_t *tokens; /* [n_rows] */
+    const int32_t *pos;    /* [n_rows] position of the row in its sequence */
+    const int32_t *seq;    /* [n_rows] which sequence: index into the kv views */
+    const uint8_t *logits; /* [n_rows] nonzero: compute logits for this row;
+                              NULL: only for the last row */
+} inf_batch;
+
+/* Runs the model over the batch. kv[s * n_layer + l] is sequence s's cache
+ * at layer l; it must already hold positions 0..p-1 of every span starting at
+ * position p, and room for the batch's rows, which the call writes.
+ * logits receives [n_selected][n_vocab] floats, the selected rows in batch
+ * order. Nothing is allocated here (the backend's ops may grow their scratch
+ * on the first use of a larger batch). Returns 0, or -1 with a message for a
+ * batch that does not fit (row count, token id, position, sequence index) or
+ * for memory the backend could not get ("out of memory: ..."). After -1 the
+ * logits and the cache rows at the batch's positions are unspecified (the
+ * caller treats them as not written); the model and the backend stay usable,
+ * and the next call runs normally. */
+int inf_model_forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
+                      float *logits, inf_err *err);
+
+/* What one decode step reads, for benchmarks: the bytes of every weight a
+ * token goes through (the chosen experts only: n_expert_used of n_expert),
+ * the output head whole, one embedding row; and the type of the model's
+ * representative FFN matrix. */
+typedef struct inf_model_facts {
+    uint64_t decode_bytes;
+    inf_dtype ffn_type;
+} inf_model_facts;
+void inf_model_facts_get(const inf_model_file *mf, inf_model_facts *f);
+
+/* The GGUF name of mf's tensor `name` (itself for a GGUF file) and its layer
+ * (-1 for the tensors outside the blocks), for writing a GGUF of the same
+ * model. Returns -1 with a message when the architecture has no GGUF name
+ * for it (e.g. a fused layout GGUF stores another way). */
+int inf_model_gguf_name(const inf_model_file *mf, const char *name, char *out, size_t cap,
+                        int *layer, inf_err *err);
+
+#endif
