@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "grammar/grammar.h"
-#include "modelfile/model.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mem.h"
 
