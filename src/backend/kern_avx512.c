@@ -501,6 +501,10 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
+    /* rows not stored as f32: this tile's K and V as floats (the room
+     * inf_attn_scratch_floats keeps for two tiles) */
+    float *kc = acc + (size_t)R * hd, *vc = kc + (size_t)INF_KV_TILE * hd;
+    const inf_dtype kt = kv->k_type, vt = kv->v_type;
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
@@ -512,8 +516,12 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         int r = 0;
         for (int j = 0; j < nk; j++) {
-            krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-            vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+            const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_off);
+            const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_off);
+            if (kt != INF_F32) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
+            if (vt != INF_F32) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
+            krow[j] = kt == INF_F32 ? ks : kc + (size_t)j * hd;
+            vrow[j] = vt == INF_F32 ? vs : vc + (size_t)j * hd;
         }
         for (; r < R; r++)
             if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
@@ -606,13 +614,8 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
         for (int j = 0; j < INF_KV_TILE; j++) {
             float *kd = kc + (size_t)j * hd, *vd = vc + (size_t)j * hd;
             if (j < nk) {
-                const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-                const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-#pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) {
-                    _mm512_store_ps(kd + 16 * i, _mm512_loadu_ps(ks + 16 * i));
-                    _mm512_store_ps(vd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
-                }
+                kv_row_to_f32(kd, kv->k_type, inf_kv_k_at(kv, t0 + j, it->kv_off), hd);
+                kv_row_to_f32(vd, kv->v_type, inf_kv_v_at(kv, t0 + j, it->kv_off), hd);
             } else if (j < ((nk + 7) & ~7)) {
                 memset(kd, 0, sizeof(float) * (size_t)hd); /* keys the 8-wide loop reads */
             }

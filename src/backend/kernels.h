@@ -176,6 +176,20 @@ typedef struct inf_kernels {
                               int h, const inf_attn_shape *s, float *S);
 } inf_kernels;
 
+/* n elements of a K or V row of type t (kv_view.h) as floats: the row itself
+ * for f32, else converted into buf[n] by table's dequant for t (NULL: the
+ * scalar reference). Every level's dequant gives the reference's floats, so
+ * a kernel reads the same values whichever it uses. */
+static inline const float *inf_kv_row_f32(inf_dtype t, const void *row, float *buf, int n,
+                                          const inf_kernels *table) {
+    if (t == INF_F32) return row;
+    if (table)
+        table->types[t].dequant(buf, row, n);
+    else
+        inf_dtype_get(t)->dequant(buf, row, n);
+    return buf;
+}
+
 /* dst[n] = elements k0..k0+n-1 of one raw row of type t (k0 and n whole blocks). */
 static inline void inf_kern_dequant(const inf_kernels *k, inf_dtype t, float *dst, const void *row,
                                     int64_t k0, int n) {

@@ -560,7 +560,9 @@ static void mat_task(void *arg, int h, int n_heads, int tid) {
 static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
                               const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
     simd_ctx *c = ctx_of(be);
-    if (c->attn != INF_ATTN_MATERIALIZED || (s->head_dim != 64 && s->head_dim != 128)) {
+    /* the materialized path (measurement only) reads f32 caches */
+    if (c->attn != INF_ATTN_MATERIALIZED || (s->head_dim != 64 && s->head_dim != 128) ||
+        kv->k_type != INF_F32 || kv->v_type != INF_F32) {
         attn_run(c, out, q, kv, pos0, T, s, 1);
         return;
     }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv/kv_type.h"
 #include "model/rope.h"
 #include "quant/quantize.h"
 #include "util/mem.h"
@@ -289,8 +290,7 @@ int inf_qwen3_forward(inf_qwen3 *m, const inf_batch *b, const inf_kv_view *kv, i
          * attention below finds its own keys in place. */
         for (int r = 0; r < T; r++) {
             const inf_kv_view *view = &kv[(int64_t)b->seq[r] * hp->n_layer + l];
-            memcpy(inf_kv_k_row(view, b->pos[r]), m->k + (int64_t)r * KV, KV * sizeof(float));
-            memcpy(inf_kv_v_row(view, b->pos[r]), m->v + (int64_t)r * KV, KV * sizeof(float));
+            inf_kv_store_row(view, b->pos[r], m->k + (int64_t)r * KV, m->v + (int64_t)r * KV);
         }
         for (int r = 0, n; r < T; r += n) {
             n = span_len(b, r);
