@@ -125,6 +125,11 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
                  o->model_path, hp->n_ctx_train, hp->n_ctx_train);
         goto fail;
     }
+    if ((o->kv.type_k == INF_Q8_0 || o->kv.type_v == INF_Q8_0) && hp->head_dim % INF_QK8_0) {
+        inf_fail(err, "K/V cache type q8_0: head_dim %d of %s is not a multiple of 32 (use f16)",
+                 hp->head_dim, o->model_path);
+        goto fail;
+    }
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
     if (inf_qwen3_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
     if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,

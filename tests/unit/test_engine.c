@@ -55,15 +55,16 @@ static capture cap_new(int rows, int n_vocab) {
         .rows = malloc((size_t)rows * n_vocab * sizeof(float)), .cap = rows, .n_vocab = n_vocab};
 }
 
-/* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical. */
-static void test_reuse(inf_kv_kind kind, int n_seq) {
+/* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical,
+ * with K and V stored as type. */
+static void test_reuse_typed(inf_kv_kind kind, int n_seq, inf_dtype type) {
     inf_engine *e;
     inf_err err;
     inf_engine_opts o = {.model_path = MODEL,
                          .n_seq = n_seq,
                          .n_ctx = 128,
                          .n_batch = 16,
-                         .kv = {.kind = kind, .block_size = 8}};
+                         .kv = {.kind = kind, .block_size = 8, .type_k = type, .type_v = type}};
     CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
     int V = e->ex.n_vocab;
     int32_t prompt[60];
@@ -100,6 +101,10 @@ static void test_reuse(inf_kv_kind kind, int n_seq) {
     free(cold.rows);
     free(warm.rows);
     free(again.rows);
+}
+
+static void test_reuse(inf_kv_kind kind, int n_seq) {
+    test_reuse_typed(kind, n_seq, INF_F32);
 }
 
 static void test_limits_and_sampling(void) {
@@ -204,6 +209,11 @@ int main(void) {
     test_reuse(INF_KV_BASIC, 1);
     test_reuse(INF_KV_PAGED, 1);
     test_reuse(INF_KV_PAGED, 2);
+    const inf_dtype kv_types[] = {INF_F16, INF_BF16, INF_Q8_0};
+    for (int i = 0; i < 3; i++) {
+        test_reuse_typed(INF_KV_BASIC, 1, kv_types[i]);
+        test_reuse_typed(INF_KV_PAGED, 2, kv_types[i]);
+    }
     test_limits_and_sampling();
     test_oom();
     return th_report();
