@@ -23,8 +23,9 @@ static void usage(FILE *f) {
             "  --host ADDR             listen address (default 127.0.0.1)\n"
             "  --port N                listen port (default 8080; 0: any free port)\n"
             "  -np, --parallel N       slots: requests generated at once (default 4)\n"
-            "  -c, --ctx-size N        context positions per slot (default: min(4096, the\n"
-            "                          model's training context))\n"
+            "  -c, --ctx-size N        context positions per slot (default: the model's training\n"
+            "                          context; with --kv paged a request may use the whole pool\n"
+            "                          up to it; what fits in memory when that is less)\n"
             "  -t, --threads N         pool threads (default: the physical cores)\n"
             "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
             "  --backend NAME          compute backend: scalar, simd or pool (default pool)\n"
@@ -183,6 +184,7 @@ int cmd_serve(int argc, char **argv) {
         srv_http_stop(http);
         return 1;
     }
+    if (eng->note[0]) fprintf(stderr, "inferno serve: %s\n", eng->note);
     srv_http_ready(http, &eng->ex, eng->sched);
     fprintf(stderr,
             "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache (K %s, V %s, "

@@ -22,7 +22,7 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "%s"
             "  -sys, --system-prompt TXT system message for the chat template\n"
             "  -n, --n-predict N         tokens to generate (-1 = until end or full context)\n"
-            "  -c, --ctx-size N          context size (default min(4096, model's))\n"
+            "  -c, --ctx-size N          context size (default: the model's, or what fits in memory)\n"
             "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
             "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
             "  --backend NAME            compute backend: pool (default), simd, scalar (the reference)\n"
@@ -194,6 +194,7 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
                          .n_batch = a->n_batch,
                          .kv = a->kv};
     if (inf_engine_open(&g->e, &o, err)) return -1;
+    if (g->e->note[0]) fprintf(stderr, "inferno: %s\n", g->e->note);
     g->n_vocab = g->e->ex.n_vocab;
     if (a->dump_logits) {
         g->dump = fopen(a->dump_logits, "wb");

@@ -1,5 +1,6 @@
 #include "kv/kv_basic.h"
 
+#include "kv/kv_mem.h"
 #include "kv/kv_type.h"
 
 #include <stdlib.h>
@@ -27,8 +28,11 @@ int inf_kv_basic_create_typed(inf_kv_basic **out, int n_layer, int n_ctx, int kv
     c->v_type = v_type;
     size_t rows = (size_t)n_layer * (size_t)n_ctx;
     size_t kb = rows * inf_kv_type_bytes(k_type, kv_dim), vb = rows * inf_kv_type_bytes(v_type, kv_dim);
-    c->k = inf_alloc(kb);
-    c->v = inf_alloc(vb);
+    void *k = kv_mem_map(kb), *v = kv_mem_map(vb);
+    c->k = k == MAP_FAILED ? NULL : k;
+    c->v = v == MAP_FAILED ? NULL : v;
+    c->map_bytes_k = kb;
+    c->map_bytes_v = vb;
     if (!c->k || !c->v) {
         inf_kv_basic_free(c);
         return inf_fail(err, "kv cache: out of memory for %d positions (%zu MiB)", n_ctx,
@@ -40,8 +44,8 @@ int inf_kv_basic_create_typed(inf_kv_basic **out, int n_layer, int n_ctx, int kv
 
 void inf_kv_basic_free(inf_kv_basic *c) {
     if (!c) return;
-    inf_free(c->k);
-    inf_free(c->v);
+    if (c->k) kv_mem_unmap(c->k, c->map_bytes_k);
+    if (c->v) kv_mem_unmap(c->v, c->map_bytes_v);
     free(c);
 }
 

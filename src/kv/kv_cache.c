@@ -220,5 +220,6 @@ void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {
                          .tree_nodes = rs->n_nodes,
                          .tree_tokens = rs->n_cached_tokens,
                          .evictions = rs->n_evicted_nodes,
-                         .ref_errors = bad};
+                         .ref_errors = bad,
+                         .block_bytes = (double)p->block_size * (double)inf_kv_cache_token_bytes(c)};
 }

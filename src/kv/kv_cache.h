@@ -48,6 +48,7 @@ typedef struct inf_kv_stats {
     long prefix_lookups, prefix_hits, prefix_tokens_reused;
     long tree_nodes, tree_tokens, evictions;
     long ref_errors; /* pool references not accounted for by a sequence or the tree */
+    double block_bytes; /* bytes of one block (K and V, all layers, in the cache's types) */
 } inf_kv_stats;
 
 typedef struct inf_kv_cache {

@@ -1,5 +1,6 @@
 #include "kv/kv_paged.h"
 
+#include "kv/kv_mem.h"
 #include "kv/kv_type.h"
 
 #include <ctype.h>
@@ -78,35 +79,6 @@ int inf_kv_parse_mem(size_t *out, const char *text, inf_err *err) {
     return 0;
 }
 
-/* Anonymous pages are zero and only become resident when written, so a
- * large budget costs what is used. Sanitizer builds take the heap instead,
- * where reads past the pool are caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define KV_POOL_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KV_POOL_HEAP 1
-#endif
-#endif
-
-static void *pool_map(size_t bytes) {
-#ifdef KV_POOL_HEAP
-    void *p = calloc(1, bytes);
-    return p ? p : MAP_FAILED;
-#else
-    return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-#endif
-}
-
-static void pool_unmap(void *p, size_t bytes) {
-#ifdef KV_POOL_HEAP
-    (void)bytes;
-    free(p);
-#else
-    munmap(p, bytes);
-#endif
-}
-
 int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_size, int n_blocks,
                        inf_err *err) {
     return inf_kv_pool_create_typed(out, n_layer, kv_dim, block_size, n_blocks, INF_F32, INF_F32,
@@ -149,9 +121,9 @@ int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int blo
     p->v_layer_bytes = vl;
     p->refcount = calloc((size_t)n_blocks, sizeof *p->refcount);
     p->free_list = calloc((size_t)n_blocks, sizeof *p->free_list);
-    void *mem = pool_map(bytes);
+    void *mem = kv_mem_map(bytes);
     if (!p->refcount || !p->free_list || mem == MAP_FAILED) {
-        if (mem != MAP_FAILED) pool_unmap(mem, bytes);
+        if (mem != MAP_FAILED) kv_mem_unmap(mem, bytes);
         free(p->refcount);
         free(p->free_list);
         free(p);
@@ -171,7 +143,7 @@ int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int blo
 
 void inf_kv_pool_free(inf_kv_pool *p) {
     if (!p) return;
-    if (p->k) pool_unmap(p->k, p->map_bytes);
+    if (p->k) kv_mem_unmap(p->k, p->map_bytes);
     free(p->refcount);
     free(p->free_list);
     free(p);

@@ -104,9 +104,18 @@ expect_error "--cache-type-v nonsense" run -m models/tiny-f32.gguf -p hi --cache
 # A pool smaller than one context is refused when the engine opens (as the
 # server does), naming the budget and what one context needs (f16 K/V: a
 # block of 4 positions of the tiny model is 8 KiB).
-expect_error "pool below one context" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K
+expect_error "pool below one context" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K -c 4096
 grep -q "cache-mem 65536 bytes hold 8 blocks.*fewer than one context of 4096" "$tmp/err" &&
     ok "the refusal names the budget and the context" || bad "pool message: $(cat "$tmp/err")"
+# Without -c a request may use the whole pool: here 32 positions, so the
+# prompt is refused naming its tokens and that context (never truncated).
+expect_error "prompt past the pool" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K
+grep -q "prompt has $n_prompt tokens but the context holds 32" "$tmp/err" &&
+    ok "the refusal names the prompt's tokens and the context" || bad "prompt message: $(cat "$tmp/err")"
+"$INF" run -m models/tiny-f32.gguf --token-ids 1,2,3 --kv paged --kv-block 4 --cache-mem 64K -n 100 --temp 0 --ignore-eos >"$tmp/pool.txt" 2>"$tmp/pool.err"
+grep -q "stop reason *= length" "$tmp/pool.err" && grep -q "/    30 tokens" "$tmp/pool.err" &&
+    ok "one request fills the whole pool of 32 positions: 3 prompt + 30 generated (the last one not stored)" ||
+    bad "whole pool: $(tail -3 "$tmp/pool.err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
