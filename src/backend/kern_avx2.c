@@ -499,6 +499,9 @@ static void a2_axpy_kv(float *acc, float p, const void *row, int n, inf_dtype t)
     }
 }
 
+/* keys ahead of the one being scored whose rows are prefetched */
+#define A2_PREFETCH 8
+
 /* Online softmax over 64-key tiles, one query row at a time, vector dots and
  * axpys over the rows in their stored types. */
 static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
@@ -506,14 +509,25 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
     float *s = scratch;
     float *acc = s + INF_KV_TILE;
     const inf_dtype kt = kv->k_type, vt = kv->v_type;
+    const size_t kbytes = inf_kv_type_bytes(kt, hd), vbytes = inf_kv_type_bytes(vt, hd);
     for (int r = 0; r < it->R; r++) {
         const float *q = it->q[r];
         float m = -INFINITY, l = 0;
         memset(acc, 0, sizeof(float) * (size_t)hd);
-        for (int t0 = 0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
+        for (int t0 = it->k0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
+                /* the first row streams the item's keys and values from memory (the
+                 * rows of a head are a cache row apart): ask for them ahead */
+                if (r == 0 && j + A2_PREFETCH < it->lim[r]) {
+                    const char *kn = inf_kv_k_at(kv, j + A2_PREFETCH, it->kv_off);
+                    const char *vn = inf_kv_v_at(kv, j + A2_PREFETCH, it->kv_off);
+                    for (size_t c = 0; c < kbytes; c += 64)
+                        _mm_prefetch(kn + c, _MM_HINT_T0);
+                    for (size_t c = 0; c < vbytes; c += 64)
+                        _mm_prefetch(vn + c, _MM_HINT_T0);
+                }
                 s[j - t0] = a2_dot_kv(q, inf_kv_k_at(kv, j, it->kv_off), hd, kt) * scale;
                 if (s[j - t0] > tmax) tmax = s[j - t0];
             }
@@ -529,6 +543,13 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
                 l += p;
                 a2_axpy_kv(acc, p, inf_kv_v_at(kv, j, it->kv_off), hd, vt);
             }
+        }
+        if (it->part) {
+            float *pr = it->part + (size_t)r * (hd + 2);
+            memcpy(pr, acc, sizeof(float) * (size_t)hd);
+            pr[hd] = m;
+            pr[hd + 1] = l;
+            continue;
         }
         float inv = 1.0f / l;
         for (int i = 0; i < hd; i++)

@@ -68,7 +68,7 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
         const float *q = it->q[r];
         float m = -INFINITY, l = 0;
         memset(acc, 0, sizeof(float) * (size_t)hd);
-        for (int t0 = 0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
+        for (int t0 = it->k0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
@@ -95,6 +95,13 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
                 for (int i = 0; i < hd; i++)
                     acc[i] += p * v[i];
             }
+        }
+        if (it->part) {
+            float *pr = it->part + (size_t)r * (hd + 2);
+            memcpy(pr, acc, sizeof(float) * (size_t)hd);
+            pr[hd] = m;
+            pr[hd + 1] = l;
+            continue;
         }
         float inv = 1.0f / l;
         for (int i = 0; i < hd; i++)

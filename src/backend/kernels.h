@@ -107,7 +107,18 @@ typedef struct inf_attn_rows {
     int lim[INF_ATTN_MAX_R];
     int kv_off;  /* kv_head * head_dim */
     int max_lim; /* max of lim */
+    /* Decode key blocks: the item reads keys k0..lim[r]-1 only (k0 a multiple
+     * of INF_KV_TILE; 0 otherwise) and, with part != NULL, leaves its
+     * unnormalized partial instead of out[r]: part + r*(head_dim+2) holds
+     * the accumulator [head_dim], then the running max m and sum l. */
+    int k0;
+    float *part;
 } inf_attn_rows;
+
+/* Keys per block of a decode step's attention: a step over more keys is
+ * split into blocks of this many (by KV head and by block) and the blocks'
+ * partials merged in block order, so its bits do not depend on the threads. */
+#define INF_ATTN_DECODE_BLOCK 256
 
 /* Floats of attention scratch one thread needs for an item of R rows. */
 static inline size_t inf_attn_scratch_floats(int R, int head_dim) {

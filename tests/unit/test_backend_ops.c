@@ -658,6 +658,12 @@ int main(void) {
     test_attention(bks, nb, 4, 1, 32, 61, 4, 0);
     test_attention(bks, nb, 2, 1, 128, 127, 2, 1);
     test_attention(bks, nb, 4, 4, 16, 200, 1, 0);
+    /* decode steps split into key blocks (3 and a ragged one; 5 with a paged
+     * view): merged in block order, bit-identical on 1 and 3 threads */
+    test_attention(bks, nb, 16, 8, 128, 699, 1, 0);
+    test_attention(bks, nb, 4, 1, 64, 1100, 2, 1);
+    test_attention_typed(bks, nb, 16, 8, 128, 511, 1, 1, INF_F16, INF_F16);
+    test_attention_typed(bks, nb, 16, 8, 128, 600, 1, 0, INF_Q8_0, INF_BF16);
     /* every K/V type on every level, K and V of different types too */
     const inf_dtype kv_types[] = {INF_F16, INF_BF16, INF_Q8_0};
     for (int i = 0; i < 3; i++) {
