@@ -188,16 +188,10 @@ typedef struct inf_kernels {
 } inf_kernels;
 
 /* n elements of a K or V row of type t (kv_view.h) as floats: the row itself
- * for f32, else converted into buf[n] by table's dequant for t (NULL: the
- * scalar reference). Every level's dequant gives the reference's floats, so
- * a kernel reads the same values whichever it uses. */
-static inline const float *inf_kv_row_f32(inf_dtype t, const void *row, float *buf, int n,
-                                          const inf_kernels *table) {
+ * for f32, else its exact values (the scalar reference dequant) in buf[n]. */
+static inline const float *inf_kv_row_f32(inf_dtype t, const void *row, float *buf, int n) {
     if (t == INF_F32) return row;
-    if (table)
-        table->types[t].dequant(buf, row, n);
-    else
-        inf_dtype_get(t)->dequant(buf, row, n);
+    inf_dtype_get(t)->dequant(buf, row, n);
     return buf;
 }
 

@@ -8,7 +8,8 @@
  * ppN: prefill N random tokens into an empty cache (logits for the last one
  * only). tgN: N decode steps, one token each, from an empty cache. With a
  * depth D (-d, llama-bench's --n-depth) the cache first holds D random
- * tokens (untimed): "pp512 @ d2048" prefills 512 more, "tg128 @ d2048"
+ * tokens (untimed; the same tokens every repetition, so they are prefilled
+ * once and reused): "pp512 @ d2048" prefills 512 more, "tg128 @ d2048"
  * decodes 128 steps at depths 2048..2175. Each row states the K/V types and
  * the bytes of K/V the test's cache holds at its end. Each test
  * runs once as warm-up, then -r times; t/s is the mean ± sample standard
@@ -303,9 +304,19 @@ static int32_t *rand_tokens(int n, int n_vocab) {
     return t;
 }
 
+/* The depth's tokens: the same every repetition, so a repetition finds all
+ * but the last of them still in the cache (prefilled once, untimed). */
+static void depth_tokens(int32_t *t, int n, int n_vocab) {
+    uint32_t r = 99991;
+    for (int i = 0; i < n; i++) {
+        r = r * 1103515245u + 12345u;
+        t[i] = (int32_t)((r >> 8) % (uint32_t)(n_vocab < 32000 ? n_vocab : 32000));
+    }
+}
+
 /* ppN: prefill N random tokens into an empty cache (the time to the first
- * token: the prefill and one pick from its logits). At depth D: D random
- * tokens prefilled first (untimed), then a prompt of those D and N more that
+ * token: the prefill and one pick from its logits). At depth D: D tokens in
+ * the cache first (untimed), then a prompt of those D and N random ones that
  * reuses them, so only the N are prefilled (and timed). */
 static int run_pp(inf_engine *e, int n_prompt, int depth, uint64_t *ns, inf_err *err) {
     int32_t *toks = rand_tokens(depth + n_prompt, e->ex.n_vocab);
@@ -317,8 +328,9 @@ static int run_pp(inf_engine *e, int n_prompt, int depth, uint64_t *ns, inf_err 
             free(toks);
             return inf_fail(err, "out of memory");
         }
-        memcpy(head, toks, (size_t)depth * sizeof *head);
-        if (run_task(e, head, depth, 1, &tm, err)) {
+        depth_tokens(head, depth, e->ex.n_vocab);
+        memcpy(toks, head, (size_t)depth * sizeof *head);
+        if (run_task_reuse(e, head, depth, 1, true, &tm, err)) {
             free(toks);
             return -1;
         }
@@ -333,14 +345,15 @@ static int run_pp(inf_engine *e, int n_prompt, int depth, uint64_t *ns, inf_err 
 }
 
 /* tgN: N single-token decode steps after a one-token prompt, or a prompt of
- * D tokens at depth D (the time from the first sampled token to the last: N
- * forward calls and picks) */
+ * the D depth tokens at depth D (the time from the first sampled token to the
+ * last: N forward calls and picks) */
 static int run_tg(inf_engine *e, int n_gen, int depth, uint64_t *ns, inf_err *err) {
     int n = depth > 0 ? depth : 1;
-    int32_t *toks = rand_tokens(n, e->ex.n_vocab);
+    int32_t *toks = depth > 0 ? malloc((size_t)n * sizeof *toks) : rand_tokens(1, e->ex.n_vocab);
     if (!toks) return inf_fail(err, "out of memory");
+    if (depth > 0) depth_tokens(toks, n, e->ex.n_vocab);
     inf_timings tm;
-    if (run_task(e, toks, n, n_gen + 1, &tm, err)) return -1;
+    if (run_task_reuse(e, toks, n, n_gen + 1, depth > 0, &tm, err)) return -1;
     *ns = (uint64_t)(tm.predicted_ms * 1e6);
     return 0;
 }
