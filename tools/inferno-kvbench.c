@@ -2,6 +2,7 @@
  *
  *   inferno-kvbench [-m MODEL] [--prefix 1000] [--question 20] [--gen 100]
  *                   [--requests 8] [--kv-block 16] [-c 4096] [-b 512]
+ *                   [-ctk f16] [-ctv f16]    (K/V cache types: f32, f16, bf16, q8_0)
  *
  * 1. Time to first token of a request whose prompt is a shared system
  *    prompt (--prefix tokens) plus its own question, cold (nothing cached)
@@ -62,6 +63,7 @@ static int die(const char *msg) {
 int main(int argc, char **argv) {
     const char *path = "models/tiny-f32.gguf";
     int n_prefix = 1000, n_q = 20, n_gen = 100, n_req = 8, bs = 16, n_ctx = 4096, rows = 512;
+    inf_dtype type_k = INF_F16, type_v = INF_F16;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int *ip = !strcmp(f, "--prefix")     ? &n_prefix
@@ -74,9 +76,14 @@ int main(int argc, char **argv) {
                                              : NULL;
         if (!v)
             return die("every option takes a value (see the header of tools/inferno-kvbench.c)");
+        inf_err perr;
         if (!strcmp(f, "-m"))
             path = v;
-        else if (ip)
+        else if (!strcmp(f, "-ctk") || !strcmp(f, "--cache-type-k") || !strcmp(f, "-ctv") ||
+                 !strcmp(f, "--cache-type-v")) {
+            bool k = !strcmp(f, "-ctk") || !strcmp(f, "--cache-type-k");
+            if (inf_kv_parse_type(k ? &type_k : &type_v, v, f, &perr)) return die(perr.msg);
+        } else if (ip)
             *ip = atoi(v);
         else
             return die("unknown option");
@@ -93,7 +100,10 @@ int main(int argc, char **argv) {
                           .n_seq = n_req,
                           .n_ctx = n_ctx,
                           .n_batch = rows,
-                          .kv = {.kind = INF_KV_PAGED, .block_size = bs}};
+                          .kv = {.kind = INF_KV_PAGED,
+                                 .block_size = bs,
+                                 .type_k = type_k,
+                                 .type_v = type_v}};
     /* A pool for every request's own blocks plus the shared prefix's. */
     int per_req_blocks = (n_prefix + n_q + n_gen + bs - 1) / bs + 1;
     inf_engine *e;
@@ -102,7 +112,8 @@ int main(int argc, char **argv) {
         if (inf_model_open(&mf, path, &err)) return die(err.msg);
         int kv_dim = mf->hp.n_head_kv * mf->hp.head_dim;
         eo.kv.mem_bytes =
-            inf_kv_block_bytes(mf->hp.n_layer, kv_dim, bs) * (size_t)per_req_blocks * (n_req + 2);
+            inf_kv_block_bytes_typed(mf->hp.n_layer, kv_dim, bs, type_k, type_v) *
+            (size_t)per_req_blocks * (n_req + 2);
         inf_model_close(mf);
     }
     if (inf_engine_open(&e, &eo, &err)) return die(err.msg);
@@ -110,14 +121,16 @@ int main(int argc, char **argv) {
     int kv_dim = hp->n_head_kv * hp->head_dim, L = hp->n_layer;
     inf_kv_pool *pool = e->kv->pool;
     inf_radix *r = e->kv->radix;
-    size_t block_bytes = inf_kv_block_bytes(L, kv_dim, bs);
+    size_t block_bytes = inf_kv_block_bytes_typed(L, kv_dim, bs, type_k, type_v);
+    size_t tok_bytes = inf_kv_cache_token_bytes(e->kv);
 
     int n_prompt = n_prefix + n_q;
     int32_t *prompt = malloc((size_t)n_prompt * sizeof *prompt);
     fill(prompt, n_prefix, 1, hp->n_vocab);
 
-    printf("model %s: %d layers, kv_dim %d, backend %s; block %d tokens (%.1f KiB)\n\n", path, L,
-           kv_dim, e->backend_name, bs, block_bytes / 1024.0);
+    printf("model %s: %d layers, kv_dim %d, backend %s; K %s, V %s; block %d tokens (%.1f KiB)\n\n",
+           path, L, kv_dim, e->backend_name, inf_kv_type_name(type_k), inf_kv_type_name(type_v), bs,
+           block_bytes / 1024.0);
 
     /* 1. TTFT cold vs warm. */
     fill(prompt + n_prefix, n_q, 100, hp->n_vocab);
@@ -158,9 +171,8 @@ int main(int argc, char **argv) {
     double t_dec = inf_now_s() - t0;
     int peak = pool->n_used_peak;
     size_t paged_total = (size_t)peak * block_bytes;
-    size_t basic_per = 2 * (size_t)L * (size_t)n_ctx * (size_t)kv_dim * sizeof(float);
-    size_t basic_exact =
-        2 * (size_t)L * (size_t)(n_prompt + n_gen) * (size_t)kv_dim * sizeof(float);
+    size_t basic_per = (size_t)n_ctx * tok_bytes;
+    size_t basic_exact = (size_t)(n_prompt + n_gen) * tok_bytes;
     printf("%d concurrent requests, each %d shared + %d own prompt tokens + %d generated "
            "(prefill and %d batched decode steps in %.1f s):\n\n",
            n_req, n_prefix, n_q, n_gen, n_gen, t_dec);

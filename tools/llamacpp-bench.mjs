@@ -3,7 +3,10 @@
 // Set-up, outside the repository (about 640 MB of prebuilt binaries):
 //   mkdir /tmp/llamacpp && cd /tmp/llamacpp && npm init -y && npm install node-llama-cpp@3.22.1
 //   cp /path/to/inferno/tools/llamacpp-bench.mjs bench.mjs
-// usage: node bench.mjs MODEL.gguf [--threads 2] [-p 512] [-n 128] [-r 3] [-ub 512] [-fa 1] [--no-warmup] [-v]
+// usage: node bench.mjs MODEL.gguf [--threads 2] [-p 512] [-n 128] [-d 0,2048] [-r 3] [-ub 512] [-fa 1] [--no-warmup] [-v]
+// -d (llama-bench's --n-depth, a comma list): before each timed pp/tg run the context first holds
+// that many random tokens (prefilled, untimed), as llama-bench -d does. The K/V cache is
+// llama.cpp's default (f16).
 //
 // Uses node-llama-cpp's lowest-level binding (AddonContext: initBatch / addToBatch / decodeBatch),
 // i.e. one llama_decode() per call, with token ids chosen at random as llama-bench does.
@@ -13,12 +16,12 @@ import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 function usage(msg) {
     if (msg) console.error("error: " + msg);
-    console.error("usage: node bench.mjs MODEL.gguf [--threads 2] [-p 512] [-n 128] [-r 3] [-ub 512] [-fa 1|0] [--no-warmup] [-v]");
+    console.error("usage: node bench.mjs MODEL.gguf [--threads 2] [-p 512] [-n 128] [-d 0[,D...]] [-r 3] [-ub 512] [-fa 1|0] [--no-warmup] [-v]");
     process.exit(1);
 }
 
 const args = process.argv.slice(2);
-const opt = {model: null, threads: 2, p: 512, n: 128, r: 3, ub: 512, fa: true, warmup: true, verbose: false};
+const opt = {model: null, threads: 2, p: 512, n: 128, d: [0], r: 3, ub: 512, fa: true, warmup: true, verbose: false};
 for (let i = 0; i < args.length; i++) {
     const a = args[i];
     const num = () => {
@@ -30,6 +33,10 @@ for (let i = 0; i < args.length; i++) {
     else if (a === "-p" || a === "--n-prompt") opt.p = num();
     else if (a === "-n" || a === "--n-gen") opt.n = num();
     else if (a === "-r" || a === "--repetitions") opt.r = num();
+    else if (a === "-d" || a === "--n-depth") {
+        opt.d = String(args[++i] ?? "").split(",").map(Number);
+        if (!opt.d.length || opt.d.some((v) => !Number.isInteger(v) || v < 0)) usage(`bad value for ${a}`);
+    }
     else if (a === "-ub" || a === "--ubatch-size") opt.ub = num();
     else if (a === "-fa" || a === "--flash-attn") opt.fa = num() !== 0;
     else if (a === "--no-warmup") opt.warmup = false;
@@ -63,8 +70,9 @@ const model = await llama.loadModel({modelPath: opt.model, gpuLayers: 0, useMmap
 
 // batch == ubatch in node-llama-cpp (it sets n_ubatch = n_batch); the prompt is fed in chunks of `ub` tokens,
 // which is what llama-bench does internally with its default n_ubatch=512.
-const batchSize = Math.max(1, Math.min(opt.p || 1, opt.ub));
-const contextSize = Math.max(opt.p + opt.n, 256) + 1;
+const maxDepth = Math.max(...opt.d);
+const batchSize = Math.max(1, Math.min(Math.max(opt.p, maxDepth) || 1, opt.ub));
+const contextSize = Math.max(maxDepth + opt.p + opt.n, 256) + 1;
 const context = await model.createContext({
     contextSize,
     batchSize,
@@ -104,26 +112,33 @@ function clearMemory() {
     ctx.disposeSequence(seqId);            // llama_memory_seq_rm(seq, -1, -1)
 }
 
-async function runPrompt(nPrompt) {
+// nPrompt random tokens at positions start.. (BOS first when start is 0)
+async function runPrompt(nPrompt, start = 0) {
     const toks = new Uint32Array(nPrompt);
     for (let i = 0; i < nPrompt; i++) toks[i] = randTok();
-    if (addBos) toks[0] = bos;
+    if (addBos && start === 0) toks[0] = bos;
     let pos = 0;
     while (pos < nPrompt) {
         const len = Math.min(batchSize, nPrompt - pos);
-        await decode(toks.subarray(pos, pos + len), pos, pos + len === nPrompt);
+        await decode(toks.subarray(pos, pos + len), start + pos, pos + len === nPrompt);
         pos += len;
     }
 }
 
-async function runGen(nGen) {
-    let tok = addBos ? bos : randTok();
+async function runGen(nGen, start = 0) {
+    let tok = addBos && start === 0 ? bos : randTok();
     const one = new Uint32Array(1);
     for (let i = 0; i < nGen; i++) {
         one[0] = tok;
-        await decode(one, i, true);
+        await decode(one, start + i, true);
         tok = randTok();
     }
+}
+
+// an empty context, then `depth` tokens in it (untimed)
+async function fillDepth(depth) {
+    clearMemory();
+    if (depth > 0) await runPrompt(depth);
 }
 
 // parse llama_perf_context_print output (printed via the logger) to get llama.cpp's own eval time
@@ -160,39 +175,41 @@ console.log(`system info: ${llama.systemInfo}`);
 console.log(`threads=${ctx.getThreads()} n_ctx=${ctx.getContextSize()} n_batch=n_ubatch=${batchSize} flash_attn requested=${opt.fa} llama.cpp: ${faLine ? faLine[1].trim() : "?"} n_vocab=${nVocab} add_bos=${addBos}`);
 
 const results = [];
-if (opt.p > 0) {
-    if (opt.warmup) { clearMemory(); await runPrompt(opt.p); }
+for (const depth of opt.p > 0 ? opt.d : []) {
+    const at = depth > 0 ? ` @ d${depth}` : "";
+    if (opt.warmup) { await fillDepth(depth); await runPrompt(opt.p, depth); }
     await takePerf();
     const tps = [];
     for (let r = 0; r < opt.r; r++) {
-        clearMemory();
+        await fillDepth(depth);
         const t0 = process.hrtime.bigint();
-        await runPrompt(opt.p);
+        await runPrompt(opt.p, depth);
         const s = Number(process.hrtime.bigint() - t0) / 1e9;
         tps.push(opt.p / s);
     }
     const perf = await takePerf();
     const {mean, sd} = stats(tps);
-    results.push(`pp${opt.p} ${mean.toFixed(2)} ± ${sd.toFixed(2)} t/s`);
+    results.push(`pp${opt.p}${at} ${mean.toFixed(2)} ± ${sd.toFixed(2)} t/s`);
     if (perf.promptTokens === opt.p * opt.r && perf.promptMs > 0)
         console.log(`  (pp: llama.cpp internal prompt eval ${(perf.promptTokens / perf.promptMs * 1000).toFixed(2)} t/s over ${perf.promptTokens} tokens)`);
 }
-if (opt.n > 0) {
-    if (opt.warmup) { clearMemory(); await runGen(1); }
+for (const depth of opt.n > 0 ? opt.d : []) {
+    const at = depth > 0 ? ` @ d${depth}` : "";
+    if (opt.warmup) { await fillDepth(depth); await runGen(1, depth); }
     await takePerf();
     const tps = [];
     let wallS = 0;
     for (let r = 0; r < opt.r; r++) {
-        clearMemory();
+        await fillDepth(depth);
         const t0 = process.hrtime.bigint();
-        await runGen(opt.n);
+        await runGen(opt.n, depth);
         const s = Number(process.hrtime.bigint() - t0) / 1e9;
         wallS += s;
         tps.push(opt.n / s);
     }
     const perf = await takePerf();
     const {mean, sd} = stats(tps);
-    results.push(`tg${opt.n} ${mean.toFixed(2)} ± ${sd.toFixed(2)} t/s`);
+    results.push(`tg${opt.n}${at} ${mean.toFixed(2)} ± ${sd.toFixed(2)} t/s`);
     // single-token decodes are accounted as "eval" by llama_perf_context (measured inside llama_decode)
     if (perf.evalRuns === opt.n * opt.r && perf.evalMs > 0) {
         const ovUs = (wallS * 1000 - perf.evalMs) / perf.evalRuns * 1000;

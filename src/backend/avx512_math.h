@@ -6,6 +6,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "quant/dtype.h"
+
 /* e^x with ~2 ulp error; x <= -104 gives 0, large x gives +inf. */
 static inline __m512 exp512(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
@@ -44,6 +46,49 @@ static inline __m512i pair_bf16(__m512 lo, __m512 hi) {
 static inline __m512 bf16_rest(__m512 x) {
     __m512i h = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x));
     return _mm512_sub_ps(x, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+}
+
+/* Elements i..i+15 of a K/V row of type t (kv_view.h; i a multiple of 16):
+ * the reference's floats (q8_0: d * q, exact). */
+static inline __attribute__((always_inline)) __m512 kv_load16(inf_dtype t, const void *row,
+                                                              int i) {
+    const uint16_t *h = row;
+    switch (t) {
+    case INF_F16:
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
+    case INF_BF16:
+        return _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(h + i))), 16));
+    case INF_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / 32;
+        __m128i q = _mm_loadu_si128((const __m128i *)(b->qs + i % 32));
+        return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)),
+                             _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+    }
+    default:
+        return _mm512_loadu_ps((const float *)row + i);
+    }
+}
+
+/* dst[n] (64-byte aligned) = a K/V row of type t as floats (n a multiple of 16). */
+static inline void kv_row_to_f32(float *dst, inf_dtype t, const void *row, int n) {
+    switch (t) {
+    case INF_F16:
+        for (int i = 0; i < n; i += 16)
+            _mm512_store_ps(dst + i, kv_load16(INF_F16, row, i));
+        return;
+    case INF_BF16:
+        for (int i = 0; i < n; i += 16)
+            _mm512_store_ps(dst + i, kv_load16(INF_BF16, row, i));
+        return;
+    case INF_Q8_0:
+        for (int i = 0; i < n; i += 16)
+            _mm512_store_ps(dst + i, kv_load16(INF_Q8_0, row, i));
+        return;
+    default:
+        for (int i = 0; i < n; i += 16)
+            _mm512_store_ps(dst + i, kv_load16(INF_F32, row, i));
+    }
 }
 
 #endif

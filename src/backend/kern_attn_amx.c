@@ -67,6 +67,13 @@ static inline void split_dp4(const uint16_t *a) {
     SPLIT_DP(3);
 }
 
+/* A K/V row of type t as hd floats: in place for f32, else converted into buf. */
+static inline const float *kv_row(float *buf, inf_dtype t, const void *row, int hd) {
+    if (t == INF_F32) return row;
+    kv_row_to_f32(buf, t, row, hd);
+    return buf;
+}
+
 static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                           float *scratch) {
     if (!it->prefill || hd % 64 != 0 || hd > 256 ||
@@ -122,6 +129,10 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
     }
     memset(ot, 0, sizeof(float) * (size_t)nqb * hd * QB);
 
+    /* K/V rows not stored as f32 are read as floats through these (hd <= 256) */
+    const inf_dtype kt = kv->k_type, vt = kv->v_type;
+    const size_t kbytes = inf_kv_type_bytes(kt, hd), vbytes = inf_kv_type_bytes(vt, hd);
+    float kbuf[2][256] __attribute__((aligned(64))), vbuf[2][256] __attribute__((aligned(64)));
     _tile_loadconfig(&inf_amx_cfg_16x64);
     const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
     const __m512i rowidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
@@ -131,18 +142,22 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
         const int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         /* K rows as A tiles (split); V transposed by pairs of keys as A tiles */
         for (int j = 0; j < INF_KV_TILE; j += 2) {
-            const float *k0 = j < nk ? inf_kv_k_row(kv, t0 + j) + it->kv_off : NULL;
-            const float *k1 = j + 1 < nk ? inf_kv_k_row(kv, t0 + j + 1) + it->kv_off : NULL;
-            const float *v0 = j < nk ? inf_kv_v_row(kv, t0 + j) + it->kv_off : NULL;
-            const float *v1 = j + 1 < nk ? inf_kv_v_row(kv, t0 + j + 1) + it->kv_off : NULL;
+            const float *k0 = j < nk ? kv_row(kbuf[0], kt, inf_kv_k_at(kv, t0 + j, it->kv_off), hd)
+                                     : NULL;
+            const float *k1 =
+                j + 1 < nk ? kv_row(kbuf[1], kt, inf_kv_k_at(kv, t0 + j + 1, it->kv_off), hd) : NULL;
+            const float *v0 = j < nk ? kv_row(vbuf[0], vt, inf_kv_v_at(kv, t0 + j, it->kv_off), hd)
+                                     : NULL;
+            const float *v1 =
+                j + 1 < nk ? kv_row(vbuf[1], vt, inf_kv_v_at(kv, t0 + j + 1, it->kv_off), hd) : NULL;
             /* the next tile's rows: cache rows are 4 KiB apart, beyond the prefetchers' reach */
             for (int jj = j; jj < j + 2 && t0 + INF_KV_TILE + jj < it->max_lim; jj++) {
-                const char *kn = (const char *)(inf_kv_k_row(kv, t0 + INF_KV_TILE + jj) + it->kv_off);
-                const char *vn = (const char *)(inf_kv_v_row(kv, t0 + INF_KV_TILE + jj) + it->kv_off);
-                for (int c = 0; c < hd * 4; c += 64) {
+                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + jj, it->kv_off);
+                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + jj, it->kv_off);
+                for (size_t c = 0; c < kbytes; c += 64)
                     _mm_prefetch(kn + c, _MM_HINT_T0);
+                for (size_t c = 0; c < vbytes; c += 64)
                     _mm_prefetch(vn + c, _MM_HINT_T0);
-                }
             }
             for (int jj = 0; jj < 2; jj++) {
                 const float *kr = jj ? k1 : k0;

@@ -402,20 +402,133 @@ static void a2_softmax(float *x, int n) {
         x[i] *= inv;
 }
 
-/* Online softmax over 64-key tiles, one query row at a time, vector dots and axpys. */
+/* ---- K/V rows in the cache's types (kv_view.h), read in place ---- */
+
+/* Elements i..i+7 of a K/V row of type t (i a multiple of 8): the reference's
+ * floats (q8_0: d * q, exact). */
+static inline __attribute__((always_inline)) __m256 a2_kv_load8(inf_dtype t, const void *row,
+                                                                int i) {
+    const uint16_t *h = row;
+    switch (t) {
+    case INF_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i)));
+    case INF_BF16:
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i))), 16));
+    case INF_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / 32;
+        __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + i % 32)));
+        return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), _mm256_cvtepi32_ps(q));
+    }
+    default:
+        return _mm256_loadu_ps((const float *)row + i);
+    }
+}
+
+static inline float a2_kv_elem(inf_dtype t, const void *row, int i) {
+    const uint16_t *h = row;
+    switch (t) {
+    case INF_F16:
+        return inf_f16_to_f32(h[i]);
+    case INF_BF16:
+        return inf_bf16_to_f32(h[i]);
+    case INF_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / 32;
+        return inf_f16_to_f32(b->d) * (float)b->qs[i % 32];
+    }
+    default:
+        return ((const float *)row)[i];
+    }
+}
+
+/* q . row[0..n) with a2_dot_f32's order (the same bits for an f32 row). */
+static inline __attribute__((always_inline)) float a2_dot_kv_t(const float *q, const void *row,
+                                                               int n, const inf_dtype t) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), a2_kv_load8(t, row, i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), a2_kv_load8(t, row, i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), a2_kv_load8(t, row, i), s0);
+    float s = hsum8(_mm256_add_ps(s0, s1));
+    for (; i < n; i++)
+        s += q[i] * a2_kv_elem(t, row, i);
+    return s;
+}
+
+static float a2_dot_kv(const float *q, const void *row, int n, inf_dtype t) {
+    switch (t) {
+    case INF_F16:
+        return a2_dot_kv_t(q, row, n, INF_F16);
+    case INF_BF16:
+        return a2_dot_kv_t(q, row, n, INF_BF16);
+    case INF_Q8_0:
+        return a2_dot_kv_t(q, row, n, INF_Q8_0);
+    default:
+        return a2_dot_kv_t(q, row, n, INF_F32);
+    }
+}
+
+/* acc[0..n) += p * row[0..n) */
+static inline __attribute__((always_inline)) void a2_axpy_kv_t(float *acc, float p, const void *row,
+                                                               int n, const inf_dtype t) {
+    __m256 vp = _mm256_set1_ps(p);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(acc + i,
+                         _mm256_fmadd_ps(vp, a2_kv_load8(t, row, i), _mm256_loadu_ps(acc + i)));
+    for (; i < n; i++)
+        acc[i] += p * a2_kv_elem(t, row, i);
+}
+
+static void a2_axpy_kv(float *acc, float p, const void *row, int n, inf_dtype t) {
+    switch (t) {
+    case INF_F16:
+        a2_axpy_kv_t(acc, p, row, n, INF_F16);
+        return;
+    case INF_BF16:
+        a2_axpy_kv_t(acc, p, row, n, INF_BF16);
+        return;
+    case INF_Q8_0:
+        a2_axpy_kv_t(acc, p, row, n, INF_Q8_0);
+        return;
+    default:
+        a2_axpy_kv_t(acc, p, row, n, INF_F32);
+    }
+}
+
+/* keys ahead of the one being scored whose rows are prefetched */
+#define A2_PREFETCH 8
+
+/* Online softmax over 64-key tiles, one query row at a time, vector dots and
+ * axpys over the rows in their stored types. */
 static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
     float *s = scratch;
     float *acc = s + INF_KV_TILE;
+    const inf_dtype kt = kv->k_type, vt = kv->v_type;
+    const size_t kbytes = inf_kv_type_bytes(kt, hd), vbytes = inf_kv_type_bytes(vt, hd);
     for (int r = 0; r < it->R; r++) {
         const float *q = it->q[r];
         float m = -INFINITY, l = 0;
         memset(acc, 0, sizeof(float) * (size_t)hd);
-        for (int t0 = 0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
+        for (int t0 = it->k0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
-                s[j - t0] = a2_dot_f32(q, inf_kv_k_row(kv, j) + it->kv_off, hd) * scale;
+                /* the first row streams the item's keys and values from memory (the
+                 * rows of a head are a cache row apart): ask for them ahead */
+                if (r == 0 && j + A2_PREFETCH < it->lim[r]) {
+                    const char *kn = inf_kv_k_at(kv, j + A2_PREFETCH, it->kv_off);
+                    const char *vn = inf_kv_v_at(kv, j + A2_PREFETCH, it->kv_off);
+                    for (size_t c = 0; c < kbytes; c += 64)
+                        _mm_prefetch(kn + c, _MM_HINT_T0);
+                    for (size_t c = 0; c < vbytes; c += 64)
+                        _mm_prefetch(vn + c, _MM_HINT_T0);
+                }
+                s[j - t0] = a2_dot_kv(q, inf_kv_k_at(kv, j, it->kv_off), hd, kt) * scale;
                 if (s[j - t0] > tmax) tmax = s[j - t0];
             }
             if (tmax > m) {
@@ -428,15 +541,15 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             for (int j = t0; j < t1; j++) {
                 float p = expf(s[j - t0] - m);
                 l += p;
-                const float *v = inf_kv_v_row(kv, j) + it->kv_off;
-                __m256 vp = _mm256_set1_ps(p);
-                int i = 0;
-                for (; i + 8 <= hd; i += 8)
-                    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i),
-                                                              _mm256_loadu_ps(acc + i)));
-                for (; i < hd; i++)
-                    acc[i] += p * v[i];
+                a2_axpy_kv(acc, p, inf_kv_v_at(kv, j, it->kv_off), hd, vt);
             }
+        }
+        if (it->part) {
+            float *pr = it->part + (size_t)r * (hd + 2);
+            memcpy(pr, acc, sizeof(float) * (size_t)hd);
+            pr[hd] = m;
+            pr[hd + 1] = l;
+            continue;
         }
         float inv = 1.0f / l;
         for (int i = 0; i < hd; i++)

@@ -501,6 +501,11 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
+    /* rows not stored as f32: this tile's K and V as floats (the room
+     * inf_attn_scratch_floats keeps for two tiles) */
+    float *kc = acc + (size_t)R * hd, *vc = kc + (size_t)INF_KV_TILE * hd;
+    const inf_dtype kt = kv->k_type, vt = kv->v_type;
+    const size_t kbytes = inf_kv_type_bytes(kt, hd), vbytes = inf_kv_type_bytes(vt, hd);
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
@@ -508,12 +513,25 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
     }
     const __m512 vscale = _mm512_set1_ps(scale);
     const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
-    for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
+    for (int t0 = it->k0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         int r = 0;
         for (int j = 0; j < nk; j++) {
-            krow[j] = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-            vrow[j] = inf_kv_v_row(kv, t0 + j) + it->kv_off;
+            const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_off);
+            const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_off);
+            /* the next tile's rows (a head's rows are a cache row apart) */
+            if (t0 + INF_KV_TILE + j < it->max_lim) {
+                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, it->kv_off);
+                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, it->kv_off);
+                for (size_t c = 0; c < kbytes; c += 64)
+                    _mm_prefetch(kn + c, _MM_HINT_T1);
+                for (size_t c = 0; c < vbytes; c += 64)
+                    _mm_prefetch(vn + c, _MM_HINT_T1);
+            }
+            if (kt != INF_F32) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
+            if (vt != INF_F32) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
+            krow[j] = kt == INF_F32 ? ks : kc + (size_t)j * hd;
+            vrow[j] = vt == INF_F32 ? vs : vc + (size_t)j * hd;
         }
         for (; r < R; r++)
             if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
@@ -561,6 +579,13 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
             pv_rows(acc, st, r, 1, vrow, nk, hd);
     }
     for (int r = 0; r < R; r++) {
+        if (it->part) {
+            float *pr = it->part + (size_t)r * (hd + 2);
+            memcpy(pr, acc + (size_t)r * hd, sizeof(float) * (size_t)hd);
+            pr[hd] = ml[2 * r];
+            pr[hd + 1] = ml[2 * r + 1];
+            continue;
+        }
         __m512 inv = _mm512_set1_ps(1.0f / ml[2 * r + 1]);
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++)
@@ -606,13 +631,8 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
         for (int j = 0; j < INF_KV_TILE; j++) {
             float *kd = kc + (size_t)j * hd, *vd = vc + (size_t)j * hd;
             if (j < nk) {
-                const float *ks = inf_kv_k_row(kv, t0 + j) + it->kv_off;
-                const float *vs = inf_kv_v_row(kv, t0 + j) + it->kv_off;
-#pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) {
-                    _mm512_store_ps(kd + 16 * i, _mm512_loadu_ps(ks + 16 * i));
-                    _mm512_store_ps(vd + 16 * i, _mm512_loadu_ps(vs + 16 * i));
-                }
+                kv_row_to_f32(kd, kv->k_type, inf_kv_k_at(kv, t0 + j, it->kv_off), hd);
+                kv_row_to_f32(vd, kv->v_type, inf_kv_v_at(kv, t0 + j, it->kv_off), hd);
             } else if (j < ((nk + 7) & ~7)) {
                 memset(kd, 0, sizeof(float) * (size_t)hd); /* keys the 8-wide loop reads */
             }

@@ -63,15 +63,17 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
                         float *scratch) {
     float *s = scratch;           /* [INF_KV_TILE] */
     float *acc = s + INF_KV_TILE; /* [hd] */
+    float *buf = acc + hd;        /* [hd] a K or V row as floats */
     for (int r = 0; r < it->R; r++) {
         const float *q = it->q[r];
         float m = -INFINITY, l = 0;
         memset(acc, 0, sizeof(float) * (size_t)hd);
-        for (int t0 = 0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
+        for (int t0 = it->k0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
-                const float *k = inf_kv_k_row(kv, j) + it->kv_off;
+                const float *k =
+                    inf_kv_row_f32(kv->k_type, inf_kv_k_at(kv, j, it->kv_off), buf, hd);
                 float d = 0;
                 for (int i = 0; i < hd; i++)
                     d += q[i] * k[i];
@@ -88,10 +90,18 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
             for (int j = t0; j < t1; j++) {
                 float p = expf(s[j - t0] - m);
                 l += p;
-                const float *v = inf_kv_v_row(kv, j) + it->kv_off;
+                const float *v =
+                    inf_kv_row_f32(kv->v_type, inf_kv_v_at(kv, j, it->kv_off), buf, hd);
                 for (int i = 0; i < hd; i++)
                     acc[i] += p * v[i];
             }
+        }
+        if (it->part) {
+            float *pr = it->part + (size_t)r * (hd + 2);
+            memcpy(pr, acc, sizeof(float) * (size_t)hd);
+            pr[hd] = m;
+            pr[hd + 1] = l;
+            continue;
         }
         float inv = 1.0f / l;
         for (int i = 0; i < hd; i++)

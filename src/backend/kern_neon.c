@@ -340,20 +340,41 @@ static void ne_softmax(float *x, int n) {
         x[i] *= inv;
 }
 
-/* Online softmax over 64-key tiles, one query row at a time. */
+/* A K/V row of type t (kv_view.h) as n floats: in place for f32, else
+ * converted into buf by this level's dequant (the reference's floats). */
+static const float *ne_kv_row(inf_dtype t, const void *row, float *buf, int n) {
+    switch (t) {
+    case INF_F16:
+        ne_dequant_f16(buf, row, n);
+        return buf;
+    case INF_BF16:
+        ne_dequant_bf16(buf, row, n);
+        return buf;
+    case INF_Q8_0:
+        ne_dequant_q8_0(buf, row, n);
+        return buf;
+    default:
+        return row;
+    }
+}
+
+/* Online softmax over 64-key tiles, one query row at a time, K/V rows read in
+ * their stored types. */
 static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
     float *s = scratch;
     float *acc = s + INF_KV_TILE;
+    float *buf = acc + hd; /* [hd] a K or V row as floats */
     for (int r = 0; r < it->R; r++) {
         const float *q = it->q[r];
         float m = -INFINITY, l = 0;
         memset(acc, 0, sizeof(float) * (size_t)hd);
-        for (int t0 = 0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
+        for (int t0 = it->k0; t0 < it->lim[r]; t0 += INF_KV_TILE) {
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
-                s[j - t0] = ne_dot_f32(q, inf_kv_k_row(kv, j) + it->kv_off, hd) * scale;
+                const float *k = ne_kv_row(kv->k_type, inf_kv_k_at(kv, j, it->kv_off), buf, hd);
+                s[j - t0] = ne_dot_f32(q, k, hd) * scale;
                 if (s[j - t0] > tmax) tmax = s[j - t0];
             }
             if (tmax > m) {
@@ -366,13 +387,20 @@ static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             for (int j = t0; j < t1; j++) {
                 float p = expf(s[j - t0] - m);
                 l += p;
-                const float *v = inf_kv_v_row(kv, j) + it->kv_off;
+                const float *v = ne_kv_row(kv->v_type, inf_kv_v_at(kv, j, it->kv_off), buf, hd);
                 int i = 0;
                 for (; i + 4 <= hd; i += 4)
                     vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), vld1q_f32(v + i), p));
                 for (; i < hd; i++)
                     acc[i] += p * v[i];
             }
+        }
+        if (it->part) {
+            float *pr = it->part + (size_t)r * (hd + 2);
+            memcpy(pr, acc, sizeof(float) * (size_t)hd);
+            pr[hd] = m;
+            pr[hd + 1] = l;
+            continue;
         }
         float inv = 1.0f / l;
         for (int i = 0; i < hd; i++)

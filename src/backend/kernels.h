@@ -107,7 +107,18 @@ typedef struct inf_attn_rows {
     int lim[INF_ATTN_MAX_R];
     int kv_off;  /* kv_head * head_dim */
     int max_lim; /* max of lim */
+    /* Decode key blocks: the item reads keys k0..lim[r]-1 only (k0 a multiple
+     * of INF_KV_TILE; 0 otherwise) and, with part != NULL, leaves its
+     * unnormalized partial instead of out[r]: part + r*(head_dim+2) holds
+     * the accumulator [head_dim], then the running max m and sum l. */
+    int k0;
+    float *part;
 } inf_attn_rows;
+
+/* Keys per block of a decode step's attention: a step over more keys is
+ * split into blocks of this many (by KV head and by block) and the blocks'
+ * partials merged in block order, so its bits do not depend on the threads. */
+#define INF_ATTN_DECODE_BLOCK 256
 
 /* Floats of attention scratch one thread needs for an item of R rows. */
 static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
@@ -175,6 +186,14 @@ typedef struct inf_kernels {
     void (*attn_materialized)(float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
                               int h, const inf_attn_shape *s, float *S);
 } inf_kernels;
+
+/* n elements of a K or V row of type t (kv_view.h) as floats: the row itself
+ * for f32, else its exact values (the scalar reference dequant) in buf[n]. */
+static inline const float *inf_kv_row_f32(inf_dtype t, const void *row, float *buf, int n) {
+    if (t == INF_F32) return row;
+    inf_dtype_get(t)->dequant(buf, row, n);
+    return buf;
+}
 
 /* dst[n] = elements k0..k0+n-1 of one raw row of type t (k0 and n whole blocks). */
 static inline void inf_kern_dequant(const inf_kernels *k, inf_dtype t, float *dst, const void *row,

@@ -139,12 +139,21 @@ static void scalar_rope(const inf_backend *be, float *x, const int32_t *pos, int
     }
 }
 
+/* head_dim elements of a K or V row in the cache's type as floats: the row
+ * itself for f32, else its exact values (the type's reference dequant) in buf. */
+static const float *kv_row_f32(inf_dtype t, const void *row, float *buf, int head_dim) {
+    if (t == INF_F32) return row;
+    inf_dtype_get(t)->dequant(buf, row, head_dim);
+    return buf;
+}
+
 /* One query row of one head against keys 0..n_keys-1 (KV head column offset
  * kv_off): online softmax over tiles of 64 keys. Writes head_dim floats. */
 static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_off, int n_keys,
                      int head_dim, float scale) {
     float s[ATTN_TILE];           /* one tile of scores */
     float acc[ATTN_MAX_HEAD_DIM]; /* [head_dim] running numerator */
+    float buf[ATTN_MAX_HEAD_DIM]; /* [head_dim] one K or V row as floats */
     float m = -INFINITY, l = 0;   /* running max and denominator */
     for (int d = 0; d < head_dim; d++)
         acc[d] = 0;
@@ -153,7 +162,7 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
         int t1 = t0 + ATTN_TILE < n_keys ? t0 + ATTN_TILE : n_keys;
         float tile_max = -INFINITY;
         for (int t = t0; t < t1; t++) {
-            const float *k = inf_kv_k_row(kv, t) + kv_off;
+            const float *k = kv_row_f32(kv->k_type, inf_kv_k_at(kv, t, kv_off), buf, head_dim);
             float dot = 0;
             for (int d = 0; d < head_dim; d++)
                 dot += q[d] * k[d];
@@ -171,7 +180,7 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
         }
         for (int t = t0; t < t1; t++) {
             float p = expf(s[t - t0] - m);
-            const float *v = inf_kv_v_row(kv, t) + kv_off;
+            const float *v = kv_row_f32(kv->v_type, inf_kv_v_at(kv, t, kv_off), buf, head_dim);
             l += p;
             for (int d = 0; d < head_dim; d++)
                 acc[d] += p * v[d];

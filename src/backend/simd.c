@@ -18,6 +18,7 @@
  * ever grown on the calling thread, before a job goes to the pool, so a
  * failed growth leaves the pool's workers idle and every buffer either its
  * old size or marked empty (capacity 0), to be grown again on the next call. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -46,6 +47,8 @@ typedef struct simd_ctx {
     size_t amx_cap;
     float **thr_scratch; /* [nth] attention + dequant scratch */
     size_t thr_cap;      /* floats */
+    float *attn_part;    /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
+    size_t attn_part_cap; /* bytes */
     inf_attn_impl attn;  /* prefill attention: flash, or materialized (measurement only) */
 
     bool failed;   /* an op could not get its scratch since the last take_error */
@@ -485,17 +488,21 @@ typedef struct attn_job {
     int pos0, T;       /* prefill: rows pos0..pos0+T-1; decode: T = 1, pos0 = n_keys - 1 */
     int hpi, n_hchunk; /* heads per item, head chunks per KV head */
     int qb, n_qblock;  /* query rows per item, query blocks */
+    int n_kblock;      /* decode: key blocks of INF_ATTN_DECODE_BLOCK (1: not split) */
+    float *part;       /* n_kblock > 1: the blocks' partials [n_kblock][n_head][head_dim + 2] */
     int n_items;
     int prefill;
 } attn_job;
 
-/* one work item: (query block, KV head, head chunk) */
+/* one work item: (query block, KV head, head chunk, key block) */
 static void attn_task(void *arg, int i, int n_items, int tid) {
     (void)n_items;
     attn_job *j = arg;
     const inf_attn_shape *s = j->s;
     const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
     float *scratch = j->c->thr_scratch[tid];
+    const int kb = i % j->n_kblock;
+    i /= j->n_kblock;
     {
         /* items run from the latest query block down: the longest ones start first */
         int qbk = j->n_qblock - 1 - i / (s->n_head_kv * j->n_hchunk);
@@ -509,15 +516,48 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
         int h0 = g * group + hc * j->hpi,
             h1 = h0 + j->hpi < (g + 1) * group ? h0 + j->hpi : (g + 1) * group;
         int t1 = (qbk + 1) * j->qb < j->T ? (qbk + 1) * j->qb : j->T;
+        /* key block kb of a decode row: keys k0..k1-1, partial into its slot */
+        const int k0 = kb * INF_ATTN_DECODE_BLOCK;
+        const int k1 = j->n_kblock > 1 ? k0 + INF_ATTN_DECODE_BLOCK : INT_MAX;
+        it.k0 = k0;
+        it.part = j->n_kblock > 1
+                      ? j->part + ((size_t)kb * s->n_head + h0) * (size_t)(s->head_dim + 2)
+                      : NULL;
         for (int t = qbk * j->qb; t < t1; t++)
             for (int h = h0; h < h1; h++) {
                 it.q[it.R] = j->q + (size_t)t * qw + (size_t)h * s->head_dim;
                 it.out[it.R] = j->out + (size_t)t * qw + (size_t)h * s->head_dim;
-                it.lim[it.R] = j->pos0 + t + 1;
+                it.lim[it.R] = j->pos0 + t + 1 < k1 ? j->pos0 + t + 1 : k1;
                 if (it.lim[it.R] > it.max_lim) it.max_lim = it.lim[it.R];
                 it.R++;
             }
         j->c->k->attn_rows(&it, j->kv, s->head_dim, s->scale, scratch);
+    }
+}
+
+/* A decode row's output from its key blocks' partials, merged in block
+ * order: the same bits however the blocks were spread over threads. */
+static void attn_merge(const attn_job *j) {
+    const inf_attn_shape *s = j->s;
+    const int hd = s->head_dim;
+    const size_t stride = (size_t)hd + 2;
+    for (int h = 0; h < s->n_head; h++) {
+        float *o = j->out + (size_t)h * hd;
+        const float *p0 = j->part + (size_t)h * stride;
+        float m = p0[hd], l = p0[hd + 1];
+        memcpy(o, p0, sizeof(float) * (size_t)hd);
+        for (int kb = 1; kb < j->n_kblock; kb++) {
+            const float *p = j->part + ((size_t)kb * s->n_head + h) * stride;
+            float pm = p[hd], mn = pm > m ? pm : m;
+            float a = expf(m - mn), b = expf(pm - mn);
+            for (int d = 0; d < hd; d++)
+                o[d] = o[d] * a + p[d] * b;
+            l = l * a + p[hd + 1] * b;
+            m = mn;
+        }
+        float inv = 1.0f / l;
+        for (int d = 0; d < hd; d++)
+            o[d] *= inv;
     }
 }
 
@@ -530,11 +570,28 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
     j.n_hchunk = (group + j.hpi - 1) / j.hpi;
     j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
-    j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk;
+    /* a decode step over many keys: by KV head and by key block */
+    j.n_kblock = !prefill && T == 1 ? (pos0 + 1 + INF_ATTN_DECODE_BLOCK - 1) / INF_ATTN_DECODE_BLOCK
+                                    : 1;
+    j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk * j.n_kblock;
     if (c->failed) return;
     if (ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK))
         return;
+    if (j.n_kblock > 1) {
+        size_t need = (size_t)j.n_kblock * s->n_head * (s->head_dim + 2) * sizeof(float);
+        if (need > c->attn_part_cap) {
+            inf_free(c->attn_part);
+            c->attn_part = inf_alloc(need);
+            c->attn_part_cap = c->attn_part ? need : 0;
+            if (!c->attn_part) {
+                scratch_oom(c, need, "decode attention partials for %d keys", pos0 + 1);
+                return;
+            }
+        }
+        j.part = c->attn_part;
+    }
     run(c, attn_task, &j, j.n_items);
+    if (j.n_kblock > 1) attn_merge(&j);
 }
 
 /* INF_ATTN_MATERIALIZED (inferno bench --attn materialized): the materialized
@@ -560,7 +617,9 @@ static void mat_task(void *arg, int h, int n_heads, int tid) {
 static void simd_attn_prefill(const inf_backend *be, float *out, const float *q,
                               const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {
     simd_ctx *c = ctx_of(be);
-    if (c->attn != INF_ATTN_MATERIALIZED || (s->head_dim != 64 && s->head_dim != 128)) {
+    /* the materialized path (measurement only) reads f32 caches */
+    if (c->attn != INF_ATTN_MATERIALIZED || (s->head_dim != 64 && s->head_dim != 128) ||
+        kv->k_type != INF_F32 || kv->v_type != INF_F32) {
         attn_run(c, out, q, kv, pos0, T, s, 1);
         return;
     }
@@ -645,6 +704,7 @@ void inf_backend_simd_free(inf_backend *be) {
     }
     free(c->amx_scratch);
     free(c->thr_scratch);
+    inf_free(c->attn_part);
     inf_free(c->xq.q);
     inf_free(c->xq.d);
     inf_free(c->xq.s16);

@@ -1,11 +1,17 @@
 /* inferno bench: llama-bench's tests and table, plus time to first token.
  *
- *   inferno bench -m MODEL [-p 512[,..]] [-n 128[,..]] [-t 2[,..]] [--backend pool[,..]]
+ *   inferno bench -m MODEL [-p 512[,..]] [-n 128[,..]] [-d 0[,..]] [-t 2[,..]]
+ *                 [-ctk f16[,..]] [-ctv f16[,..]] [--backend pool[,..]]
  *                 [--isa LEVEL] [-r 5] [-b 512] [-o md|json] [--no-ttft] [--trace]
  *                 [--attn flash|materialized]
  *
  * ppN: prefill N random tokens into an empty cache (logits for the last one
- * only). tgN: N decode steps, one token each, from an empty cache. Each test
+ * only). tgN: N decode steps, one token each, from an empty cache. With a
+ * depth D (-d, llama-bench's --n-depth) the cache first holds D random
+ * tokens (untimed; the same tokens every repetition, so they are prefilled
+ * once and reused): "pp512 @ d2048" prefills 512 more, "tg128 @ d2048"
+ * decodes 128 steps at depths 2048..2175. Each row states the K/V types and
+ * the bytes of K/V the test's cache holds at its end. Each test
  * runs once as warm-up, then -r times; t/s is the mean ± sample standard
  * deviation over the repetitions (llama-bench's avg_ts / stddev_ts). Then, for
  * generated deterministic prompts of 17, 511 and 2044 tokens: time to first
@@ -47,7 +53,9 @@ typedef struct str_list {
 
 typedef struct bench_args {
     str_list models, backends;
-    int_list prompts, gens, threads;
+    int_list prompts, gens, threads, depths;
+    int n_ctk, n_ctv;
+    inf_dtype ctk[MAX_LIST], ctv[MAX_LIST]; /* K/V cache types */
     const char *isa;
     const char *attn;   /* flash | materialized */
     const char *output; /* md | json */
@@ -63,6 +71,9 @@ static void usage(FILE *f) {
         "  -m, --model LIST        GGUF files or Hugging Face folders (default %s)\n"
         "  -p, --n-prompt LIST     prompt lengths for ppN tests (default 512; 0 = none)\n"
         "  -n, --n-gen LIST        generated tokens for tgN tests (default 128; 0 = none)\n"
+        "  -d, --n-depth LIST      tokens already in the cache before each test (default 0)\n"
+        "  -ctk, --cache-type-k LIST  K cache types: f32, f16 (default), bf16, q8_0\n"
+        "  -ctv, --cache-type-v LIST  V cache types (default f16)\n"
         "  -t, --threads LIST      pool threads (default: the physical cores we may use)\n"
         "  --backend LIST          pool (default), simd, scalar\n"
         "  --isa LEVEL             force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
@@ -105,6 +116,20 @@ static int parse_strs(char *s, str_list *l) {
     return l->n ? 0 : -1;
 }
 
+/* a comma list of K/V types into out[MAX_LIST]; prints what is wrong */
+static int parse_types(char *s, inf_dtype *out, int *n, const char *flag) {
+    *n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        inf_err e;
+        if (*n == MAX_LIST) return -1;
+        if (inf_kv_parse_type(&out[(*n)++], tok, flag, &e)) {
+            fprintf(stderr, "inferno bench: %s\n", e.msg);
+            return -2;
+        }
+    }
+    return *n ? 0 : -1;
+}
+
 static int parse_args(bench_args *a, int argc, char **argv) {
     static char model_default[] = INF_DEFAULT_MODEL, backend_default[] = "pool";
     *a = (bench_args){.output = "md", .reps = 5, .n_batch = 512, .ttft = true};
@@ -112,6 +137,9 @@ static int parse_args(bench_args *a, int argc, char **argv) {
     parse_strs(backend_default, &a->backends);
     a->prompts = (int_list){1, {512}};
     a->gens = (int_list){1, {128}};
+    a->depths = (int_list){1, {0}};
+    a->n_ctk = a->n_ctv = 1;
+    a->ctk[0] = a->ctv[0] = INF_F16;
     a->threads = (int_list){1, {inf_physical_cores()}};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -140,6 +168,13 @@ static int parse_args(bench_args *a, int argc, char **argv) {
             bad = parse_ints(v, &a->prompts);
         else if (IS("-n") || IS("--n-gen"))
             bad = parse_ints(v, &a->gens);
+        else if (IS("-d") || IS("--n-depth"))
+            bad = parse_ints(v, &a->depths);
+        else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
+            bool k = IS("-ctk") || IS("--cache-type-k");
+            bad = parse_types(v, k ? a->ctk : a->ctv, k ? &a->n_ctk : &a->n_ctv, f);
+            if (bad == -2) return -1;
+        }
         else if (IS("-t") || IS("--threads"))
             bad = parse_ints(v, &a->threads);
         else if (IS("--backend"))
@@ -242,19 +277,24 @@ static int32_t rand_token(int n_vocab) {
 
 /* Runs prompt[0..n) (owned) through the engine as one task, greedy, reusing
  * no cached prefix, generating max_tokens; the task's timings out. */
-static int run_task(inf_engine *e, int32_t *prompt, int n, int max_tokens, inf_timings *tm,
-                    inf_err *err) {
+static int run_task_reuse(inf_engine *e, int32_t *prompt, int n, int max_tokens, bool reuse,
+                          inf_timings *tm, inf_err *err) {
     inf_gen_params p = inf_gen_defaults();
     p.sampling.temp = 0;
     p.max_tokens = max_tokens;
     p.ignore_eos = true;
-    p.no_reuse = true;
+    p.no_reuse = !reuse;
     inf_task *t = inf_engine_submit(e, prompt, n, &p, err);
     if (!t) return -1;
     int rc = inf_engine_wait(e, t, NULL, NULL, err);
     *tm = t->timings;
     inf_task_release(t);
     return rc;
+}
+
+static int run_task(inf_engine *e, int32_t *prompt, int n, int max_tokens, inf_timings *tm,
+                    inf_err *err) {
+    return run_task_reuse(e, prompt, n, max_tokens, false, tm, err);
 }
 
 static int32_t *rand_tokens(int n, int n_vocab) {
@@ -264,24 +304,56 @@ static int32_t *rand_tokens(int n, int n_vocab) {
     return t;
 }
 
+/* The depth's tokens: the same every repetition, so a repetition finds all
+ * but the last of them still in the cache (prefilled once, untimed). */
+static void depth_tokens(int32_t *t, int n, int n_vocab) {
+    uint32_t r = 99991;
+    for (int i = 0; i < n; i++) {
+        r = r * 1103515245u + 12345u;
+        t[i] = (int32_t)((r >> 8) % (uint32_t)(n_vocab < 32000 ? n_vocab : 32000));
+    }
+}
+
 /* ppN: prefill N random tokens into an empty cache (the time to the first
- * token: the prefill and one pick from its logits) */
-static int run_pp(inf_engine *e, int n_prompt, uint64_t *ns, inf_err *err) {
-    int32_t *toks = rand_tokens(n_prompt, e->ex.n_vocab);
+ * token: the prefill and one pick from its logits). At depth D: D tokens in
+ * the cache first (untimed), then a prompt of those D and N random ones that
+ * reuses them, so only the N are prefilled (and timed). */
+static int run_pp(inf_engine *e, int n_prompt, int depth, uint64_t *ns, inf_err *err) {
+    int32_t *toks = rand_tokens(depth + n_prompt, e->ex.n_vocab);
     if (!toks) return inf_fail(err, "out of memory");
     inf_timings tm;
-    if (run_task(e, toks, n_prompt, 1, &tm, err)) return -1;
+    if (depth > 0) {
+        int32_t *head = malloc((size_t)depth * sizeof *head);
+        if (!head) {
+            free(toks);
+            return inf_fail(err, "out of memory");
+        }
+        depth_tokens(head, depth, e->ex.n_vocab);
+        memcpy(toks, head, (size_t)depth * sizeof *head);
+        if (run_task_reuse(e, head, depth, 1, true, &tm, err)) {
+            free(toks);
+            return -1;
+        }
+        if (run_task_reuse(e, toks, depth + n_prompt, 1, true, &tm, err)) return -1;
+        if (tm.cache_n < depth)
+            return inf_fail(err, "pp%d @ d%d: only %d of the %d tokens of depth were reused",
+                            n_prompt, depth, tm.cache_n, depth);
+    } else if (run_task(e, toks, n_prompt, 1, &tm, err))
+        return -1;
     *ns = (uint64_t)(tm.prompt_ms * 1e6);
     return 0;
 }
 
-/* tgN: N single-token decode steps after a one-token prompt (the time from
- * the first sampled token to the last: N forward calls and picks) */
-static int run_tg(inf_engine *e, int n_gen, uint64_t *ns, inf_err *err) {
-    int32_t *toks = rand_tokens(1, e->ex.n_vocab);
+/* tgN: N single-token decode steps after a one-token prompt, or a prompt of
+ * the D depth tokens at depth D (the time from the first sampled token to the
+ * last: N forward calls and picks) */
+static int run_tg(inf_engine *e, int n_gen, int depth, uint64_t *ns, inf_err *err) {
+    int n = depth > 0 ? depth : 1;
+    int32_t *toks = depth > 0 ? malloc((size_t)n * sizeof *toks) : rand_tokens(1, e->ex.n_vocab);
     if (!toks) return inf_fail(err, "out of memory");
+    if (depth > 0) depth_tokens(toks, n, e->ex.n_vocab);
     inf_timings tm;
-    if (run_task(e, toks, 1, n_gen + 1, &tm, err)) return -1;
+    if (run_task_reuse(e, toks, n, n_gen + 1, depth > 0, &tm, err)) return -1;
     *ns = (uint64_t)(tm.predicted_ms * 1e6);
     return 0;
 }
@@ -321,17 +393,19 @@ typedef struct row {
     const char *model_filename;
     const model_facts *mfx;
     char backend[48];
-    int threads, n_prompt, n_gen;
+    int threads, n_prompt, n_gen, n_depth;
+    inf_dtype type_k, type_v;
+    double kv_bytes; /* K/V the test's cache holds at its end */
     double avg_ts, sd_ts, avg_ns, sd_ns;
     sample_set samples;
 } row;
 
 static void print_md_header(void) {
-    printf("| %-30s | %10s | %10s | %-16s | %7s | %15s | %20s |\n", "model", "size", "params",
-           "backend", "threads", "test", "t/s");
+    printf("| %-30s | %10s | %10s | %-16s | %7s | %9s | %10s | %15s | %20s |\n", "model", "size",
+           "params", "backend", "threads", "K/V", "K/V MiB", "test", "t/s");
     printf(
         "| ------------------------------ | ---------: | ---------: | ---------------- | ------: | "
-        "--------------: | -------------------: |\n");
+        "--------: | ---------: | --------------: | -------------------: |\n");
 }
 
 static void print_md_row(const row *r) {
@@ -344,9 +418,15 @@ static void print_md_row(const row *r) {
         snprintf(test, sizeof test, "pp%d", r->n_prompt);
     else
         snprintf(test, sizeof test, "tg%d", r->n_gen);
+    if (r->n_depth > 0) {
+        size_t l = strlen(test);
+        snprintf(test + l, sizeof test - l, " @ d%d", r->n_depth);
+    }
+    char types[32];
+    snprintf(types, sizeof types, "%s/%s", inf_kv_type_name(r->type_k), inf_kv_type_name(r->type_v));
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg_ts, r->sd_ts);
-    printf("| %-30s | %10s | %10s | %-16s | %7d | %15s | %20s |\n", r->mfx->type, size, params,
-           r->backend, r->threads, test, ts);
+    printf("| %-30s | %10s | %10s | %-16s | %7d | %9s | %10.1f | %15s | %20s |\n", r->mfx->type,
+           size, params, r->backend, r->threads, types, r->kv_bytes / (1024.0 * 1024.0), test, ts);
     fflush(stdout);
 }
 
@@ -369,8 +449,10 @@ static json_t *row_json(const row *r, const bench_args *a) {
     json_object_set_new(o, "n_batch", json_integer(a->n_batch));
     json_object_set_new(o, "n_ubatch", json_integer(a->n_batch));
     json_object_set_new(o, "n_threads", json_integer(r->threads));
-    json_object_set_new(o, "type_k", json_string("f32"));
-    json_object_set_new(o, "type_v", json_string("f32"));
+    json_object_set_new(o, "type_k", json_string(inf_kv_type_name(r->type_k)));
+    json_object_set_new(o, "type_v", json_string(inf_kv_type_name(r->type_v)));
+    json_object_set_new(o, "n_depth", json_integer(r->n_depth));
+    json_object_set_new(o, "kv_bytes", json_integer((json_int_t)r->kv_bytes));
     json_object_set_new(o, "n_gpu_layers", json_integer(0));
     json_object_set_new(o, "flash_attn", json_true());
     json_object_set_new(o, "use_mmap", json_true());
@@ -395,14 +477,17 @@ static json_t *row_json(const row *r, const bench_args *a) {
 /* ---- one model x backend x threads ---- */
 
 static int bench_one(const bench_args *a, const char *path, const char *backend, int threads,
-                     json_t *jrows, json_t *jttft, inf_err *err) {
-    int max_p = 0, max_n = 0;
+                     inf_dtype type_k, inf_dtype type_v, json_t *jrows, json_t *jttft,
+                     inf_err *err) {
+    int max_p = 0, max_n = 0, max_d = 0;
+    for (int i = 0; i < a->depths.n; i++)
+        max_d = a->depths.v[i] > max_d ? a->depths.v[i] : max_d;
     for (int i = 0; i < a->prompts.n; i++)
         max_p = a->prompts.v[i] > max_p ? a->prompts.v[i] : max_p;
     for (int i = 0; i < a->gens.n; i++)
         max_n = a->gens.v[i] > max_n ? a->gens.v[i] : max_n;
     /* ppN is a prompt of N with one sampled token; tgN a one-token prompt and N more. */
-    int n_ctx = max_p + 1 > max_n + 2 ? max_p + 1 : max_n + 2;
+    int n_ctx = max_d + (max_p + 1 > max_n + 2 ? max_p + 1 : max_n + 2);
     if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
     n_ctx = (n_ctx + 255) & ~255;
     int rc = -1;
@@ -411,7 +496,8 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
         .backend = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace, .attn = a->attn},
         .n_seq = 1,
         .n_ctx = n_ctx,
-        .n_batch = a->n_batch};
+        .n_batch = a->n_batch,
+        .kv = {.type_k = type_k, .type_v = type_v}};
     inf_engine *e = NULL;
     if (inf_engine_open(&e, &eo, err)) return -1;
     const inf_model_file *mf = e->mf;
@@ -420,22 +506,27 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     const char *desc = e->backend_name;
     fprintf(stderr, "bench: %s on %s, opened and weights prepared in %.2f s\n", path, desc,
             e->t_load_s);
+    const double tok_bytes = (double)inf_kv_cache_token_bytes(e->kv);
     for (int pass = 0; pass < 2; pass++) {
         const int_list *l = pass == 0 ? &a->prompts : &a->gens;
-        for (int i = 0; i < l->n; i++) {
-            int n = l->v[i];
+        for (int i = 0; i < l->n * a->depths.n; i++) {
+            int n = l->v[i / a->depths.n], depth = a->depths.v[i % a->depths.n];
             if (n == 0) continue;
             row r = {.model_filename = path,
                      .mfx = mfx,
                      .threads = threads,
                      .n_prompt = pass == 0 ? n : 0,
-                     .n_gen = pass == 1 ? n : 0};
+                     .n_gen = pass == 1 ? n : 0,
+                     .n_depth = depth,
+                     .type_k = type_k,
+                     .type_v = type_v,
+                     .kv_bytes = tok_bytes * (depth + (pass == 0 ? n : n + 1))};
             snprintf(r.backend, sizeof r.backend, "%s", desc);
             char *sp_ = strstr(r.backend, " (traced)");
             if (sp_) *sp_ = 0;
             for (int rep = -1; rep < a->reps && rep < 63; rep++) {
                 uint64_t ns = 0;
-                if ((pass == 0 ? run_pp(e, n, &ns, err) : run_tg(e, n, &ns, err)))
+                if ((pass == 0 ? run_pp(e, n, depth, &ns, err) : run_tg(e, n, depth, &ns, err)))
                     goto done;
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
             }
@@ -449,7 +540,6 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     if (a->ttft) {
         static const int lens[] = {17, 511, 2044};
         const int n_dec = 32;
-        const int kv_dim = mf->hp.n_head_kv * mf->hp.head_dim;
         for (int i = 0; i < 3; i++) {
             int32_t *ids;
             int n_ids;
@@ -476,7 +566,7 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
             }
             free(ids);
             double depth = n_ids + n_dec / 2.0;
-            double kv_bytes = 2.0 * mf->hp.n_layer * depth * kv_dim * sizeof(float);
+            double kv_bytes = tok_bytes * depth;
             double per_tok = dec_s / n_dec;
             double gbs = ((double)mfx->decode_bytes + kv_bytes) / per_tok / 1e9;
             if (!strcmp(a->output, "md")) {
@@ -528,15 +618,17 @@ int cmd_bench(int argc, char **argv) {
     int status = 0;
     for (int mi = 0; mi < a.models.n && !status; mi++)
         for (int bi = 0; bi < a.backends.n && !status; bi++)
-            for (int ti = 0; ti < a.threads.n && !status; ti++) {
-                bool pool = !strcmp(a.backends.v[bi], "pool");
-                if (!pool && ti > 0) continue; /* -t only matters to the pool */
-                if (bench_one(&a, a.models.v[mi], a.backends.v[bi], pool ? a.threads.v[ti] : 1,
-                              jrows, jttft, &err)) {
-                    fprintf(stderr, "inferno bench: %s\n", err.msg);
-                    status = 1;
+            for (int ti = 0; ti < a.threads.n && !status; ti++)
+                for (int ki = 0; ki < a.n_ctk * a.n_ctv && !status; ki++) {
+                    bool pool = !strcmp(a.backends.v[bi], "pool");
+                    if (!pool && ti > 0) continue; /* -t only matters to the pool */
+                    if (bench_one(&a, a.models.v[mi], a.backends.v[bi],
+                                  pool ? a.threads.v[ti] : 1, a.ctk[ki / a.n_ctv],
+                                  a.ctv[ki % a.n_ctv], jrows, jttft, &err)) {
+                        fprintf(stderr, "inferno bench: %s\n", err.msg);
+                        status = 1;
+                    }
                 }
-            }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (md) {

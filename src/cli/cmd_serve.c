@@ -23,8 +23,9 @@ static void usage(FILE *f) {
             "  --host ADDR             listen address (default 127.0.0.1)\n"
             "  --port N                listen port (default 8080; 0: any free port)\n"
             "  -np, --parallel N       slots: requests generated at once (default 4)\n"
-            "  -c, --ctx-size N        context positions per slot (default: min(4096, the\n"
-            "                          model's training context))\n"
+            "  -c, --ctx-size N        context positions per slot (default: the model's training\n"
+            "                          context; with --kv paged a request may use the whole pool\n"
+            "                          up to it; what fits in memory when that is less)\n"
             "  -t, --threads N         pool threads (default: the physical cores)\n"
             "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
             "  --backend NAME          compute backend: scalar, simd or pool (default pool)\n"
@@ -33,6 +34,8 @@ static void usage(FILE *f) {
             "  --block-size N          paged: positions per block, a power of two (default 16)\n"
             "  --cache-mem SIZE        paged: pool size, e.g. 512M or 2G; a bare number is MiB\n"
             "                          (default: -np x -c positions)\n"
+            "  -ctk, --cache-type-k T  K cache type: f32, f16 (default), bf16, q8_0\n"
+            "  -ctv, --cache-type-v T  V cache type: f32, f16 (default), bf16, q8_0\n"
             "  --api-key KEY           require 'Authorization: Bearer KEY' (all but /health)\n"
             "  --alias NAME            the model id shown by /v1/models and in responses\n"
             "  --max-body BYTES        request body limit (default 8388608)\n"
@@ -62,6 +65,7 @@ int cmd_serve(int argc, char **argv) {
     long np = 4, ctx = 0, threads = 0, batch = 256, block = INF_KV_BLOCK_SIZE_DEFAULT;
     size_t cache_bytes = 0;
     inf_kv_kind kind = INF_KV_PAGED;
+    inf_dtype type_k = INF_F16, type_v = INF_F16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -99,6 +103,14 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_long(v, 1, 1024, &block) || (block & (block - 1));
         else if (IS("--cache-mem"))
             bad = inf_kv_parse_mem(&cache_bytes, v, NULL) || !cache_bytes;
+        else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
+            inf_err e;
+            if (inf_kv_parse_type(IS("-ctk") || IS("--cache-type-k") ? &type_k : &type_v, v, a,
+                                  &e)) {
+                fprintf(stderr, "inferno serve: %s\n", e.msg);
+                return 2;
+            }
+        }
         else if (IS("--api-key"))
             cfg.api_key = v;
         else if (IS("--alias"))
@@ -162,16 +174,24 @@ int cmd_serve(int argc, char **argv) {
                           .n_seq = (int)np,
                           .n_ctx = (int)ctx,
                           .n_batch = (int)batch,
-                          .kv = {.kind = kind, .block_size = (int)block, .mem_bytes = cache_bytes}};
+                          .kv = {.kind = kind,
+                                 .block_size = (int)block,
+                                 .mem_bytes = cache_bytes,
+                                 .type_k = type_k,
+                                 .type_v = type_v}};
     if (inf_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);
         srv_http_stop(http);
         return 1;
     }
+    if (eng->note[0]) fprintf(stderr, "inferno serve: %s\n", eng->note);
     srv_http_ready(http, &eng->ex, eng->sched);
-    fprintf(stderr, "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache, %s\n",
+    fprintf(stderr,
+            "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache (K %s, V %s, "
+            "%.1f MiB), %s\n",
             cfg.alias ? cfg.alias : eng->name, eng->ex.n_seq, eng->ex.n_ctx, inf_kv_kind_name(kind),
-            eng->backend_name);
+            inf_kv_type_name(type_k), inf_kv_type_name(type_v),
+            (double)inf_kv_cache_total_bytes(eng->kv) / (1024.0 * 1024.0), eng->backend_name);
 
     int sig = 0;
     sigwait(&sigs, &sig);

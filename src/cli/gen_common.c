@@ -22,7 +22,7 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "%s"
             "  -sys, --system-prompt TXT system message for the chat template\n"
             "  -n, --n-predict N         tokens to generate (-1 = until end or full context)\n"
-            "  -c, --ctx-size N          context size (default min(4096, model's))\n"
+            "  -c, --ctx-size N          context size (default: the model's, or what fits in memory)\n"
             "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
             "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
             "  --backend NAME            compute backend: pool (default), simd, scalar (the reference)\n"
@@ -31,6 +31,8 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
             "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
             "  --kv-block N              paged: tokens per block, a power of two (16)\n"
             "  --cache-mem SIZE          paged: pool size, e.g. 512M or 2G (default: the context)\n"
+            "  -ctk, --cache-type-k T    K cache type: f32, f16 (default), bf16, q8_0\n"
+            "  -ctv, --cache-type-v T    V cache type: f32, f16 (default), bf16, q8_0\n"
             "  --temp T                  temperature (0.8; <= 0 = greedy)\n"
             "  --top-k N                 top-k (40; 0 = off)\n"
             "  --top-p P                 top-p (0.95; 1 = off)\n"
@@ -75,6 +77,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
                     .n_predict = -1,
                     .n_batch = 512,
                     .backend = "pool",
+                    .kv = {.type_k = INF_F16, .type_v = INF_F16},
                     .sp = inf_sampler_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -94,7 +97,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
             "--batch-size", "-t", "--threads", "--temp", "--top-k", "--top-p", "--min-p",
             "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
             "-s", "--seed", "--kv", "--kv-block", "--cache-mem", "--isa", "--grammar",
-            "--json-schema"};
+            "--json-schema", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v"};
         bool known = false;
         for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
             known |= !strcmp(f, takes_value[k]);
@@ -115,7 +118,14 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         else if (IS("--dump-logits")) a->dump_logits = v;
         else if (IS("--token-ids")) a->token_ids = v, a->raw = true;
         else if (IS("--backend")) a->backend = v;
-        else if (IS("--kv") || IS("--cache-mem")) {
+        else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
+            inf_err e;
+            bool is_k = IS("-ctk") || IS("--cache-type-k");
+            if (inf_kv_parse_type(is_k ? &a->kv.type_k : &a->kv.type_v, v, f, &e)) {
+                fprintf(stderr, "inferno %s: %s\n", cmd, e.msg);
+                return -1;
+            }
+        } else if (IS("--kv") || IS("--cache-mem")) {
             inf_err e;
             if (IS("--kv") ? inf_kv_parse_kind(&a->kv.kind, v, &e)
                            : inf_kv_parse_mem(&a->kv.mem_bytes, v, &e)) {
@@ -184,6 +194,7 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
                          .n_batch = a->n_batch,
                          .kv = a->kv};
     if (inf_engine_open(&g->e, &o, err)) return -1;
+    if (g->e->note[0]) fprintf(stderr, "inferno: %s\n", g->e->note);
     g->n_vocab = g->e->ex.n_vocab;
     if (a->dump_logits) {
         g->dump = fopen(a->dump_logits, "wb");

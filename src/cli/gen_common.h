@@ -24,7 +24,7 @@ typedef struct gen_args {
     const char *isa;         /* --isa: force a lower SIMD level (NULL: INFERNO_ISA or the best) */
     bool trace;              /* --trace: per-op histogram after the run */
     int n_predict;           /* -n; -1: until end of generation or a full context */
-    int n_ctx;               /* -c; 0: min(4096, the model's training context) */
+    int n_ctx;               /* -c; 0: the model's training context, or what fits in memory */
     int n_threads;           /* -t: pool threads (0: the physical cores we may use) */
     int n_batch;             /* -b: rows per forward call in a prefill */
     bool raw;                /* --raw: no chat template */

@@ -39,6 +39,9 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
     c->n_layer = n_layer;
     c->n_seq = n_seq;
     c->n_ctx = n_ctx;
+    c->kv_dim = kv_dim;
+    c->type_k = o->type_k;
+    c->type_v = o->type_v;
     c->n_past = calloc((size_t)n_seq, sizeof *c->n_past);
     c->tokens = calloc((size_t)n_seq * (size_t)n_ctx, sizeof *c->tokens);
     c->views = calloc((size_t)n_seq * (size_t)n_layer, sizeof *c->views);
@@ -46,7 +49,8 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
     if (o->kind == INF_KV_BASIC) {
         if (!(c->basic = calloc((size_t)n_seq, sizeof *c->basic))) goto oom;
         for (int s = 0; s < n_seq; s++)
-            if (inf_kv_basic_create(&c->basic[s], n_layer, n_ctx, kv_dim, err)) {
+            if (inf_kv_basic_create_typed(&c->basic[s], n_layer, n_ctx, kv_dim, o->type_k,
+                                          o->type_v, err)) {
                 inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, n_ctx);
                 goto fail;
             }
@@ -55,7 +59,8 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
         int per_ctx = (n_ctx + bs - 1) / bs;
         /* By default one spare block beyond the contexts: room for a copy-on-write. */
         long n_blocks = o->mem_bytes
-                            ? inf_kv_pool_blocks_for_bytes(o->mem_bytes, n_layer, kv_dim, bs)
+                            ? inf_kv_pool_blocks_for_bytes_typed(o->mem_bytes, n_layer, kv_dim, bs,
+                                                                 o->type_k, o->type_v)
                             : (long)n_seq * per_ctx + 1;
         if (n_blocks < per_ctx) {
             inf_fail(err,
@@ -64,7 +69,8 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
                      o->mem_bytes, n_blocks, bs, n_ctx, per_ctx);
             goto fail;
         }
-        if (inf_kv_pool_create(&c->pool, n_layer, kv_dim, bs, (int)n_blocks, err) ||
+        if (inf_kv_pool_create_typed(&c->pool, n_layer, kv_dim, bs, (int)n_blocks, o->type_k,
+                                     o->type_v, err) ||
             inf_radix_create(&c->radix, c->pool, err))
             goto fail;
         c->seqs = calloc((size_t)n_seq, sizeof *c->seqs);
@@ -176,13 +182,20 @@ void inf_kv_cache_reset(inf_kv_cache *c, int seq) {
     truncate_to(c, seq, 0);
 }
 
+size_t inf_kv_cache_token_bytes(const inf_kv_cache *c) {
+    return (size_t)c->n_layer *
+           (inf_kv_type_bytes(c->type_k, c->kv_dim) + inf_kv_type_bytes(c->type_v, c->kv_dim));
+}
+
 size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq) {
-    if (c->kind == INF_KV_BASIC) {
-        const inf_kv_basic *b = c->basic[seq];
-        return 2 * (size_t)b->n_layer * (size_t)b->n_ctx * (size_t)b->kv_dim * sizeof(float);
-    }
-    return (size_t)c->seqs[seq]->n_blocks *
-           inf_kv_block_bytes(c->pool->n_layer, c->pool->kv_dim, c->pool->block_size);
+    if (c->kind == INF_KV_BASIC) return (size_t)c->n_ctx * inf_kv_cache_token_bytes(c);
+    return (size_t)c->seqs[seq]->n_blocks * (size_t)c->pool->block_size *
+           inf_kv_cache_token_bytes(c);
+}
+
+size_t inf_kv_cache_total_bytes(const inf_kv_cache *c) {
+    if (c->kind == INF_KV_BASIC) return (size_t)c->n_seq * (size_t)c->n_ctx * inf_kv_cache_token_bytes(c);
+    return (size_t)c->pool->n_blocks * (size_t)c->pool->block_size * inf_kv_cache_token_bytes(c);
 }
 
 void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {
@@ -207,5 +220,6 @@ void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {
                          .tree_nodes = rs->n_nodes,
                          .tree_tokens = rs->n_cached_tokens,
                          .evictions = rs->n_evicted_nodes,
-                         .ref_errors = bad};
+                         .ref_errors = bad,
+                         .block_bytes = (double)p->block_size * (double)inf_kv_cache_token_bytes(c)};
 }

@@ -21,17 +21,21 @@
 
 #include "kv/kv_basic.h"
 #include "kv/kv_paged.h"
+#include "kv/kv_type.h"
 #include "kv/kv_view.h"
 #include "kv/radix.h"
 #include "util/err.h"
 
 typedef enum inf_kv_kind { INF_KV_BASIC, INF_KV_PAGED } inf_kv_kind;
 
-/* How to build the caches. Zero-initialized means basic. */
+/* How to build the caches. Zero-initialized means basic, f32 K and V (the
+ * programs default to f16: --cache-type-k/-v). */
 typedef struct inf_kv_opts {
     inf_kv_kind kind;
     int block_size;   /* paged: rows per block; 0 = INF_KV_BLOCK_SIZE_DEFAULT */
     size_t mem_bytes; /* paged: pool budget (--cache-mem); 0 = n_seq contexts */
+    inf_dtype type_k; /* K element type (kv_type.h); INF_F32 = 0 */
+    inf_dtype type_v; /* V element type */
 } inf_kv_opts;
 
 /* Parses "basic" or "paged". Returns 0, or -1 with a message quoting text. */
@@ -44,11 +48,13 @@ typedef struct inf_kv_stats {
     long prefix_lookups, prefix_hits, prefix_tokens_reused;
     long tree_nodes, tree_tokens, evictions;
     long ref_errors; /* pool references not accounted for by a sequence or the tree */
+    double block_bytes; /* bytes of one block (K and V, all layers, in the cache's types) */
 } inf_kv_stats;
 
 typedef struct inf_kv_cache {
     inf_kv_kind kind;
-    int n_layer, n_seq, n_ctx;
+    int n_layer, n_seq, n_ctx, kv_dim;
+    inf_dtype type_k, type_v;
     int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */
     int32_t *tokens;      /* [n_seq][n_ctx] the tokens of those rows */
     inf_kv_view *views;   /* [n_seq][n_layer] for the forward pass */
@@ -59,8 +65,8 @@ typedef struct inf_kv_cache {
     int32_t *counts;      /* paged: [n_blocks] reference audit scratch */
 } inf_kv_cache;
 
-/* Caches for n_seq sequences of up to n_ctx positions of kv_dim floats per
- * layer. Returns 0, or -1 with a message (bad sizes or options, no memory,
+/* Caches for n_seq sequences of up to n_ctx positions of kv_dim elements per
+ * layer (of o->type_k / o->type_v). Returns 0, or -1 with a message (bad sizes or options, no memory,
  * a budget that holds less than one context). Free with inf_kv_cache_free
  * (NULL is a no-op). */
 int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
@@ -104,6 +110,13 @@ static inline const inf_kv_view *inf_kv_cache_views(const inf_kv_cache *c, int s
 /* Bytes of K/V memory seq holds now: its whole allocation for basic, the
  * blocks it holds for paged. */
 size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq);
+
+/* Bytes one position takes (K and V, all layers) in the cache's types. */
+size_t inf_kv_cache_token_bytes(const inf_kv_cache *c);
+
+/* Bytes of K/V memory all sequences can use: the basic caches together, or
+ * the paged pool. */
+size_t inf_kv_cache_total_bytes(const inf_kv_cache *c);
 
 /* The paged counters, with an audit of every pool reference (basic: zeros). */
 void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st);

@@ -1,19 +1,35 @@
 #include "kv/kv_paged.h"
 
+#include "kv/kv_mem.h"
+#include "kv/kv_type.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
 
 /* ---- pool ------------------------------------------------------------- */
 
 size_t inf_kv_block_bytes(int n_layer, int kv_dim, int block_size) {
-    return (size_t)n_layer * 2 * (size_t)block_size * (size_t)kv_dim * sizeof(float);
+    return inf_kv_block_bytes_typed(n_layer, kv_dim, block_size, INF_F32, INF_F32);
+}
+
+size_t inf_kv_block_bytes_typed(int n_layer, int kv_dim, int block_size, inf_dtype k_type,
+                                inf_dtype v_type) {
+    return (size_t)n_layer * (size_t)block_size *
+           (inf_kv_type_bytes(k_type, kv_dim) + inf_kv_type_bytes(v_type, kv_dim));
 }
 
 int inf_kv_pool_blocks_for_bytes(size_t bytes, int n_layer, int kv_dim, int block_size) {
-    size_t per = inf_kv_block_bytes(n_layer, kv_dim, block_size);
+    return inf_kv_pool_blocks_for_bytes_typed(bytes, n_layer, kv_dim, block_size, INF_F32,
+                                              INF_F32);
+}
+
+int inf_kv_pool_blocks_for_bytes_typed(size_t bytes, int n_layer, int kv_dim, int block_size,
+                                       inf_dtype k_type, inf_dtype v_type) {
+    size_t per = inf_kv_block_bytes_typed(n_layer, kv_dim, block_size, k_type, v_type);
     if (per == 0) return 0;
     size_t n = bytes / per;
     return n > (size_t)INT32_MAX ? INT32_MAX : (int)n;
@@ -63,37 +79,14 @@ int inf_kv_parse_mem(size_t *out, const char *text, inf_err *err) {
     return 0;
 }
 
-/* Anonymous pages are zero and only become resident when written, so a
- * large budget costs what is used. Sanitizer builds take the heap instead,
- * where reads past the pool are caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define KV_POOL_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KV_POOL_HEAP 1
-#endif
-#endif
-
-static void *pool_map(size_t bytes) {
-#ifdef KV_POOL_HEAP
-    void *p = calloc(1, bytes);
-    return p ? p : MAP_FAILED;
-#else
-    return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-#endif
-}
-
-static void pool_unmap(void *p, size_t bytes) {
-#ifdef KV_POOL_HEAP
-    (void)bytes;
-    free(p);
-#else
-    munmap(p, bytes);
-#endif
-}
-
 int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_size, int n_blocks,
                        inf_err *err) {
+    return inf_kv_pool_create_typed(out, n_layer, kv_dim, block_size, n_blocks, INF_F32, INF_F32,
+                                    err);
+}
+
+int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int block_size,
+                             int n_blocks, inf_dtype k_type, inf_dtype v_type, inf_err *err) {
     *out = NULL;
     if (n_layer <= 0 || kv_dim <= 0)
         return inf_fail(err, "kv pool: n_layer %d, kv_dim %d: expected positive sizes", n_layer,
@@ -104,11 +97,14 @@ int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_siz
     if (n_blocks <= 0)
         return inf_fail(err, "kv pool: %d blocks: expected at least one (cache memory too small?)",
                         n_blocks);
+    if (inf_kv_check_type(k_type, kv_dim, err) || inf_kv_check_type(v_type, kv_dim, err))
+        return -1;
     /* Row indices are int64 in inf_kv_row_index but block ids are int32. */
     size_t layer_floats = (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim;
-    size_t bytes = layer_floats * (size_t)n_layer * 2 * sizeof(float);
-    if (layer_floats / (size_t)kv_dim / (size_t)block_size != (size_t)n_blocks ||
-        bytes / (2 * sizeof(float)) / (size_t)n_layer != layer_floats)
+    size_t rows = (size_t)n_blocks * (size_t)block_size;
+    size_t kl = rows * inf_kv_type_bytes(k_type, kv_dim), vl = rows * inf_kv_type_bytes(v_type, kv_dim);
+    size_t bytes = (kl + vl) * (size_t)n_layer;
+    if ((double)n_blocks * block_size * kv_dim * n_layer * 8.0 > (double)(SIZE_MAX / 2))
         return inf_fail(err, "kv pool: %d blocks of %d rows overflow the address space", n_blocks,
                         block_size);
 
@@ -119,11 +115,15 @@ int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_siz
     p->block_size = block_size;
     p->n_blocks = n_blocks;
     p->layer_floats = layer_floats;
+    p->k_type = k_type;
+    p->v_type = v_type;
+    p->k_layer_bytes = kl;
+    p->v_layer_bytes = vl;
     p->refcount = calloc((size_t)n_blocks, sizeof *p->refcount);
     p->free_list = calloc((size_t)n_blocks, sizeof *p->free_list);
-    void *mem = pool_map(bytes);
+    void *mem = kv_mem_map(bytes);
     if (!p->refcount || !p->free_list || mem == MAP_FAILED) {
-        if (mem != MAP_FAILED) pool_unmap(mem, bytes);
+        if (mem != MAP_FAILED) kv_mem_unmap(mem, bytes);
         free(p->refcount);
         free(p->free_list);
         free(p);
@@ -132,7 +132,7 @@ int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_siz
     }
     p->map_bytes = bytes;
     p->k = mem;
-    p->v = p->k + layer_floats * (size_t)n_layer;
+    p->v = p->k + kl * (size_t)n_layer;
     /* Low ids on top of the stack: used memory stays compact. */
     for (int i = 0; i < n_blocks; i++)
         p->free_list[i] = n_blocks - 1 - i;
@@ -143,7 +143,7 @@ int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_siz
 
 void inf_kv_pool_free(inf_kv_pool *p) {
     if (!p) return;
-    if (p->k) pool_unmap(p->k, p->map_bytes);
+    if (p->k) kv_mem_unmap(p->k, p->map_bytes);
     free(p->refcount);
     free(p->free_list);
     free(p);
@@ -215,13 +215,12 @@ int inf_kv_pool_audit(const inf_kv_pool *p, inf_err *err) {
 
 /* Copies rows 0..n_rows-1 of block src into block dst at every layer. */
 static void copy_block_rows(inf_kv_pool *p, int32_t dst, int32_t src, int n_rows) {
-    size_t row0_d = (size_t)dst * p->block_size * p->kv_dim;
-    size_t row0_s = (size_t)src * p->block_size * p->kv_dim;
-    size_t n = (size_t)n_rows * p->kv_dim * sizeof(float);
+    size_t kr = inf_kv_type_bytes(p->k_type, p->kv_dim), vr = inf_kv_type_bytes(p->v_type, p->kv_dim);
+    size_t row0_d = (size_t)dst * p->block_size, row0_s = (size_t)src * p->block_size;
     for (int l = 0; l < p->n_layer; l++) {
-        size_t off = (size_t)l * p->layer_floats;
-        memcpy(p->k + off + row0_d, p->k + off + row0_s, n);
-        memcpy(p->v + off + row0_d, p->v + off + row0_s, n);
+        uint8_t *k = p->k + (size_t)l * p->k_layer_bytes, *v = p->v + (size_t)l * p->v_layer_bytes;
+        memcpy(k + row0_d * kr, k + row0_s * kr, (size_t)n_rows * kr);
+        memcpy(v + row0_d * vr, v + row0_s * vr, (size_t)n_rows * vr);
     }
 }
 
@@ -314,8 +313,10 @@ void inf_kv_seq_views(const inf_kv_seq *s, inf_kv_view *views) {
     if (cap > s->n_ctx) cap = s->n_ctx;
     for (int l = 0; l < p->n_layer; l++) {
         views[l] = (inf_kv_view){
-            .k = p->k + (size_t)l * p->layer_floats,
-            .v = p->v + (size_t)l * p->layer_floats,
+            .k = p->k + (size_t)l * p->k_layer_bytes,
+            .v = p->v + (size_t)l * p->v_layer_bytes,
+            .k_type = p->k_type,
+            .v_type = p->v_type,
             .row_stride = p->kv_dim,
             .block_size = p->block_size,
             .block_table = s->blocks,

@@ -4,8 +4,8 @@
  * A sequence owns a block table (logical block i -> physical block id) and
  * reads and writes its rows through an inf_kv_view per layer:
  *
- *   pool->k  [n_layer][n_blocks*block_size][kv_dim]   (likewise pool->v)
- *   layer l's view: k = pool->k + l*n_blocks*block_size*kv_dim,
+ *   pool->k  [n_layer][n_blocks*block_size][kv_dim] of k_type   (likewise pool->v)
+ *   layer l's view: k = pool->k + l*k_layer_bytes,
  *                   row_stride = kv_dim, block_table = seq->blocks
  *
  * so position j of a sequence at layer l is row
@@ -39,12 +39,15 @@ typedef struct inf_kv_pool inf_kv_pool;
 typedef int (*inf_kv_reclaim_fn)(void *ud, inf_kv_pool *pool, int n_want);
 
 struct inf_kv_pool {
-    int n_layer, kv_dim; /* kv_dim = n_head_kv*head_dim */
-    int block_size;      /* rows per block, a power of two */
+    int n_layer, kv_dim;      /* kv_dim = n_head_kv*head_dim */
+    inf_dtype k_type, v_type; /* element types (kv_view.h) */
+    int block_size;           /* rows per block, a power of two */
     int n_blocks;
-    size_t layer_floats; /* n_blocks*block_size*kv_dim: one layer's slab */
-    float *k;            /* [n_layer][n_blocks*block_size][kv_dim] */
-    float *v;            /* [n_layer][n_blocks*block_size][kv_dim] */
+    size_t layer_floats;            /* n_blocks*block_size*kv_dim: elements of one layer's slab */
+    size_t k_layer_bytes;           /* bytes of one layer's K slab (likewise V) */
+    size_t v_layer_bytes;
+    uint8_t *k;                     /* [n_layer][n_blocks*block_size][kv_dim] of k_type */
+    uint8_t *v;                     /* [n_layer][n_blocks*block_size][kv_dim] of v_type */
     size_t map_bytes;    /* bytes mapped for k and v together */
     int32_t *refcount;   /* [n_blocks] holders of each block; 0 = free */
     int32_t *free_list;  /* [n_blocks] stack of free block ids, n_free of them */
@@ -56,19 +59,28 @@ struct inf_kv_pool {
     void *reclaim_ud;
 };
 
-/* Bytes one block takes (K and V, all layers). */
+/* Bytes one f32 block takes (K and V, all layers). */
 size_t inf_kv_block_bytes(int n_layer, int kv_dim, int block_size);
+/* The same with K of k_type and V of v_type. */
+size_t inf_kv_block_bytes_typed(int n_layer, int kv_dim, int block_size, inf_dtype k_type,
+                                inf_dtype v_type);
 
-/* Creates a pool of n_blocks blocks of block_size rows (a power of two,
+/* Creates a pool of n_blocks f32 blocks of block_size rows (a power of two,
  * 1..1024). The memory is mapped lazily (pages are touched as blocks are
  * first written). Returns 0, or -1 with a message (bad sizes, out of memory).
  * Free with inf_kv_pool_free (NULL is a no-op) after every sequence. */
 int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_size, int n_blocks,
                        inf_err *err);
+/* The same with K of k_type and V of v_type (kv_type.h). */
+int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int block_size,
+                             int n_blocks, inf_dtype k_type, inf_dtype v_type, inf_err *err);
 void inf_kv_pool_free(inf_kv_pool *p);
 
-/* Blocks that fit in a memory budget of `bytes` (0 when not even one does). */
+/* f32 blocks that fit in a memory budget of `bytes` (0 when not even one does). */
 int inf_kv_pool_blocks_for_bytes(size_t bytes, int n_layer, int kv_dim, int block_size);
+/* The same for blocks of k_type/v_type. */
+int inf_kv_pool_blocks_for_bytes_typed(size_t bytes, int n_layer, int kv_dim, int block_size,
+                                       inf_dtype k_type, inf_dtype v_type);
 
 /* Parses a memory size for --cache-mem: a number with an optional suffix
  * K, M, G (powers of 1024; "MiB"/"GiB"/"MB"/"GB" accepted, all binary).

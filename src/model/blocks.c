@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv/kv_type.h"
 #include "quant/quantize.h"
 #include "util/mem.h"
 
@@ -299,8 +300,7 @@ void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const in
      * own keys in place. */
     for (int r = 0; r < T; r++) {
         const inf_kv_view *view = &kv[(int64_t)b->seq[r] * hp->n_layer + l];
-        memcpy(inf_kv_k_row(view, b->pos[r]), a->k + (int64_t)r * KV, KV * sizeof(float));
-        memcpy(inf_kv_v_row(view, b->pos[r]), a->v + (int64_t)r * KV, KV * sizeof(float));
+        inf_kv_store_row(view, b->pos[r], a->k + (int64_t)r * KV, a->v + (int64_t)r * KV);
     }
     for (int r = 0, n; r < T; r += n) {
         n = span_len(b, r);

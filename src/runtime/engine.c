@@ -92,6 +92,60 @@ static void ex_sampler_free(void *s) {
 
 /* ---- open / close ---- */
 
+/* The context when -c is not given: the model's training length, or what
+ * the memory left after the weights holds (e->note says so). A paged pool
+ * is one budget for all slots and any one request may grow to the whole of
+ * it (up to the training length): without --cache-mem it is n_seq training
+ * contexts or what the memory holds, and kv->mem_bytes is set to it. */
+static int context_default(inf_engine *e, inf_kv_opts *kv, int n_seq) {
+    const inf_hparams *hp = &e->mf->hp;
+    const int trained = hp->n_ctx_train > 0 ? hp->n_ctx_train : 4096;
+    const int kv_dim = hp->n_head_kv * hp->head_dim;
+    const size_t tok = (size_t)hp->n_layer * (inf_kv_type_bytes(kv->type_k, kv_dim) +
+                                              inf_kv_type_bytes(kv->type_v, kv_dim));
+    const int bs = kv->block_size ? kv->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
+    /* positions all slots may hold at once */
+    double want = (double)n_seq * trained, fit = want;
+    size_t avail = inf_mem_available(), weights = 0;
+    for (int i = 0; i < e->mf->n_tensors; i++)
+        weights += e->mf->tensors[i].nbytes;
+    if (avail) {
+        /* the weights stay resident; a tenth of the rest is left to everything else */
+        double left = avail > weights ? (double)(avail - weights) * 0.9 : 0;
+        fit = left / (double)tok;
+    }
+    if (kv->kind == INF_KV_PAGED) {
+        if (kv->mem_bytes) {
+            long pos = (long)inf_kv_pool_blocks_for_bytes_typed(kv->mem_bytes, hp->n_layer, kv_dim,
+                                                                bs, kv->type_k, kv->type_v) *
+                       bs;
+            /* below two positions the pool's own message says what is wrong */
+            return pos >= 2 && pos < trained ? (int)pos : trained;
+        }
+        double pos = want < fit ? want : fit;
+        pos = (double)((long)pos / bs * bs);
+        if (pos < 2 * bs) pos = 2 * bs;
+        kv->mem_bytes = (size_t)pos * tok;
+        if (pos < want)
+            snprintf(e->note, sizeof e->note,
+                     "the K/V pool holds %.0f positions (%.1f GiB, %s/%s K/V): what fits the memory "
+                     "left after the weights; one request may use all of it up to the model's %d "
+                     "(--cache-mem and -c set them)",
+                     pos, (double)kv->mem_bytes / (1 << 30), inf_kv_type_name(kv->type_k),
+                     inf_kv_type_name(kv->type_v), trained);
+        return pos < trained ? (int)pos : trained;
+    }
+    if (fit >= want) return trained;
+    long per = (long)(fit / n_seq) / 256 * 256;
+    if (per < 256) per = 256 < trained ? 256 : trained;
+    snprintf(e->note, sizeof e->note,
+             "context %ld positions (the model was trained for %d): what fits the %.1f GiB of "
+             "memory left after the weights with %s/%s K/V; -c sets it",
+             per, trained, fit * (double)tok / (1 << 30), inf_kv_type_name(kv->type_k),
+             inf_kv_type_name(kv->type_v));
+    return (int)per;
+}
+
 int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     *out = NULL;
     double t0 = inf_now_s();
@@ -107,8 +161,9 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     if (inf_backend_create(&e->be, &o->backend, err)) goto fail;
     inf_backend_describe(e->be, e->backend_name, sizeof e->backend_name);
     const inf_hparams *hp = &e->mf->hp;
+    inf_kv_opts kv = o->kv;
     int n_ctx = o->n_ctx;
-    if (n_ctx == 0) n_ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (n_ctx == 0) n_ctx = context_default(e, &kv, n_seq);
     if (n_ctx < 2) {
         inf_fail(err, "context size %d: expected at least 2", n_ctx);
         goto fail;
@@ -120,9 +175,14 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
                  o->model_path, hp->n_ctx_train, hp->n_ctx_train);
         goto fail;
     }
+    if ((kv.type_k == INF_Q8_0 || kv.type_v == INF_Q8_0) && hp->head_dim % INF_QK8_0) {
+        inf_fail(err, "K/V cache type q8_0: head_dim %d of %s is not a multiple of 32 (use f16)",
+                 hp->head_dim, o->model_path);
+        goto fail;
+    }
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
     if (inf_model_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
-    if (inf_kv_cache_create(&e->kv, &o->kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
+    if (inf_kv_cache_create(&e->kv, &kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
                             err))
         goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);

@@ -30,7 +30,8 @@ typedef struct inf_engine_opts {
     const char *model_path;
     inf_backend_opts backend; /* name NULL: pool */
     int n_seq;                /* slots (requests generated at once); 0: 1 */
-    int n_ctx;                /* positions per slot; 0: min(4096, the model's training context) */
+    int n_ctx;                /* positions per slot; 0: the model's training context, or what
+                                 the memory left after the weights holds (see note) */
     int n_batch;              /* prompt rows per step; 0: 512 */
     inf_kv_opts kv;
 } inf_engine_opts;
@@ -49,6 +50,7 @@ typedef struct inf_engine {
     double t_load_s; /* seconds inf_engine_open took */
     char name[128];
     char backend_name[64];
+    char note[320]; /* "" or why the context is shorter than the model's (for stderr) */
 } inf_engine;
 
 /* Opens o->model_path and starts the scheduler. Returns 0, or -1 with a

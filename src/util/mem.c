@@ -128,3 +128,14 @@ int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, i
     if (len) *len = (size_t)n;
     return 0;
 }
+
+size_t inf_mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)kib * 1024;
+}

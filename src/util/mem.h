@@ -42,4 +42,8 @@ void inf_mmap_close(inf_mmap *m);
  * Refuses files larger than `max_bytes`. */
 int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, inf_err *err);
 
+/* Bytes of memory the system could give without swapping now (Linux's
+ * MemAvailable), or 0 when it cannot say. */
+size_t inf_mem_available(void);
+
 #endif

@@ -42,6 +42,18 @@ for model in tiny-f32 tiny-q8_0 tiny-moe-q4_k_m; do
     done
 done
 
+# Every K/V type (the default above is f16): paged = basic bit for bit.
+for t in f32 bf16 q8_0; do
+    gen "$tmp/$t-basic" -m models/tiny-f32.gguf --temp 0 --kv basic -ctk $t -ctv $t
+    for bs in 16 4; do
+        gen "$tmp/$t-p$bs" -m models/tiny-f32.gguf --temp 0 --kv paged --kv-block $bs -ctk $t -ctv $t
+        same "K/V $t: paged (block $bs) = basic, text and logits of 17 steps" "$tmp/$t-basic" "$tmp/$t-p$bs"
+    done
+done
+gen "$tmp/mix-basic" -m models/tiny-f32.gguf --temp 0 --kv basic -ctk q8_0 -ctv f16
+gen "$tmp/mix-paged" -m models/tiny-f32.gguf --temp 0 --kv paged --kv-block 8 -ctk q8_0 -ctv f16
+same "K q8_0, V f16: paged = basic" "$tmp/mix-basic" "$tmp/mix-paged"
+
 # Prefill in chunks of 7 rows: chunks start and end inside blocks.
 gen "$tmp/chunk-basic" -m models/tiny-f32.gguf --temp 0 -b 7 --kv basic
 gen "$tmp/chunk-paged" -m models/tiny-f32.gguf --temp 0 -b 7 --kv paged --kv-block 8
@@ -85,11 +97,25 @@ expect_error "--kv foo" run -p hi --kv foo
 expect_error "--kv-block 12" run -p hi --kv paged --kv-block 12
 expect_error "--cache-mem nonsense" run -p hi --kv paged --cache-mem lots
 expect_error "--cache-mem below one block" run -m models/tiny-f32.gguf -p hi --kv paged --cache-mem 1K
+expect_error "-ctk q4_0" run -m models/tiny-f32.gguf -p hi -ctk q4_0
+grep -q "expected one of f32, f16, bf16, q8_0" "$tmp/err" && ok "the refusal lists the K/V types" ||
+    bad "K/V type message: $(cat "$tmp/err")"
+expect_error "--cache-type-v nonsense" run -m models/tiny-f32.gguf -p hi --cache-type-v nonsense
 # A pool smaller than one context is refused when the engine opens (as the
-# server does), naming the budget and what one context needs.
-expect_error "pool below one context" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K
-grep -q "cache-mem 65536 bytes hold 4 blocks.*fewer than one context of 4096" "$tmp/err" &&
+# server does), naming the budget and what one context needs (f16 K/V: a
+# block of 4 positions of the tiny model is 8 KiB).
+expect_error "pool below one context" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K -c 4096
+grep -q "cache-mem 65536 bytes hold 8 blocks.*fewer than one context of 4096" "$tmp/err" &&
     ok "the refusal names the budget and the context" || bad "pool message: $(cat "$tmp/err")"
+# Without -c a request may use the whole pool: here 32 positions, so the
+# prompt is refused naming its tokens and that context (never truncated).
+expect_error "prompt past the pool" run -m models/tiny-f32.gguf -p "$PROMPT" --raw --kv paged --kv-block 4 --cache-mem 64K
+grep -q "prompt has $n_prompt tokens but the context holds 32" "$tmp/err" &&
+    ok "the refusal names the prompt's tokens and the context" || bad "prompt message: $(cat "$tmp/err")"
+"$INF" run -m models/tiny-f32.gguf --token-ids 1,2,3 --kv paged --kv-block 4 --cache-mem 64K -n 100 --temp 0 --ignore-eos >"$tmp/pool.txt" 2>"$tmp/pool.err"
+grep -q "stop reason *= length" "$tmp/pool.err" && grep -q "/    30 tokens" "$tmp/pool.err" &&
+    ok "one request fills the whole pool of 32 positions: 3 prompt + 30 generated (the last one not stored)" ||
+    bad "whole pool: $(tail -3 "$tmp/pool.err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

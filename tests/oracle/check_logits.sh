@@ -53,7 +53,8 @@ trap 'rm -rf "$tmp"' EXIT
 ids() { $PY -c "import sys; n=int(sys.argv[1]); print(','.join(str((i*7919+13*n) % 151000) for i in range(n)))" "$1"; }
 NGEN=8
 run_inf() { # model, ids, out.npy
-    $INF run --backend "${BACKEND:-scalar}" -m "$1" --token-ids "$2" -n $NGEN --temp 0 --ignore-eos --dump-logits "$3" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
+    $INF run --backend "${BACKEND:-scalar}" -m "$1" --token-ids "$2" -n $NGEN --temp 0 --ignore-eos \
+        -ctk "${CTK:-f32}" -ctv "${CTV:-f32}" --dump-logits "$3" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
         { cat "$tmp/err.txt"; return 1; }
 }
 cmp_npy() { # label, a, b, tol
@@ -61,7 +62,7 @@ cmp_npy() { # label, a, b, tol
     line=$($PY $REF --compare "$2" "$3" --tol "$4") && ok "$1: $line" || bad "$1: $line (tolerance $4)"
 }
 
-# 1. F32 against the reference reading the HF folder
+# 1. F32 (weights and K/V) against the reference reading the HF folder
 args=()
 for L in 1 17 64 65 100; do
     run_inf models/tiny-f32.gguf "$(ids $L)" "$tmp/f32_$L.npy" || { bad "inferno run f32 $L"; continue; }
@@ -194,4 +195,31 @@ msg=$($INF run -m "$tmp/tiny-q8_0-split-00002-of-00003.gguf" --token-ids 1 -n 1 
 rm "$tmp/tiny-q8_0-split-00003-of-00003.gguf"
 msg=$($INF run -m "$tmp/tiny-q8_0-split-00001-of-00003.gguf" --token-ids 1 -n 1 2>&1)
 [[ "$msg" == *"00003-of-00003.gguf"* ]] && ok "a missing split is named: $msg" || bad "a missing split: $msg"
+# 7. K/V cache types: the same tiny F32 model with K and V stored as f16,
+#    bf16, q8_0 (and mixed) against f32 K/V, the prefill row and each decode
+#    step up to the first whose greedy token differs (after it the two runs
+#    continue different texts). A stored K/V element carries its type's
+#    rounding error (relative 2^-11 for f16, 2^-8 for bf16, up to 1/254 of
+#    its block's largest value for q8_0); on these logits (range about -9..10)
+#    that stays below: f16 0.02, bf16 0.1, q8_0 0.25.
+for kt in f16:f16:0.02 bf16:bf16:0.1 q8_0:q8_0:0.25 q8_0:f16:0.25 f32:bf16:0.1; do
+    IFS=: read -r ck cv tol <<<"$kt"
+    for L in 17 100; do
+        CTK=$ck CTV=$cv run_inf models/tiny-f32.gguf "$(ids $L)" "$tmp/kv_${ck}_${cv}_$L.npy" ||
+            { bad "inferno run K/V $ck/$cv $L"; continue; }
+        line=$($PY -c "
+import numpy as np, sys
+a, b, tol = np.load(sys.argv[1]), np.load(sys.argv[2]), float(sys.argv[3])
+n = min(len(a), len(b))
+same = [i for i in range(n) if a[i].argmax() != b[i].argmax()]
+rows = same[0] + 1 if same else n
+d = float(abs(a[:rows] - b[:rows]).max())
+print(f'{rows} steps max abs diff {d:.3g}', 'ok' if 0 < d < tol else 'bad')" \
+            "$tmp/kv_${ck}_${cv}_$L.npy" "$tmp/f32_$L.npy" "$tol")
+        case "$line" in
+        *ok) ok "K $ck V $cv prompt $L vs f32 K/V: $line (tolerance $tol)" ;;
+        *) bad "K $ck V $cv prompt $L vs f32 K/V: $line (tolerance $tol, and not 0)" ;;
+        esac
+    done
+done
 finish

@@ -19,7 +19,8 @@ out=build/neon
 mkdir -p "$out"
 src=(src/backend/cpu_features.c src/backend/kern_generic.c src/backend/kern_neon.c src/backend/pack.c
      src/backend/pool.c src/backend/scalar.c src/backend/select.c src/backend/simd.c src/backend/trace.c
-     src/quant/dtype.c src/quant/grids.c src/quant/quantize.c src/util/err.c src/util/mem.c)
+     src/kv/kv_type.c src/quant/dtype.c src/quant/grids.c src/quant/quantize.c src/util/err.c
+     src/util/mem.c)
 # test_backend_ops (every op, every type, against the scalar reference) and
 # test_quant_fixtures (every type read bit-exactly against llama.cpp's values)
 passed=0 failed=0

@@ -106,6 +106,15 @@ if "$INF" bench -m "$MODEL" -p 512 -n 16 -r 1 --no-ttft -o json >"$tmp/bench.jso
         if(t!=="512/0 0/16"||!j.tests.every(r=>r.avg_ts>0))process.exit(1)' "$tmp/bench.json"; then
     ok "bench: pp512 and tg16 rows"
 else bad "bench: $(cat "$tmp/bench.err" | tail -3)"; fi
+# at depth (llama-bench's -d) with the K/V types it was given, and their bytes
+if "$INF" bench -m "$MODEL" -p 16 -n 4 -d 0,40 -r 1 --no-ttft -ctk q8_0 -ctv f16 -o json >"$tmp/bd.json" 2>"$tmp/bd.err" &&
+    node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));
+        const t=j.tests.map(r=>r.n_prompt+"/"+r.n_gen+"@"+r.n_depth).join(" ");
+        const ok=t==="16/0@0 16/0@40 0/4@0 0/4@40"&&j.tests.every(r=>r.avg_ts>0&&r.type_k==="q8_0"&&r.type_v==="f16")&&
+            j.tests[1].kv_bytes>j.tests[0].kv_bytes;
+        if(!ok){console.error(t);process.exit(1)}' "$tmp/bd.json"; then
+    ok "bench -d 0,40 -ctk q8_0 -ctv f16: rows at each depth with their K/V types and bytes"
+else bad "bench at depth: $(tail -3 "$tmp/bd.err")"; fi
 
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null

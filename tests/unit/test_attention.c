@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "harness.h"
+#include "kv/kv_type.h"
 
 static uint64_t rng_state;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -117,6 +118,57 @@ static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int he
     free(q), free(k), free(v), free(ref), free(got), free(ck), free(cv), free(table);
 }
 
+/* K and V stored as kt/vt: the ops read the stored values, so they match the
+ * reference computed over those values (each row converted and read back). */
+static void check_typed(const inf_backend *be, int n_head, int n_head_kv, int head_dim, int pos0,
+                        int T, int block_size, inf_dtype kt, inf_dtype vt) {
+    int qw = n_head * head_dim, kvw = n_head_kv * head_dim, n_keys = pos0 + T;
+    float *q = malloc(sizeof(float) * (size_t)T * qw);
+    float *k = malloc(sizeof(float) * (size_t)n_keys * kvw); /* [n_keys][kvw] stored values */
+    float *v = malloc(sizeof(float) * (size_t)n_keys * kvw);
+    float *ref = malloc(sizeof(float) * (size_t)T * qw), *out = malloc(sizeof(float) * (size_t)T * qw);
+    fill(q, (int64_t)T * qw, 2.0f);
+    fill(k, (int64_t)n_keys * kvw, 2.0f);
+    fill(v, (int64_t)n_keys * kvw, 1.0f);
+    int n_blocks = block_size ? (n_keys + block_size - 1) / block_size : 0;
+    int rows = block_size ? n_blocks * block_size : n_keys;
+    void *ck = calloc((size_t)rows, inf_kv_type_bytes(kt, kvw));
+    void *cv = calloc((size_t)rows, inf_kv_type_bytes(vt, kvw));
+    int32_t *table = block_size ? malloc(sizeof(int32_t) * n_blocks) : NULL;
+    for (int b = 0; b < n_blocks; b++) table[b] = n_blocks - 1 - b;
+    inf_kv_view view = {.k = ck, .v = cv, .k_type = kt, .v_type = vt, .row_stride = kvw,
+                        .block_size = block_size, .block_table = table};
+    double max_err = 0; /* how far the stored values are from the f32 ones */
+    for (int j = 0; j < n_keys; j++) {
+        float *kj = k + (int64_t)j * kvw, *vj = v + (int64_t)j * kvw, back[1024];
+        inf_kv_store_row(&view, j, kj, vj);
+        inf_dtype_get(kt)->dequant(back, inf_kv_k_at(&view, j, 0), kvw);
+        max_err = fmax(max_err, max_abs_diff(back, kj, kvw));
+        memcpy(kj, back, sizeof(float) * kvw);
+        inf_dtype_get(vt)->dequant(back, inf_kv_v_at(&view, j, 0), kvw);
+        max_err = fmax(max_err, max_abs_diff(back, vj, kvw));
+        memcpy(vj, back, sizeof(float) * kvw);
+    }
+    /* a lossy type changed the values (so the check below could tell) */
+    CHECK_MSG((kt == INF_F32 && vt == INF_F32) == (max_err == 0),
+              "K %s V %s: stored values differ from f32 by %g", inf_kv_type_name(kt),
+              inf_kv_type_name(vt), max_err);
+    materialized(ref, q, k, v, pos0, T, n_head, n_head_kv, head_dim);
+    inf_attn_shape s = {n_head, n_head_kv, head_dim, 1.0f / sqrtf((float)head_dim)};
+    be->attn_prefill(be, out, q, &view, pos0, T, &s);
+    double d = max_abs_diff(out, ref, (int64_t)T * qw);
+    CHECK_MSG(d < 1e-4, "%s prefill K %s V %s heads %d/%d dim %d T %d: max abs diff %g", be->name,
+              inf_kv_type_name(kt), inf_kv_type_name(vt), n_head, n_head_kv, head_dim, T, d);
+    be->attn_decode(be, out, q + (int64_t)(T - 1) * qw, &view, n_keys, &s);
+    double dd = max_abs_diff(out, ref + (int64_t)(T - 1) * qw, qw);
+    CHECK_MSG(dd < 1e-4, "%s decode K %s V %s: max abs diff %g", be->name, inf_kv_type_name(kt),
+              inf_kv_type_name(vt), dd);
+    printf("%-8s K %-4s V %-4s heads %2d/%d dim %3d pos0 %3d T %3d: diff %.3g (storage %.3g)\n",
+           be->name, inf_kv_type_name(kt), inf_kv_type_name(vt), n_head, n_head_kv, head_dim, pos0,
+           T, d > dd ? d : dd, max_err);
+    free(q), free(k), free(v), free(ref), free(out), free(ck), free(cv), free(table);
+}
+
 static void check_backend(const inf_backend *be) {
     /* The shapes: Qwen3-0.6B head geometry, tile boundaries (1, 17, 100). */
     check_shape(be, 16, 8, 128, 0, 1, 0);
@@ -146,5 +198,11 @@ int main(void) {
           empty.swiglu != NULL && empty.add != NULL && empty.softmax != NULL &&
           empty.prepare_weight != NULL && empty.release_weight != NULL);
     check_shape(&empty, 16, 8, 128, 0, 100, 0);
+    const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            check_typed(inf_backend_scalar(), 16, 8, 128, 30, 70, i == j ? 16 : 0, types[i],
+                        types[j]);
+    check_typed(inf_backend_scalar(), 4, 2, 32, 0, 65, 4, INF_Q8_0, INF_Q8_0);
     return th_report();
 }

@@ -22,6 +22,7 @@
 #include "backend/simd.h"
 #include "backend/trace.h"
 #include "harness.h"
+#include "kv/kv_type.h"
 #include "quant/quantize.h"
 #include "util/half.h"
 #include "util/mem.h"
@@ -463,8 +464,10 @@ static void test_row_ops(bk *bks, int nb, int rows, int n) {
 
 /* ---- attention ---------------------------------------------------------------------------- */
 
-static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, int pos0, int T,
-                           int paged) {
+/* K and V stored as kt/vt (kv_view.h): every backend against the scalar
+ * reference reading the same stored rows. */
+static void test_attention_typed(bk *bks, int nb, int n_head, int n_head_kv, int hd, int pos0,
+                                 int T, int paged, inf_dtype kt, inf_dtype vt) {
     const inf_backend *sc = inf_backend_scalar();
     int n_keys = pos0 + T, kvw = n_head_kv * hd, qw = n_head * hd;
     int block = 16, n_blocks = (n_keys + block - 1) / block + 1;
@@ -475,13 +478,22 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
     for (int i = 0; i < n_blocks; i++)
         table[i] = n_blocks - 1 - i;
     int rows_alloc = paged ? n_blocks * block : n_keys;
-    int stride = kvw + 3;
+    /* rows with a gap after them; q8_0 rows are whole blocks */
+    int stride = kt == INF_Q8_0 || vt == INF_Q8_0 ? kvw + 32 : kvw + 3;
     float *K = malloc(sizeof(float) * (size_t)rows_alloc * stride),
           *V = malloc(sizeof(float) * (size_t)rows_alloc * stride);
     for (size_t i = 0; i < (size_t)rows_alloc * stride; i++)
         K[i] = frand(), V[i] = frand();
-    inf_kv_view kv = {.k = K,
-                      .v = V,
+    size_t krb = inf_kv_type_bytes(kt, stride), vrb = inf_kv_type_bytes(vt, stride);
+    uint8_t *Kt = malloc(krb * (size_t)rows_alloc), *Vt = malloc(vrb * (size_t)rows_alloc);
+    for (int r = 0; r < rows_alloc; r++) {
+        inf_dtype_get(kt)->quant(Kt + (size_t)r * krb, K + (size_t)r * stride, stride);
+        inf_dtype_get(vt)->quant(Vt + (size_t)r * vrb, V + (size_t)r * stride, stride);
+    }
+    inf_kv_view kv = {.k = Kt,
+                      .v = Vt,
+                      .k_type = kt,
+                      .v_type = vt,
                       .row_stride = stride,
                       .block_size = block,
                       .block_table = paged ? table : NULL};
@@ -497,8 +509,8 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
     sc->attn_decode(sc, refd, qlast, &kv, n_keys, &s);
     float *prev = NULL, *prevd = NULL;
     char what[96];
-    snprintf(what, sizeof what, "attn h=%d/%d hd=%d pos0=%d T=%d%s", n_head, n_head_kv, hd, pos0, T,
-             paged ? " paged" : "");
+    snprintf(what, sizeof what, "attn h=%d/%d hd=%d pos0=%d T=%d%s K %s V %s", n_head, n_head_kv,
+             hd, pos0, T, paged ? " paged" : "", inf_kv_type_name(kt), inf_kv_type_name(vt));
     for (int b = 0; b < nb; b++) {
         inf_backend *be = bks[b].be;
         float *y = galloc((size_t)T * qw);
@@ -533,7 +545,7 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
     gfree(prev), gfree(prevd);
     /* the materialized path kept for measurements (inferno bench --attn materialized) */
     const inf_kernels *k5 = inf_kernels_get(inf_isa_clamp(INF_ISA_AVX512));
-    if (k5->attn_materialized && (hd == 64 || hd == 128)) {
+    if (k5->attn_materialized && (hd == 64 || hd == 128) && kt == INF_F32 && vt == INF_F32) {
         size_t ld = ((size_t)n_keys + 15) & ~(size_t)15;
         float *S = malloc(sizeof(float) * (size_t)T * ld), *y = galloc((size_t)T * qw);
         for (int h = 0; h < n_head; h++)
@@ -543,7 +555,12 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
         gfree(y);
         free(S);
     }
-    free(table), free(K), free(V), free(q), free(ref), free(refd);
+    free(table), free(K), free(V), free(Kt), free(Vt), free(q), free(ref), free(refd);
+}
+
+static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, int pos0, int T,
+                           int paged) {
+    test_attention_typed(bks, nb, n_head, n_head_kv, hd, pos0, T, paged, INF_F32, INF_F32);
 }
 
 /* ---- the pool itself --------------------------------------------------------------------------
@@ -641,6 +658,26 @@ int main(void) {
     test_attention(bks, nb, 4, 1, 32, 61, 4, 0);
     test_attention(bks, nb, 2, 1, 128, 127, 2, 1);
     test_attention(bks, nb, 4, 4, 16, 200, 1, 0);
+    /* decode steps split into key blocks (3 and a ragged one; 5 with a paged
+     * view): merged in block order, bit-identical on 1 and 3 threads */
+    test_attention(bks, nb, 16, 8, 128, 699, 1, 0);
+    test_attention(bks, nb, 4, 1, 64, 1100, 2, 1);
+    test_attention_typed(bks, nb, 16, 8, 128, 511, 1, 1, INF_F16, INF_F16);
+    test_attention_typed(bks, nb, 16, 8, 128, 600, 1, 0, INF_Q8_0, INF_BF16);
+    /* every K/V type on every level, K and V of different types too */
+    const inf_dtype kv_types[] = {INF_F16, INF_BF16, INF_Q8_0};
+    for (int i = 0; i < 3; i++) {
+        inf_dtype t = kv_types[i];
+        test_attention_typed(bks, nb, 16, 8, 128, 0, 70, 0, t, t);
+        test_attention_typed(bks, nb, 16, 8, 128, 0, 130, 1, t, t);
+        test_attention_typed(bks, nb, 2, 1, 128, 127, 2, 1, t, t);
+        test_attention_typed(bks, nb, 4, 2, 64, 3, 9, 0, t, t);
+        test_attention_typed(bks, nb, 4, 2, 32, 61, 4, 1, t, t);
+        if (t != INF_Q8_0) test_attention_typed(bks, nb, 6, 2, 24, 3, 9, 1, t, t);
+    }
+    test_attention_typed(bks, nb, 16, 8, 128, 5, 60, 1, INF_Q8_0, INF_F16);
+    test_attention_typed(bks, nb, 16, 8, 128, 5, 60, 0, INF_F32, INF_BF16);
+    test_attention_typed(bks, nb, 8, 2, 64, 0, 33, 1, INF_BF16, INF_Q8_0);
 
     /* select.c: names and errors */
     inf_backend *be;

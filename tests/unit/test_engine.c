@@ -56,15 +56,16 @@ static capture cap_new(int rows, int n_vocab) {
         .rows = malloc((size_t)rows * n_vocab * sizeof(float)), .cap = rows, .n_vocab = n_vocab};
 }
 
-/* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical. */
-static void test_reuse(const char *model, inf_kv_kind kind, int n_seq) {
+/* Cold, warm (a longer prompt after a shorter one), repeated: bit-identical,
+ * with K and V stored as type. */
+static void test_reuse_typed(const char *model, inf_kv_kind kind, int n_seq, inf_dtype type) {
     inf_engine *e;
     inf_err err;
     inf_engine_opts o = {.model_path = model,
                          .n_seq = n_seq,
                          .n_ctx = 128,
                          .n_batch = 16,
-                         .kv = {.kind = kind, .block_size = 8}};
+                         .kv = {.kind = kind, .block_size = 8, .type_k = type, .type_v = type}};
     CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
     int V = e->ex.n_vocab;
     int32_t prompt[60];
@@ -101,6 +102,34 @@ static void test_reuse(const char *model, inf_kv_kind kind, int n_seq) {
     free(cold.rows);
     free(warm.rows);
     free(again.rows);
+}
+
+static void test_reuse(const char *model, inf_kv_kind kind, int n_seq) {
+    test_reuse_typed(model, kind, n_seq, INF_F32);
+}
+
+/* Without -c: the model's training length (the tiny model's 4096; its f16
+ * K/V fit any machine that runs the tests), and with a paged pool smaller
+ * than that, the pool: one request may use all of it. */
+static void test_default_context(void) {
+    inf_engine *e;
+    inf_err err;
+    inf_engine_opts o = {.model_path = MODEL, .kv = {.type_k = INF_F16, .type_v = INF_F16}};
+    CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
+    CHECK_INT(e->ex.n_ctx, 4096);
+    CHECK_MSG(e->note[0] == 0, "%s", e->note);
+    CHECK_INT(inf_kv_cache_token_bytes(e->kv), 4 * 2 * 128 * 2);
+    inf_engine_close(e);
+    /* 64 KiB of f16 blocks of 4 positions (8 KiB each): 8 blocks, 32 positions */
+    o.kv = (inf_kv_opts){.kind = INF_KV_PAGED,
+                         .block_size = 4,
+                         .mem_bytes = 64 << 10,
+                         .type_k = INF_F16,
+                         .type_v = INF_F16};
+    CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
+    CHECK_INT(e->ex.n_ctx, 32);
+    CHECK_INT(inf_kv_cache_total_bytes(e->kv), 64 << 10);
+    inf_engine_close(e);
 }
 
 static void test_limits_and_sampling(void) {
@@ -207,6 +236,13 @@ int main(void) {
     test_reuse(MODEL, INF_KV_PAGED, 2);
     test_reuse(MODEL_MOE, INF_KV_BASIC, 1);
     test_reuse(MODEL_MOE, INF_KV_PAGED, 2);
+    test_default_context();
+    const inf_dtype kv_types[] = {INF_F16, INF_BF16, INF_Q8_0};
+    for (int i = 0; i < 3; i++) {
+        test_reuse_typed(MODEL, INF_KV_BASIC, 1, kv_types[i]);
+        test_reuse_typed(MODEL, INF_KV_PAGED, 2, kv_types[i]);
+    }
+    test_reuse_typed(MODEL_MOE, INF_KV_PAGED, 2, INF_F16);
     test_limits_and_sampling();
     test_oom();
     return th_report();

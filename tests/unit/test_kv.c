@@ -11,8 +11,8 @@ int main(void) {
     inf_kv_basic_views(c, v);
     /* layer l, position j lives at k + (l*n_ctx + j)*kv_dim: contiguous per layer */
     CHECK(inf_kv_k_row(&v[0], 0) == c->k);
-    CHECK(inf_kv_k_row(&v[1], 3) == c->k + (1 * 10 + 3) * 8);
-    CHECK(inf_kv_v_row(&v[2], 9) == c->v + (2 * 10 + 9) * 8);
+    CHECK(inf_kv_k_row(&v[1], 3) == (float *)c->k + (1 * 10 + 3) * 8);
+    CHECK(inf_kv_v_row(&v[2], 9) == (float *)c->v + (2 * 10 + 9) * 8);
     CHECK(v[1].block_table == NULL && v[1].capacity == 10 && v[1].row_stride == 8);
     CHECK(inf_kv_basic_reserve(c, 10, &err) == 0);
     CHECK(inf_kv_basic_reserve(c, 11, &err) == -1);

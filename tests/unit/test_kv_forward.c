@@ -38,23 +38,26 @@ static int32_t argmax(const float *x, int n) {
     return best;
 }
 
-static void test_sessions(void) {
+/* with K and V stored as type */
+static void test_sessions(inf_dtype type) {
     int32_t prompt[45];
     for (int i = 0; i < 45; i++)
         prompt[i] = (i * 31 + 7) % hp.n_vocab;
     int sizes[3] = {1, 4, 16};
     inf_err err;
     kv_run basic;
-    CHECK(kv_run_open(&basic, m16, NULL, 64, &err) == 0);
+    inf_kv_opts bo = {.kind = INF_KV_BASIC, .type_k = type, .type_v = type};
+    CHECK_MSG(kv_run_open(&basic, m16, &bo, 64, &err) == 0, "%s", err.msg);
     CHECK(kv_run_prefill(&basic, prompt, 45, &err) == 0);
     for (int k = 0; k < 3; k++) {
-        inf_kv_opts o = {.kind = INF_KV_PAGED, .block_size = sizes[k]};
+        inf_kv_opts o = {
+            .kind = INF_KV_PAGED, .block_size = sizes[k], .type_k = type, .type_v = type};
         kv_run paged, ref;
         CHECK(kv_run_open(&paged, m16, &o, 64, &err) == 0);
         CHECK(kv_run_prefill(&paged, prompt, 45, &err) == 0);
         CHECK_CLOSE(paged.logits, basic.logits, hp.n_vocab, 0);
         /* Both decode greedily in lockstep from the same logits. */
-        CHECK(kv_run_open(&ref, m16, NULL, 64, &err) == 0);
+        CHECK(kv_run_open(&ref, m16, &bo, 64, &err) == 0);
         CHECK(kv_run_prefill(&ref, prompt, 45, &err) == 0);
         for (int step = 0; step < 12; step++) {
             int32_t t = argmax(ref.logits, hp.n_vocab);
@@ -208,7 +211,10 @@ int main(void) {
     inf_err err;
     CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 64, 48, &err) == 0);
     CHECK(inf_model_create(&m16, mf, inf_backend_scalar(), 64, 16, &err) == 0);
-    test_sessions();
+    test_sessions(INF_F32);
+    test_sessions(INF_F16);
+    test_sessions(INF_BF16);
+    test_sessions(INF_Q8_0);
     test_prefix_reuse();
     test_batched_decode();
     inf_model_free(m);

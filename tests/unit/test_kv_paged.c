@@ -140,10 +140,10 @@ static void test_append_and_views(void) {
     for (int l = 0; l < NL; l++) {
         CHECK(v[l].block_table == a->blocks && v[l].block_size == 4 && v[l].row_stride == KVD);
         for (int j = 0; j < 13; j++) {
-            float *want = p->k + (size_t)l * p->layer_floats +
+            float *want = (float *)p->k + (size_t)l * p->layer_floats +
                           ((size_t)a->blocks[j / 4] * 4 + (size_t)(j % 4)) * KVD;
             CHECK(inf_kv_k_row(&v[l], j) == want);
-            CHECK(inf_kv_v_row(&v[l], j) == want + (p->v - p->k));
+            CHECK(inf_kv_v_row(&v[l], j) == want + ((float *)p->v - (float *)p->k));
         }
     }
 

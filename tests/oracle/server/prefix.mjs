@@ -70,6 +70,10 @@ await test(`${CLIENTS} clients sharing a ${SHARED_TOKENS}-token system prompt`, 
   check(idle['inferno:prefix_cache_hits_total'] - before['inferno:prefix_cache_hits_total'] >= CLIENTS * 2,
     'prefix cache hits counted');
   check(idle['inferno:kv_blocks_used'] + idle['inferno:kv_blocks_free'] > 0, 'block gauges present');
+  const blockBytes = idle['inferno:kv_pool_bytes'] / (idle['inferno:kv_blocks_used'] + idle['inferno:kv_blocks_free']);
+  check(blockBytes > 0 && idle['inferno:kv_pool_bytes_used'] === blockBytes * idle['inferno:kv_blocks_used'],
+    `pool bytes gauges: ${idle['inferno:kv_pool_bytes_used']} of ${idle['inferno:kv_pool_bytes']}`);
+  check(idle['inferno:kv_pool_usage_ratio'] > 0 && idle['inferno:kv_pool_usage_ratio'] <= 1, 'pool usage ratio');
 });
 
 await test('pool pressure: eviction keeps serving', async () => {
