@@ -163,7 +163,7 @@ static int parse_messages(srv_request *r, srv_error *e) {
     }
     json_t *tools = field(r->root, "tools");
     if (tools && !json_is_array(tools)) return bad(e, "tools", "expected an array");
-    r->tools = tools;
+    r->tools = json_incref(tools);
     json_t *kw = field(r->root, "chat_template_kwargs");
     if (kw) {
         if (!json_is_object(kw)) return bad(e, "chat_template_kwargs", "expected an object");
@@ -401,6 +401,7 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
     r->kind = kind;
     r->max_tokens = -1;
     r->enable_thinking = true;
+    r->parallel_tool_calls = true;
     srv_sampling_default(&r->samp);
     json_error_t je;
     r->root = srv_json_parse_body(body, len, &je);
@@ -422,6 +423,7 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
 
 void srv_request_free(srv_request *r) {
     json_decref(r->messages);
+    json_decref(r->tools);
     json_decref(r->root);
     free(r->prompt_tokens);
     inf_gram_free(r->grammar);

@@ -48,11 +48,36 @@ void srv_sampling_default(srv_sampling *s);
 
 typedef enum srv_kind { SRV_CHAT, SRV_COMPLETION } srv_kind;
 
+/* tool_choice, as every API names it: auto (the model decides), none (no
+ * tools offered), required (at least one call: OpenAI "required", Anthropic
+ * "any"), or one named function; required and named are forced through the
+ * constrained decoding (inf_gram_tool_calls). */
+typedef enum srv_tool_choice {
+    SRV_TOOLS_AUTO,
+    SRV_TOOLS_NONE,
+    SRV_TOOLS_REQUIRED,
+    SRV_TOOLS_NAMED
+} srv_tool_choice;
+
 typedef struct srv_request {
     srv_kind kind;
     json_t *root;     /* the parsed body (owned) */
-    json_t *messages; /* chat: normalized array (owned ref): content always a string or null */
-    json_t *tools;    /* chat: borrowed from root, or NULL */
+    /* chat: the conversation as Hugging Face templates read it (owned):
+     * roles system/user/assistant/tool (developer becomes system); content
+     * a string or null; an assistant's `tool_calls` as [{type: "function",
+     * function: {name, arguments}}] with arguments an object (parsed from
+     * OpenAI's JSON string) and its reasoning as `reasoning_content`; a tool
+     * message's `tool_call_id` kept. Every API's input becomes this. */
+    json_t *messages;
+    /* chat: the tools in OpenAI chat's shape ({type: "function", function:
+     * {name, description, parameters}}), owned; NULL when none or
+     * tool_choice is "none" (then the prompt offers none and no call is
+     * parsed). Every API's tools are converted to this shape so that the
+     * model sees one format. */
+    json_t *tools;
+    srv_tool_choice tool_choice;
+    char tool_name[128];      /* SRV_TOOLS_NAMED: the function */
+    bool parallel_tool_calls; /* false: the reply ends after its first call */
     json_t *template_kwargs; /* chat_template_kwargs, borrowed, or NULL */
     bool enable_thinking;    /* chat_template_kwargs.enable_thinking, default true */
     const char *prompt;      /* completion: text prompt (borrowed), or NULL */
