@@ -617,6 +617,12 @@ static int refuse_unsupported(srv_request *r, srv_error *e) {
     return 0;
 }
 
+json_t *srv_request_template_kwargs(const srv_request *r) {
+    json_t *kw = r->template_kwargs ? json_deep_copy(r->template_kwargs) : json_object();
+    if (kw) json_object_set_new(kw, "enable_thinking", json_boolean(r->enable_thinking));
+    return kw;
+}
+
 int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e) {
     for (int i = 0; i < r->n_logit_bias; i++)
         if (r->logit_bias[i].id >= n_vocab)

@@ -110,6 +110,11 @@ typedef struct srv_request {
 #define SRV_MAX_MESSAGES 16384
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e);
 
+/* The chat template's keywords for a parsed chat request: its
+ * chat_template_kwargs with enable_thinking set (new reference; NULL when
+ * out of memory). The template renders r->messages and r->tools with them. */
+json_t *srv_request_template_kwargs(const srv_request *r);
+
 /* Checks what only the model can: logit_bias token ids below n_vocab. A 400
  * naming the field otherwise. Call after parsing, before submitting. */
 int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e);
