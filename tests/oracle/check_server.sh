@@ -93,6 +93,7 @@ run_suite() { # file
     pass=$((pass + p)); fail=$((fail + f))
 }
 run_suite suite.mjs
+run_suite tools.mjs
 run_suite load.mjs
 run_suite prefix.mjs
 # A short hostile-connection soak (the full one: tests/soak.sh, 60 s).
