@@ -1,7 +1,7 @@
 /* libFuzzer target: what a client controls on the server's pure paths.
  * The input is a request body for /v1/chat/completions or /v1/completions
- * (first byte picks which); when it parses, the rest of the input also
- * plays the generated text: it runs through the stop matcher (stop strings
+ * (first byte picks which); when it parses, the text after a NUL byte (or,
+ * without one, the body itself) plays the generated text: it runs through the stop matcher (stop strings
  * from the request, text cut at input-chosen points), the reply parser
  * (reasoning, tool calls when the request offers tools) and the API's SSE
  * writer, and every frame must be valid JSON. Checks: no crash, no
@@ -25,7 +25,7 @@ static void check_frames(const inf_buf *out) {
         if (!end) abort();
         if (strncmp(s + 6, "[DONE]", 6)) {
             json_error_t je;
-            json_t *j = json_loadb(s + 6, (size_t)(end - s - 6), 0, &je);
+            json_t *j = json_loadb(s + 6, (size_t)(end - s - 6), JSON_ALLOW_NUL, &je);
             if (!j) abort();
             json_decref(j);
         }
@@ -39,6 +39,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t cut = data[1] % 8; /* the generated text is fed in pieces of 1..8 bytes */
     const char *body = (const char *)data + 2;
     size_t n = size - 2;
+    /* "BODY\0TEXT": TEXT plays the generated text; without a NUL byte the
+       body plays it too */
+    const char *text = body;
+    size_t n_text = n;
+    const char *nul = memchr(body, 0, n);
+    if (nul) {
+        text = nul + 1;
+        n_text = n - (size_t)(text - body);
+        n = (size_t)(nul - body);
+    }
 
     srv_request r;
     srv_error e;
@@ -56,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     inf_buf whole = {0}, out = {0};
     inf_stop_init(&one, r.stop, r.n_stop);
     inf_stop_init(&pieces, r.stop, r.n_stop);
-    if (inf_stop_push(&one, &whole, body, n) == 0) inf_stop_flush(&one, &whole);
+    if (inf_stop_push(&one, &whole, text, n_text) == 0) inf_stop_flush(&one, &whole);
 
     const srv_api *api = kind == SRV_CHAT ? &srv_api_chat : &srv_api_completions;
     inf_reply_opts ro = {.think = kind == SRV_CHAT,
@@ -70,10 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     inf_buf sse = {0};
     srv_stream_begin(&st, &sse);
     int rc = 0;
-    for (size_t at = 0; at < n && rc == 0;) {
-        size_t k = cut + 1 < n - at ? cut + 1 : n - at;
+    for (size_t at = 0; at < n_text && rc == 0;) {
+        size_t k = cut + 1 < n_text - at ? cut + 1 : n_text - at;
         size_t before = out.len;
-        rc = inf_stop_push(&pieces, &out, body + at, k);
+        rc = inf_stop_push(&pieces, &out, text + at, k);
         if (out.len > whole.len ||
             memcmp(out.data ? out.data : "", whole.data ? whole.data : "", out.len))
             abort(); /* released something the whole answer does not have */
@@ -106,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     o.finish = INF_FINISH_LENGTH;
     char *resp = srv_whole_body(api, &meta2, &ro, whole.data, whole.len, &o);
-    json_t *p = json_loads(resp, 0, NULL);
+    json_t *p = json_loads(resp, JSON_ALLOW_NUL, NULL);
     if (!p) abort();
     json_decref(p);
     free(resp);
