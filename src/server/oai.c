@@ -364,8 +364,12 @@ int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv
         r->enable_thinking = false;
         return 0;
     }
-    for (size_t k = 0; k < sizeof KEEP / sizeof KEEP[0]; k++)
-        if (!strcmp(s, KEEP[k])) return 0;
+    for (size_t k = 0; k < sizeof KEEP / sizeof KEEP[0]; k++) {
+        if (strcmp(s, KEEP[k])) continue;
+        if (json_is_false(json_object_get(r->template_kwargs, "enable_thinking")))
+            return bad(e, param, "'%s' contradicts chat_template_kwargs.enable_thinking: false", s);
+        return 0;
+    }
     return bad(e, param, "'%s' is not one of none, minimal, low, medium, high, xhigh", s);
 }
 

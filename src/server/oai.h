@@ -132,7 +132,8 @@ int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e);
  *   and a forced tool call cannot both hold).
  * srv_reasoning_effort: "none" turns thinking off (a 400 when the template
  *   kwargs turned it on explicitly); "minimal", "low", "medium", "high" and
- *   "xhigh" keep it on (Qwen3 has no budget to set); anything else is a 400. */
+ *   "xhigh" keep it on (Qwen3 has no budget to set; a 400 when the kwargs
+ *   turned it off explicitly); anything else is a 400. */
 int srv_tools_check(const json_t *tools, const char *param, srv_error *e);
 int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e);
 int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv_error *e);

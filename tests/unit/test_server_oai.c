@@ -426,6 +426,10 @@ static void test_reasoning_and_bias(void) {
     CHECK(!r.enable_thinking);
     srv_request_free(&r);
     bad(SRV_CHAT, "{" MSG ",\"reasoning_effort\":\"max\"}", "reasoning_effort");
+    bad(SRV_CHAT,
+        "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"enable_thinking\":"
+        "false}}",
+        "reasoning_effort");
     bad(SRV_CHAT, "{" MSG ",\"reasoning_effort\":1}", "reasoning_effort");
     bad(SRV_CHAT,
         "{" MSG ",\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"enable_thinking\":"
