@@ -70,8 +70,8 @@ static const char *find(const char *s, size_t n, size_t from, const char *t) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    inf_reply_opts o = {.think = data[0] & 1, .start_in_think = data[0] & 2,
-                        .tool_calls = data[0] & 4};
+    inf_reply_opts o = {
+        .think = data[0] & 1, .start_in_think = data[0] & 2, .tool_calls = data[0] & 4};
     const char *s = (const char *)data + 1;
     size_t n = size - 1;
 
@@ -121,10 +121,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* Outside the tags and the call spans (a superset of what the parser
      * may drop): all kept. */
     for (size_t i = 0; i < n;) {
-        const char *call = o.tool_calls && !memcmp(s + i, "<tool_call>", n - i < 11 ? n - i : 11) &&
-                                   n - i >= 11
-                               ? s + i
-                               : NULL;
+        const char *call =
+            o.tool_calls && !memcmp(s + i, "<tool_call>", n - i < 11 ? n - i : 11) && n - i >= 11
+                ? s + i
+                : NULL;
         if (call) {
             const char *close = find(s, n, i + 11, "</tool_call>");
             if (close) {

@@ -100,8 +100,7 @@ static int oom(srv_error *e) {
 
 /* A message's content as one string: a string, text parts joined, or
  * (allow_null) null as "". NULL with a 400 naming `where` otherwise. */
-static json_t *content_string(json_t *content, bool allow_null, const char *where,
-                              srv_error *e) {
+static json_t *content_string(json_t *content, bool allow_null, const char *where, srv_error *e) {
     if (!content || json_is_null(content)) {
         if (!allow_null) return bad(e, where, "'content' is required"), NULL;
         return json_string("");
@@ -288,8 +287,9 @@ int srv_tools_check(const json_t *tools, const char *param, srv_error *e) {
         json_t *type = json_object_get(t, "type");
         if (!json_is_object(t)) return bad(e, where, "expected an object");
         if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
-            return bad(e, where, "only {\"type\": \"function\", \"function\": {...}} tools are "
-                                 "supported");
+            return bad(e, where,
+                       "only {\"type\": \"function\", \"function\": {...}} tools are "
+                       "supported");
         json_t *fn = json_object_get(t, "function");
         if (!json_is_object(fn)) return bad(e, where, "'function' must be an object");
         json_t *name = json_object_get(fn, "name"), *desc = json_object_get(fn, "description");
@@ -303,8 +303,8 @@ int srv_tools_check(const json_t *tools, const char *param, srv_error *e) {
         if (strict && !json_is_null(strict) && !json_is_boolean(strict))
             return bad(e, where, "'function.strict' must be true or false");
         for (size_t k = 0; k < i; k++) {
-            json_t *other = json_object_get(json_object_get(json_array_get(tools, k), "function"),
-                                            "name");
+            json_t *other =
+                json_object_get(json_object_get(json_array_get(tools, k), "function"), "name");
             if (json_equal(other, name))
                 return bad(e, where, "the function name '%s' is also tools[%zu]'s",
                            json_string_value(name), k);
@@ -599,8 +599,8 @@ static int refuse_unsupported(srv_request *r, srv_error *e) {
             bool text_only = json_is_array(v) && json_array_size(v) > 0;
             size_t i;
             json_t *m;
-            json_array_foreach(v, i, m) text_only &= json_is_string(m) &&
-                                                     !strcmp(json_string_value(m), "text");
+            json_array_foreach(v, i, m) text_only &=
+                json_is_string(m) && !strcmp(json_string_value(m), "text");
             if (!text_only) return bad(e, "modalities", "only [\"text\"] is supported");
         }
         if (field(o, "audio")) return bad(e, "audio", "audio output is not supported");

@@ -189,10 +189,11 @@ static bool gram_accepts(const inf_gram *g, const char *s, size_t n) {
 }
 
 #define TOOL(name, params)                                                                         \
-    "{\"type\":\"function\",\"function\":{\"name\":\"" name "\",\"description\":\"d\","          \
+    "{\"type\":\"function\",\"function\":{\"name\":\"" name "\",\"description\":\"d\","            \
     "\"parameters\":" params "}}"
-#define WEATHER TOOL("get_weather", "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"     \
-                                    "\"string\"}},\"required\":[\"city\"]}")
+#define WEATHER                                                                                    \
+    TOOL("get_weather", "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"                 \
+                        "\"string\"}},\"required\":[\"city\"]}")
 #define OAI_TOOLS "\"tools\":[" WEATHER "," TOOL("search", "{\"type\":\"object\"}") "]"
 
 static void test_tools(void) {
@@ -219,7 +220,8 @@ static void test_tools(void) {
     /* required: a grammar over every tool; parallel_tool_calls false also
      * ends the reply after its first call */
     CHECK_INT(parse(&r, SRV_CHAT,
-                    "{" MSG "," OAI_TOOLS ",\"tool_choice\":\"required\",\"parallel_tool_calls\":false}",
+                    "{" MSG "," OAI_TOOLS
+                    ",\"tool_choice\":\"required\",\"parallel_tool_calls\":false}",
                     &e),
               0);
     CHECK_INT(r.tool_choice, SRV_TOOLS_REQUIRED);
@@ -231,7 +233,8 @@ static void test_tools(void) {
     srv_request_free(&r);
     /* with thinking off the grammar starts at once */
     CHECK_INT(parse(&r, SRV_CHAT,
-                    "{" MSG "," OAI_TOOLS ",\"tool_choice\":\"required\",\"reasoning_effort\":\"none\"}",
+                    "{" MSG "," OAI_TOOLS
+                    ",\"tool_choice\":\"required\",\"reasoning_effort\":\"none\"}",
                     &e),
               0);
     CHECK(!r.enable_thinking);
@@ -250,9 +253,10 @@ static void test_tools(void) {
     CHECK_STR(r.tool_name, "search");
     CHECK(r.grammar != NULL);
     if (r.grammar) {
-        static const char ok[] = "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>";
-        static const char no[] =
-            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>";
+        static const char ok[] =
+            "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>";
+        static const char no[] = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                                 "{\"city\": \"x\"}}\n</tool_call>";
         CHECK(gram_accepts(r.grammar, ok, sizeof ok - 1));
         CHECK(!gram_accepts(r.grammar, no, sizeof no - 1));
     }
@@ -266,8 +270,9 @@ static void test_tools(void) {
     bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"allowed_tools\"}}",
         "tool_choice");
     { /* a named function that is not in tools: a 400 naming it */
-        const char *body = "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":"
-                           "{\"name\":\"launch\"}}}";
+        const char *body =
+            "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":"
+            "{\"name\":\"launch\"}}}";
         CHECK_INT(parse(&r, SRV_CHAT, body, &e), -1);
         CHECK_STR(e.param, "tool_choice");
         CHECK(strstr(e.msg, "'launch'") != NULL);
@@ -286,8 +291,9 @@ static void test_tools(void) {
     bad(SRV_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools[0]");
     bad(SRV_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"\"}}]}",
         "tools[0]");
-    bad(SRV_CHAT, "{" MSG ",\"tools\":[" WEATHER ",{\"type\":\"function\",\"function\":{\"name\":"
-                  "7}}]}",
+    bad(SRV_CHAT,
+        "{" MSG ",\"tools\":[" WEATHER ",{\"type\":\"function\",\"function\":{\"name\":"
+        "7}}]}",
         "tools[1]");
     bad(SRV_CHAT, "{" MSG ",\"tools\":[" TOOL("f", "[]") "]}", "tools[0]");
     bad(SRV_CHAT, "{" MSG ",\"tools\":[" TOOL("f", "{}") "," TOOL("f", "{}") "]}", "tools[1]");
@@ -300,8 +306,9 @@ static void test_tools(void) {
         "tools[0]");
     /* a schema the grammar cannot hold, when the call is forced */
     bad(SRV_CHAT,
-        "{" MSG ",\"tools\":[" TOOL("f", "{\"type\":\"object\",\"not\":{}}") "],"
-        "\"tool_choice\":\"required\"}",
+        "{" MSG ",\"tools\":[" TOOL(
+            "f", "{\"type\":\"object\",\"not\":{}}") "],"
+                                                     "\"tool_choice\":\"required\"}",
         "tools");
     bad(SRV_CHAT, "{" MSG ",\"functions\":[{\"name\":\"f\"}]}", "functions");
     bad(SRV_CHAT, "{" MSG ",\"function_call\":\"auto\"}", "function_call");
@@ -329,8 +336,7 @@ static void test_messages(void) {
         "\"text\":\"18 C\"}]},"
         "{\"role\":\"tool\",\"tool_call_id\":\"call_2\",\"content\":\"none\"},"
         "{\"role\":\"assistant\",\"content\":\"It is 18 C.\",\"reasoning_content\":\"r1\","
-        "\"reasoning\":\"r2\"}],"
-        OAI_TOOLS "}";
+        "\"reasoning\":\"r2\"}]," OAI_TOOLS "}";
     CHECK_INT(parse(&r, SRV_CHAT, body, &e), 0);
     if (!r.messages) return;
     CHECK_INT(json_array_size(r.messages), 6);
@@ -350,7 +356,8 @@ static void test_messages(void) {
     CHECK(json_is_object(args));
     CHECK_STR(json_string_value(json_object_get(args, "city")), "Paris");
     CHECK_INT(json_array_size(json_object_get(args, "days")), 2);
-    json_t *a1 = json_object_get(json_object_get(json_array_get(calls, 1), "function"), "arguments");
+    json_t *a1 =
+        json_object_get(json_object_get(json_array_get(calls, 1), "function"), "arguments");
     CHECK(json_is_object(a1) && json_object_size(a1) == 0); /* "" is {} */
     CHECK_STR(json_string_value(json_object_get(msg_at(&r, 3), "content")), "18 C");
     CHECK_STR(json_string_value(json_object_get(msg_at(&r, 3), "tool_call_id")), "call_1");
@@ -365,14 +372,16 @@ static void test_messages(void) {
                     &e),
               0);
     json_t *ao = json_object_get(
-        json_object_get(json_array_get(json_object_get(msg_at(&r, 0), "tool_calls"), 0), "function"),
+        json_object_get(json_array_get(json_object_get(msg_at(&r, 0), "tool_calls"), 0),
+                        "function"),
         "arguments");
     CHECK_INT(json_integer_value(json_object_get(ao, "k")), 1);
     srv_request_free(&r);
 
-#define CALL(args) \
+#define CALL(args)                                                                                 \
     "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[" args "]}]}"
-    bad(SRV_CHAT, CALL("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1]\"}}"),
+    bad(SRV_CHAT,
+        CALL("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1]\"}}"),
         "messages[0].tool_calls[0]");
     bad(SRV_CHAT,
         CALL("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},"

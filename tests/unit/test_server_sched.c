@@ -358,7 +358,8 @@ static void test_stop_and_utf8(void) {
         t = inf_task_new(copy, 12, &g);
         inf_sched_submit(s, t, NULL);
         CHECK(wait_done(t, 10));
-        CHECK_MSG(t->text.len == cut + 2 && !memcmp(t->text.data ? t->text.data : "", full, cut + 2),
+        CHECK_MSG(t->text.len == cut + 2 &&
+                      !memcmp(t->text.data ? t->text.data : "", full, cut + 2),
                   "end_after \"%s\" in \"%s\": got \"%s\"", stop, full, t->text.data);
         CHECK_INT(t->finish, INF_FINISH_STOP);
         CHECK_INT(t->stop_index, -1);

@@ -150,8 +150,8 @@ static void after_all_splits(const char *const *stops, int n_stops, const char *
     int how;
     size_t len = strlen(text);
     char *r = run_after(stops, n_stops, after, text, NULL, 0, &how, expect);
-    CHECK_MSG(!strcmp(r, expect) && how == expect_how, "\"%s\": got \"%s\" (%d), expected \"%s\" (%d)",
-              text, r, how, expect, expect_how);
+    CHECK_MSG(!strcmp(r, expect) && how == expect_how,
+              "\"%s\": got \"%s\" (%d), expected \"%s\" (%d)", text, r, how, expect, expect_how);
     free(r);
     for (size_t a = 0; a <= len; a++) {
         for (size_t b = a; b <= len; b++) {
@@ -178,9 +178,10 @@ static void after_all_splits(const char *const *stops, int n_stops, const char *
 static void test_end_after(void) {
     const char *T = "</tool_call>";
     /* The reply ends right after the first call; the tag stays. */
-    after_all_splits(NULL, 0, T,
-                     "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{}",
-                     "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", -1);
+    after_all_splits(
+        NULL, 0, T,
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{}",
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", -1);
     after_all_splits(NULL, 0, T, "no call </tool_cal> here </", "no call </tool_cal> here </", -2);
     after_all_splits(NULL, 0, T, "<</</tool_call>x", "<</</tool_call>", -1);
     after_all_splits(NULL, 0, "", "text", "text", -2); /* "" is none */
