@@ -157,21 +157,32 @@ await test('reasoning_effort and logit_bias', async () => {
   check(off.usage.prompt_tokens > on.usage.prompt_tokens, 'reasoning_effort none: the empty think block is in the prompt',
     `${on.usage.prompt_tokens} vs ${off.usage.prompt_tokens}`);
   checkEq(low.usage.prompt_tokens, on.usage.prompt_tokens, 'reasoning_effort low: thinking stays on');
-  // +100 on one token: greedy writes only it
-  const tok = await raw('/tokenize', { method: 'POST', body: JSON.stringify({ content: ' sea', with_pieces: true }) });
-  const id = tok.json?.tokens?.[0]?.id;
-  const piece = tok.json?.tokens?.[0]?.piece;
-  check(Number.isInteger(id), '/tokenize gave an id', tok.text);
-  const r = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 4, temperature: 0, logit_bias: { [id]: 100 } });
-  checkEq(r.choices[0].text, piece.repeat(4), 'logit_bias +100: only that token');
-  const free = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 4, temperature: 0 });
-  const banned = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 1, temperature: 0, logprobs: 1 });
-  const again = (await raw('/tokenize', { method: 'POST', body: JSON.stringify({ content: banned.choices[0].text }) })).json?.tokens ?? [];
-  checkEq(again.length, 1, 'the greedy token\'s text is one token');
-  const firstId = again[0];
-  const biased = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 4, temperature: 0, logit_bias: { [firstId]: -100 } });
-  check(biased.choices[0].text !== free.choices[0].text, 'logit_bias -100 on the greedy token changes the reply',
-    `${JSON.stringify(free.choices[0].text)} vs ${JSON.stringify(biased.choices[0].text)}`);
+  // Two one-token words: +100 on either makes greedy write only it.
+  const ids = {};
+  for (const w of [' sea', ' sky']) {
+    const t = await raw('/tokenize', { method: 'POST', body: JSON.stringify({ content: w, with_pieces: true }) });
+    checkEq(t.json?.tokens?.length, 1, `'${w}' is one token`);
+    ids[w] = t.json?.tokens?.[0]?.id;
+  }
+  const A = ids[' sea'], B = ids[' sky'];
+  const greedy = async (bias) => (await client.completions.create({
+    model: MODEL, prompt: 'Once upon a time', max_tokens: 4, temperature: 0, logit_bias: bias,
+  })).choices[0].text;
+  checkEq(await greedy({ [A]: 100 }), ' sea'.repeat(4), 'logit_bias +100: only that token');
+  checkEq(await greedy({ [B]: 100 }), ' sky'.repeat(4), 'logit_bias +100 on another: only it');
+  // -100 on the token greedy picks first (its id: the reply re-tokenized,
+  // when the first piece is the token logprobs names): another one comes.
+  const first = async (bias) => (await client.completions.create({
+    model: MODEL, prompt: 'Once upon a time', max_tokens: 1, temperature: 0, logprobs: 1, logit_bias: bias,
+  })).choices[0].logprobs.tokens[0];
+  const top = await first(undefined);
+  const t = (await raw('/tokenize', { method: 'POST', body: JSON.stringify({ content: top, with_pieces: true }) })).json?.tokens ?? [];
+  checkEq(t[0]?.piece, top, 'the greedy token re-tokenizes to itself');
+  const next = await first({ [t[0]?.id]: -100 });
+  check(next !== top, 'logit_bias -100 on the greedy token: another token', `${JSON.stringify(top)} -> ${JSON.stringify(next)}`);
+  checkEq(await first({ [t[0]?.id]: 0.0 }), top, 'logit_bias 0: the same token');
+  const chat = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 3, temperature: 0, reasoning_effort: 'none', logit_bias: { [B]: 100 } });
+  checkEq(chat.choices[0].message.content, ' sky'.repeat(3), 'chat logit_bias +100');
 });
 
 await test('bad tool requests: 400 naming the field', async () => {
