@@ -434,6 +434,17 @@ static void test_reasoning_and_bias(void) {
               0);
     CHECK(!r.enable_thinking);
     srv_request_free(&r);
+    /* the template's keywords: the request's, with enable_thinking set */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG ",\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"x\":1}}",
+                    &e),
+              0);
+    json_t *kw = srv_request_template_kwargs(&r);
+    CHECK(json_is_false(json_object_get(kw, "enable_thinking")));
+    CHECK_INT(json_integer_value(json_object_get(kw, "x")), 1);
+    CHECK(!json_object_get(r.template_kwargs, "enable_thinking")); /* the request is untouched */
+    json_decref(kw);
+    srv_request_free(&r);
     bad(SRV_CHAT, "{" MSG ",\"reasoning_effort\":\"max\"}", "reasoning_effort");
     bad(SRV_CHAT,
         "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"enable_thinking\":"
