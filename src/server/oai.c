@@ -621,6 +621,38 @@ static int refuse_unsupported(srv_request *r, srv_error *e) {
     return 0;
 }
 
+/* llama.cpp's own request fields: n_predict (max_tokens when that is not
+ * given; -1: no limit) and repeat_last_n are done; its other samplers are
+ * accepted only at the value that turns them off, a 400 otherwise. */
+static int parse_llamacpp(srv_request *r, srv_error *e) {
+    json_t *o = r->root;
+    long long x;
+    bool have = false;
+    if (get_int(o, "n_predict", -1, INT32_MAX, &x, &have, e)) return -1;
+    if (have && x == 0) return bad(e, "n_predict", "must be -1 (no limit) or at least 1");
+    if (have && !field(o, "max_tokens") && !field(o, "max_completion_tokens"))
+        r->max_tokens = (int)x;
+    if (get_int(o, "repeat_last_n", -1, INT32_MAX, &x, &have, e)) return -1;
+    if (have) r->samp.penalty_last_n = (int)x;
+    static const struct {
+        const char *name;
+        double off; /* the value that turns the sampler off */
+        bool off_at_or_below;
+    } OFF[] = {{"typical_p", 1, false},      {"tfs_z", 1, false},          {"mirostat", 0, false},
+               {"dynatemp_range", 0, false}, {"xtc_probability", 0, false}, {"dry_multiplier", 0, false},
+               {"top_n_sigma", 0, true},     {"n_probs", 0, false}};
+    for (size_t i = 0; i < sizeof OFF / sizeof OFF[0]; i++) {
+        json_t *v = field(o, OFF[i].name);
+        if (!v) continue;
+        double d = json_is_number(v) ? json_number_value(v) : NAN;
+        bool off = OFF[i].off_at_or_below ? d <= OFF[i].off : d == OFF[i].off;
+        if (!off)
+            return bad(e, OFF[i].name, "this llama.cpp sampler is not supported (only %s%g, off)",
+                       OFF[i].off_at_or_below ? "<= " : "", OFF[i].off);
+    }
+    return 0;
+}
+
 json_t *srv_request_template_kwargs(const srv_request *r) {
     json_t *kw = r->template_kwargs ? json_deep_copy(r->template_kwargs) : json_object();
     if (kw) json_object_set_new(kw, "enable_thinking", json_boolean(r->enable_thinking));
@@ -701,7 +733,7 @@ static int parse_fields(srv_request *r, srv_error *e) {
     json_t *n = field(o, "n");
     if (n && (!json_is_integer(n) || json_integer_value(n) != 1))
         return bad(e, "n", "only n = 1 is supported");
-    if (parse_logit_bias(r, e) || refuse_unsupported(r, e)) return -1;
+    if (parse_logit_bias(r, e) || refuse_unsupported(r, e) || parse_llamacpp(r, e)) return -1;
     if (parse_grammar(r, e)) return -1;
     return r->kind == SRV_CHAT ? srv_request_apply_tools(r, "tool_choice", e) : 0;
 }

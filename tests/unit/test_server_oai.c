@@ -503,6 +503,40 @@ static void test_reasoning_and_bias(void) {
                     "{\"prompt\":\"x\",\"echo\":false,\"best_of\":1,\"suffix\":\"\"}", &e),
               0);
     srv_request_free(&r);
+
+    /* llama.cpp's fields: n_predict and repeat_last_n are done, its other
+     * samplers accepted only when off */
+    CHECK_INT(parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"n_predict\":7,\"repeat_last_n\":-1}", &e),
+              0);
+    CHECK_INT(r.max_tokens, 7);
+    CHECK_INT(r.samp.penalty_last_n, -1);
+    inf_gen_params g2;
+    srv_request_gen_params(&r, &g2);
+    CHECK_INT(g2.sampling.repeat_last_n, -1);
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"n_predict\":-1}", &e), 0);
+    CHECK_INT(r.max_tokens, -1); /* no limit, not completions' 16 */
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG ",\"n_predict\":9,\"max_tokens\":3}", &e), 0);
+    CHECK_INT(r.max_tokens, 3); /* OpenAI's field wins */
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG ",\"typical_p\":1,\"tfs_z\":1.0,\"mirostat\":0,\"dynatemp_range\":0,"
+                    "\"xtc_probability\":0,\"dry_multiplier\":0,\"top_n_sigma\":-1,\"n_probs\":0}",
+                    &e),
+              0);
+    srv_request_free(&r);
+    bad(SRV_CHAT, "{" MSG ",\"n_predict\":0}", "n_predict");
+    bad(SRV_CHAT, "{" MSG ",\"n_predict\":\"5\"}", "n_predict");
+    bad(SRV_CHAT, "{" MSG ",\"repeat_last_n\":-2}", "repeat_last_n");
+    bad(SRV_CHAT, "{" MSG ",\"typical_p\":0.9}", "typical_p");
+    bad(SRV_CHAT, "{" MSG ",\"mirostat\":2}", "mirostat");
+    bad(SRV_CHAT, "{" MSG ",\"dry_multiplier\":0.8}", "dry_multiplier");
+    bad(SRV_CHAT, "{" MSG ",\"xtc_probability\":\"0\"}", "xtc_probability");
+    bad(SRV_CHAT, "{" MSG ",\"top_n_sigma\":1.5}", "top_n_sigma");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"n_probs\":3}", "n_probs");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"tfs_z\":0.5}", "tfs_z");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"dynatemp_range\":0.5}", "dynatemp_range");
 }
 
 static void test_completion(void) {
