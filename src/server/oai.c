@@ -638,9 +638,10 @@ static int parse_llamacpp(srv_request *r, srv_error *e) {
         const char *name;
         double off; /* the value that turns the sampler off */
         bool off_at_or_below;
-    } OFF[] = {{"typical_p", 1, false},      {"tfs_z", 1, false},          {"mirostat", 0, false},
-               {"dynatemp_range", 0, false}, {"xtc_probability", 0, false}, {"dry_multiplier", 0, false},
-               {"top_n_sigma", 0, true},     {"n_probs", 0, false}};
+    } OFF[] = {{"typical_p", 1, false},       {"tfs_z", 1, false},
+               {"mirostat", 0, false},        {"dynatemp_range", 0, false},
+               {"xtc_probability", 0, false}, {"dry_multiplier", 0, false},
+               {"top_n_sigma", 0, true},      {"n_probs", 0, false}};
     for (size_t i = 0; i < sizeof OFF / sizeof OFF[0]; i++) {
         json_t *v = field(o, OFF[i].name);
         if (!v) continue;

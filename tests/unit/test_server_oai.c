@@ -506,8 +506,9 @@ static void test_reasoning_and_bias(void) {
 
     /* llama.cpp's fields: n_predict and repeat_last_n are done, its other
      * samplers accepted only when off */
-    CHECK_INT(parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"n_predict\":7,\"repeat_last_n\":-1}", &e),
-              0);
+    CHECK_INT(
+        parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"n_predict\":7,\"repeat_last_n\":-1}", &e),
+        0);
     CHECK_INT(r.max_tokens, 7);
     CHECK_INT(r.samp.penalty_last_n, -1);
     inf_gen_params g2;
