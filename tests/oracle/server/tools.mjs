@@ -105,6 +105,13 @@ await test('tool_choice named', async () => {
   }
 });
 
+await test('tool_choice required with thinking on', async () => {
+  // the grammar waits for a </think> when the reply opens with <think>, else starts at once
+  const { reasoning_effort, ...thinking } = base;
+  const r = await client.chat.completions.create({ ...thinking, tool_choice: 'required', seed: 11 });
+  checkCalls(r, ['get_weather', 'search'], 'required, thinking on');
+});
+
 // A grammar that writes two calls: parallel_tool_calls false keeps one.
 const twoCalls = 'root ::= call "\\n" call\n' +
   'call ::= "<tool_call>\\n{\\"name\\": \\"search\\", \\"arguments\\": {\\"query\\": \\"" [a-z]{1,6} "\\"}}\\n</tool_call>"';
