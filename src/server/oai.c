@@ -114,6 +114,17 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
     json_array_foreach(content, k, part) {
         json_t *type = json_object_get(part, "type");
         json_t *t = json_object_get(part, "text");
+        const char *ty = json_string_value(type);
+        if (ty && (!strcmp(ty, "image_url") || !strcmp(ty, "input_image") ||
+                   !strcmp(ty, "input_audio") || !strcmp(ty, "file"))) {
+            inf_buf_free(&text);
+            return bad(e, where,
+                       "content part %zu is of type '%s': inferno runs the model's text part "
+                       "only (no vision or audio encoder), so images, audio and files cannot "
+                       "be read",
+                       k, ty),
+                   NULL;
+        }
         if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
             !json_is_string(t)) {
             inf_buf_free(&text);

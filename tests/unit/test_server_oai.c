@@ -111,6 +111,16 @@ static void test_chat_bad(void) {
         "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{}}]}"
         "]}",
         "messages[0]");
+    {
+        /* an image: the 400 says why (the text model only), not just "bad part" */
+        srv_request r;
+        srv_error e;
+        const char *img = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                          "\"text\":\"what is this?\"},{\"type\":\"image_url\",\"image_url\":"
+                          "{\"url\":\"data:image/png;base64,AA==\"}}]}]}";
+        CHECK(parse(&r, SRV_CHAT, img, &e) == -1);
+        CHECK_MSG(strstr(e.msg, "image_url") && strstr(e.msg, "text part only"), "%s", e.msg);
+    }
     bad(SRV_CHAT, "{" MSG ",\"model\":3}", "model");
     bad(SRV_CHAT, "{" MSG ",\"max_tokens\":\"10\"}", "max_tokens");
     bad(SRV_CHAT, "{" MSG ",\"max_tokens\":1.5}", "max_tokens");
