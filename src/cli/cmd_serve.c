@@ -42,7 +42,12 @@ static void usage(FILE *f) {
             "  --timeout SECONDS       idle connection timeout (default 600)\n"
             "  --header-timeout SECS   a request's headers must arrive within this (default 10)\n"
             "  --max-conns N           concurrent connections (default 1024)\n"
-            "  --max-conns-per-client N  from one address (default: half of --max-conns)\n",
+            "  --max-conns-per-client N  from one address (default: half of --max-conns)\n"
+            "  --embeddings            serve /v1/embeddings (last-token pooling, normalized); the\n"
+            "                          generation endpoints then answer 501, as llama.cpp's\n"
+            "  --cors-origins LIST     origins whose pages may call the server, comma-separated,\n"
+            "                          '*' for any (default: http://localhost, http://127.0.0.1,\n"
+            "                          http://[::1] on any port)\n",
             INF_DEFAULT_MODEL);
 }
 
@@ -71,6 +76,10 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--embeddings")) {
+            cfg.embeddings = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "inferno serve: unknown flag or missing value: %s\n", a);
@@ -123,6 +132,8 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_long(v, 1, 65536, &x), cfg.max_conns = (unsigned)x;
         else if (IS("--max-conns-per-client"))
             bad = parse_long(v, 1, 65536, &x), cfg.max_conns_per_client = (unsigned)x;
+        else if (IS("--cors-origins"))
+            cfg.cors_origins = v;
         else if (IS("--header-timeout"))
             bad = parse_long(v, 1, 3600, &x), cfg.header_timeout_s = (unsigned)x;
         else {
@@ -185,6 +196,19 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (eng->note[0]) fprintf(stderr, "inferno serve: %s\n", eng->note);
+    const char *why = NULL;
+    if (eng->ex.no_head && !cfg.embeddings)
+        why = "the model has no output head (an embedding model): start it with --embeddings";
+    else if (cfg.embeddings && eng->ex.pooling != INF_POOL_UNSPECIFIED &&
+             eng->ex.pooling != INF_POOL_LAST)
+        why = "--embeddings: the model file asks for a pooling other than the last token's "
+              "(pooling_type / 1_Pooling), which inferno does not compute";
+    if (why) {
+        fprintf(stderr, "inferno serve: %s: %s\n", model, why);
+        inf_engine_close(eng);
+        srv_http_stop(http);
+        return 1;
+    }
     srv_http_ready(http, &eng->ex, eng->sched);
     fprintf(stderr,
             "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache (K %s, V %s, "

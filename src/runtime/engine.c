@@ -16,7 +16,8 @@ static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err
                     .tokens = b->tokens,
                     .pos = b->pos,
                     .seq = b->seq,
-                    .logits = b->logits};
+                    .logits = b->logits,
+                    .hidden = b->hidden};
     if (inf_model_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++)
         inf_kv_cache_commit(e->kv, b->seq[r], b->pos[r], b->tokens[r]);
@@ -91,6 +92,24 @@ static void ex_sampler_free(void *s) {
 }
 
 /* ---- open / close ---- */
+
+/* llama.cpp's sampling defaults with the model file's recommendation over
+ * them (as llama.cpp's common_init_from_params applies general.sampling.*
+ * to what the user did not set); a value out of range names the key. */
+static int model_sampling(inf_sampler_params *p, const inf_model_file *mf, inf_err *err) {
+    const inf_sampling_rec *r = &mf->sampling;
+    *p = inf_sampler_defaults();
+    if (r->set & INF_REC_TEMP) p->temp = r->temp;
+    if (r->set & INF_REC_TOP_K) p->top_k = r->top_k;
+    if (r->set & INF_REC_TOP_P) p->top_p = r->top_p;
+    if (r->set & INF_REC_MIN_P) p->min_p = r->min_p;
+    if (r->set & INF_REC_REPEAT_PENALTY) p->repeat_penalty = r->repeat_penalty;
+    if (inf_sampler_check(p, err))
+        return inf_fail_ctx(err, "%s: the recommended sampling (%s)", mf->path,
+                            mf->format == INF_FORMAT_GGUF ? "general.sampling.*"
+                                                          : "generation_config.json");
+    return 0;
+}
 
 /* The context when -c is not given: the model's training length, or what
  * the memory left after the weights holds (e->note says so). A paged pool
@@ -186,13 +205,23 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
                             err))
         goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
+    inf_sampler_params sampling;
+    if (model_sampling(&sampling, e->mf, err)) goto fail;
     e->ex = (inf_exec){
         .ctx = e,
         .n_seq = n_seq,
         .n_ctx = n_ctx,
         .n_vocab = hp->n_vocab,
         .max_rows = max_rows,
+        .n_embd = hp->n_embd,
+        .no_head = hp->no_head,
+        .embd_eos = inf_tok_add_eos(e->tok),
+        .pooling = e->mf->pooling,
+        .sampling = sampling,
+        .rec_set = e->mf->sampling.set,
         .model_name = e->name,
+        .model_path = o->model_path,
+        .chat_template = e->mf->vocab.chat_template,
         .backend_name = e->backend_name,
         .forward = ex_forward,
         .seq_match = ex_seq_match,

@@ -8,7 +8,7 @@
 
 static int parse(srv_request *r, srv_kind k, const char *body, srv_error *e) {
     memset(e, 0, sizeof *e);
-    return srv_request_parse(r, k, body, strlen(body), e);
+    return srv_request_parse(r, k, body, strlen(body), NULL, e);
 }
 
 /* Expects a 400 naming `param` (NULL: no param check). */
@@ -90,7 +90,7 @@ static void test_chat_bad(void) {
         static const char body[] = "{\"prompt\":\"a\"}\0{\"max_tokens\":\"x\"}";
         srv_request r;
         srv_error e;
-        CHECK_INT(srv_request_parse(&r, SRV_COMPLETION, body, sizeof body - 1, &e), -1);
+        CHECK_INT(srv_request_parse(&r, SRV_COMPLETION, body, sizeof body - 1, NULL, &e), -1);
         CHECK_INT(e.status, 400);
         CHECK(strstr(e.msg, "NUL byte") != NULL);
     }
