@@ -4,7 +4,8 @@ out as the published files are (written from the formats, not from inferno):
 
   embd_model.py gguf IN.gguf OUT.gguf
       Qwen3-Embedding as its GGUF: qwen3.pooling_type 3 (last), and
-      tokenizer.ggml.add_eos_token true (the eos token appended to a text).
+      tokenizer.ggml.add_eos_token true with eos_token_id <|endoftext|> (151643),
+      the token appended to a text.
   embd_model.py hf IN-hf OUT-hf
       Qwen3-Embedding-8B as Hugging Face ships it: tensors saved from the
       base model (no "model." prefix), tie_word_embeddings false and no
@@ -67,6 +68,7 @@ def main():
     what, src, out = sys.argv[1], sys.argv[2], sys.argv[3]
     if what == "gguf":
         gguf_with(src, out, [(b"qwen3.pooling_type", 4, struct.pack("<I", 3)),
+                             (b"tokenizer.ggml.eos_token_id", 4, struct.pack("<I", 151643)),
                              (b"tokenizer.ggml.add_eos_token", 7, b"\x01")])
     elif what == "sampling-gguf":
         gguf_with(src, out, [(b"general.sampling.temp", 6, f32(SAMPLING["temperature"])),
