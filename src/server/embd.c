@@ -121,7 +121,7 @@ int srv_embd_parse(srv_embd_request *r, const inf_exec *ex, const char *body, si
     }
     /* One input (a string, or an array of ids), or an array of inputs. */
     bool many = json_is_array(in) && json_array_size(in) > 0 &&
-                !json_is_integer(json_array_get(in, 0));
+                !json_is_number(json_array_get(in, 0));
     size_t n = many ? json_array_size(in) : 1;
     if (json_is_array(in) && json_array_size(in) == 0) {
         bad(e, "input", "must not be an empty array", -1);
