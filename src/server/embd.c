@@ -65,6 +65,12 @@ static int one_input(srv_embd_request *r, const inf_exec *ex, json_t *v, int i, 
 int srv_embd_parse(srv_embd_request *r, const inf_exec *ex, const char *body, size_t len,
                    srv_error *e) {
     memset(r, 0, sizeof *r);
+    size_t nv = srv_json_values(body, len);
+    if (nv > SRV_MAX_JSON_VALUES)
+        return srv_error_set(e, 413, "invalid_request_error", "request_too_large", NULL,
+                             "the request body holds about %zu JSON values, more than the limit "
+                             "of %d",
+                             nv, SRV_MAX_JSON_VALUES);
     json_error_t je;
     json_t *root = srv_json_parse_body(body, len, &je);
     if (!root)

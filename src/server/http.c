@@ -707,8 +707,19 @@ static enum MHD_Result do_embeddings(srv_http *h, struct MHD_Connection *c, cons
                     "This server does not support embeddings. Start it with `--embeddings`");
     srv_embd_request r;
     srv_error e;
-    if (srv_embd_parse(&r, h->ex, body->data ? body->data : "", body->len, &e))
-        return send_error(h, c, &e);
+    /* parsed and tokenized within the same bound on concurrent parses as
+     * the generation requests (MAX_PARSING) */
+    pthread_mutex_lock(&h->parse_mu);
+    while (h->parsing >= MAX_PARSING)
+        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
+    h->parsing++;
+    pthread_mutex_unlock(&h->parse_mu);
+    int bad = srv_embd_parse(&r, h->ex, body->data ? body->data : "", body->len, &e);
+    pthread_mutex_lock(&h->parse_mu);
+    h->parsing--;
+    pthread_cond_signal(&h->parse_cv);
+    pthread_mutex_unlock(&h->parse_mu);
+    if (bad) return send_error(h, c, &e);
     /* every input is a task: the scheduler runs them across its slots */
     inf_task **tasks = calloc((size_t)r.n_inputs, sizeof *tasks);
     enum MHD_Result ok = MHD_NO;

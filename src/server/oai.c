@@ -570,3 +570,7 @@ json_t *srv_logprobs_json(srv_kind kind, const inf_logprob *lp, int n, int text_
     json_object_set_new(j, "text_offset", off);
     return j;
 }
+
+size_t srv_json_values(const char *body, size_t len) {
+    return body ? json_values_bound(body, len) : 1;
+}

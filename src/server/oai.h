@@ -85,6 +85,10 @@ typedef struct srv_request {
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len,
                       const inf_sampler_params *defaults, srv_error *e);
 
+/* An upper bound on the JSON values (arrays, objects, their members) body
+ * expands into, counted without parsing it (SRV_MAX_JSON_VALUES bounds it). */
+size_t srv_json_values(const char *body, size_t len);
+
 /* Parses a request body as JSON (jansson), refusing a body with a NUL byte
  * (jansson would read only up to it). NULL with je filled on failure. */
 json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je);
