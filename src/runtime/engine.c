@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,16 +99,33 @@ static void ex_sampler_free(void *s) {
  * to what the user did not set); a value out of range names the key. */
 static int model_sampling(inf_sampler_params *p, const inf_model_file *mf, inf_err *err) {
     const inf_sampling_rec *r = &mf->sampling;
+    const bool gguf = mf->format == INF_FORMAT_GGUF;
     *p = inf_sampler_defaults();
+    static const struct {
+        unsigned bit;
+        const char *gguf, *hf, *want;
+    } keys[] = {
+        {INF_REC_TEMP, "general.sampling.temp", "temperature", "a finite number"},
+        {INF_REC_TOP_K, "general.sampling.top_k", "top_k", ">= 0 (0: off)"},
+        {INF_REC_TOP_P, "general.sampling.top_p", "top_p", "in [0, 1]"},
+        {INF_REC_MIN_P, "general.sampling.min_p", "min_p", "in [0, 1]"},
+        {INF_REC_REPEAT_PENALTY, "general.sampling.penalty_repeat", "repetition_penalty",
+         "> 0 (1: off)"},
+    };
+    const double v[5] = {r->temp, r->top_k, r->top_p, r->min_p, r->repeat_penalty};
+    const bool ok[5] = {isfinite(r->temp), r->top_k >= 0, r->top_p >= 0 && r->top_p <= 1,
+                        r->min_p >= 0 && r->min_p <= 1,
+                        r->repeat_penalty > 0 && isfinite(r->repeat_penalty)};
+    for (int i = 0; i < 5; i++)
+        if ((r->set & keys[i].bit) && !ok[i])
+            return inf_fail(err, "%s: %s%s is %g, expected %s", mf->path,
+                            gguf ? "" : "generation_config.json: ",
+                            gguf ? keys[i].gguf : keys[i].hf, v[i], keys[i].want);
     if (r->set & INF_REC_TEMP) p->temp = r->temp;
     if (r->set & INF_REC_TOP_K) p->top_k = r->top_k;
     if (r->set & INF_REC_TOP_P) p->top_p = r->top_p;
     if (r->set & INF_REC_MIN_P) p->min_p = r->min_p;
     if (r->set & INF_REC_REPEAT_PENALTY) p->repeat_penalty = r->repeat_penalty;
-    if (inf_sampler_check(p, err))
-        return inf_fail_ctx(err, "%s: the recommended sampling (%s)", mf->path,
-                            mf->format == INF_FORMAT_GGUF ? "general.sampling.*"
-                                                          : "generation_config.json");
     return 0;
 }
 

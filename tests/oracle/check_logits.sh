@@ -287,6 +287,20 @@ np.save(sys.argv[2], (v / np.linalg.norm(v)).astype(np.float32))" "$tmp/ref_text
             "$tmp/embd_text_$src.npy" "$tmp/ref_text32.npy" $TOL || bad "text embedding ($src)"
     kill -TERM $epid; wait $epid 2>/dev/null
 done
+# what the files state, refused by name when it is wrong or not computable
+kv_msg() { # key type value: inferno's error on tiny-q8_0 with that key
+    $PY $EMB kv models/tiny-q8_0.gguf "$tmp/kv.gguf" "$1" "$2" "$3" &&
+        $INF run -m "$tmp/kv.gguf" --token-ids 1,2 -n 1 2>&1 >/dev/null
+}
+msg=$(kv_msg qwen3.pooling_type u32 9)
+[[ "$msg" == *"qwen3.pooling_type is 9"* ]] && ok "pooling_type out of range: $msg" || bad "pooling_type 9: $msg"
+msg=$(kv_msg general.sampling.top_p str high)
+[[ "$msg" == *"general.sampling.top_p"* ]] && ok "a sampling key of the wrong type: $msg" || bad "top_p string: $msg"
+msg=$(kv_msg general.sampling.top_p f32 1.5)
+[[ "$msg" == *"general.sampling.top_p is 1.5, expected in [0, 1]"* ]] && ok "a sampling value out of range: $msg" || bad "top_p 1.5: $msg"
+$PY $EMB kv "$tmp/embd.gguf" "$tmp/mean.gguf" qwen3.pooling_type u32 1
+msg=$($INF serve -m "$tmp/mean.gguf" --embeddings --port 0 2>&1)
+[[ "$msg" == *"pooling other than the last token"* ]] && ok "mean pooling is refused for --embeddings" || bad "mean pooling: $msg"
 msg=$($INF run -m "$tmp/embd-hf" --token-ids 1,2 -n 1 2>&1)
 [[ "$msg" == *"no output head"* ]] && ok "a model without a head refuses to generate: $msg" || bad "no-head generate: $msg"
 msg=$($INF serve -m "$tmp/embd-hf" --port 0 2>&1)

@@ -15,6 +15,8 @@ out as the published files are (written from the formats, not from inferno):
   embd_model.py sampling-gguf IN.gguf OUT.gguf
       general.sampling.temp 0.0 (f32), top_k 7 (i32), top_p 0.5 (f32),
       min_p 0.25 (f32), penalty_repeat 1.5 (f32).
+  embd_model.py kv IN.gguf OUT.gguf KEY u32|i32|f32|str VALUE
+      one key set (added or replaced), for the checks of bad values.
   embd_model.py sampling-hf IN-hf OUT-hf
       generation_config.json with temperature 0.0, top_k 7, top_p 0.5,
       min_p 0.25, repetition_penalty 1.5."""
@@ -77,6 +79,13 @@ def main():
                              (b"general.sampling.min_p", 6, f32(SAMPLING["min_p"])),
                              (b"general.sampling.penalty_repeat", 6,
                               f32(SAMPLING["repetition_penalty"]))])
+    elif what == "kv":
+        key, ty, val = sys.argv[4].encode(), sys.argv[5], sys.argv[6]
+        t, raw = {"u32": (4, lambda v: struct.pack("<I", int(v))),
+                  "i32": (5, lambda v: struct.pack("<i", int(v))),
+                  "f32": (6, lambda v: f32(float(v))),
+                  "str": (8, lambda v: struct.pack("<Q", len(v.encode())) + v.encode())}[ty]
+        gguf_with(src, out, [(key, t, raw(val))])
     elif what == "sampling-hf":
         copy_hf(src, out)
         with open(os.path.join(out, "generation_config.json"), "w") as f:
