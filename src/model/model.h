@@ -83,10 +83,11 @@ typedef struct inf_batch {
 /* Runs the model over the batch. kv[s * n_layer + l] is sequence s's cache
  * at layer l; it must already hold positions 0..p-1 of every span starting at
  * position p, and room for the batch's rows, which the call writes.
- * logits receives [n_selected][n_vocab] floats, the INF_OUT_LOGITS rows in
- * batch order; b->hidden the INF_OUT_HIDDEN rows' final-normed states. A model
- * without an output head (hp.no_head: an embedding model) refuses logits rows. Nothing is allocated here (the backend's ops may grow their scratch
- * on the first use of a larger batch). Returns 0, or -1 with a message for a
+ * logits receives [n_logits][n_vocab] floats, the INF_OUT_LOGITS rows in
+ * batch order; b->hidden the INF_OUT_HIDDEN rows' final-normed states. A
+ * model without an output head (hp.no_head: an embedding model) refuses
+ * logits rows. Nothing is allocated here (the backend's ops may grow their
+ * scratch on the first use of a larger batch). Returns 0, or -1 with a message for a
  * batch that does not fit (row count, token id, position, sequence index) or
  * for memory the backend could not get ("out of memory: ..."). After -1 the
  * logits and the cache rows at the batch's positions are unspecified (the

@@ -316,7 +316,8 @@ static int load_weights(inf_model_file *m, const char *dir, inf_err *err) {
      * transformers loads them, so that both layouts read alike. */
     bool flat = m->n_tensors > 0;
     for (int i = 0; i < m->n_tensors && flat; i++)
-        if (!strncmp(m->tensors[i].name, "model.", 6) || !strcmp(m->tensors[i].name, "lm_head.weight"))
+        if (!strncmp(m->tensors[i].name, "model.", 6) ||
+            !strcmp(m->tensors[i].name, "lm_head.weight"))
             flat = false;
     for (int i = 0; i < m->n_tensors && flat; i++) {
         char *name = malloc(strlen(m->tensors[i].name) + 7);
@@ -408,7 +409,8 @@ static int load_generation_config(inf_model_file *m, const char *dir, inf_err *e
     }
     /* do_sample false: transformers decodes greedily whatever the others say */
     json_t *ds = cfg ? json_object_get(cfg, "do_sample") : NULL;
-    if (!rc && ds && !json_is_boolean(ds)) rc = inf_fail(err, "%s: do_sample: expected true or false", path);
+    if (!rc && ds && !json_is_boolean(ds))
+        rc = inf_fail(err, "%s: do_sample: expected true or false", path);
     if (!rc && json_is_false(ds)) {
         r->set |= INF_REC_TEMP;
         r->temp = 0;

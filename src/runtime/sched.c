@@ -672,8 +672,8 @@ int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf
     s->gscratch = malloc((size_t)ex->n_vocab * sizeof *s->gscratch);
     if (ex->n_embd > 0)
         s->hidden = malloc((size_t)s->n_slots * (size_t)ex->n_embd * sizeof *s->hidden);
-    bool ok = (ex->n_embd <= 0 || s->hidden) && s->slots && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
-              s->logits && s->scratch && s->gscratch;
+    bool ok = s->slots && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
+              s->logits && s->scratch && s->gscratch && (ex->n_embd <= 0 || s->hidden);
     for (int i = 0; ok && i < s->n_slots; i++)
         s->slots[i].id = i;
     pthread_mutex_init(&s->mu, NULL);

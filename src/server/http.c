@@ -306,7 +306,6 @@ static json_t *sampling_source_json(unsigned set) {
     return j;
 }
 
-
 static enum MHD_Result do_health(srv_http *h, struct MHD_Connection *c) {
     if (!atomic_load(&h->ready)) {
         srv_error e;

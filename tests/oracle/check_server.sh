@@ -191,6 +191,18 @@ if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$g" ]; then pass=$((pass + 1)); e
 a=$(gen -s 1 --temp 1 --top-k 0 --top-p 1 --min-p 0); b=$(gen -s 2 --temp 1 --top-k 0 --top-p 1 --min-p 0)
 if [ "$a" != "$b" ]; then pass=$((pass + 1)); else
     echo "FAILED: run --temp 1 on the sampling model: seeds 1 and 2 gave the same text '$a'"; fail=$((fail + 1)); fi
+# the same from a Hugging Face folder's generation_config.json
+if [ -d models/tiny-f32-hf ]; then
+    /usr/bin/python3 tests/oracle/embd_model.py sampling-hf models/tiny-f32-hf "$mdir/sampling-hf"
+    hgen() { "$INFERNO" run -m "$mdir/sampling-hf" -p 'Name three colours.' -n 12 --no-think "$@" 2>/dev/null; }
+    a=$(hgen -s 1); b=$(hgen -s 2); g=$(hgen -s 3 --temp 0 --repeat-penalty 1.5)
+    if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$g" ]; then pass=$((pass + 1)); else
+        echo "FAILED: run on generation_config.json temperature 0: '$a' '$b' '$g'"; fail=$((fail + 1)); fi
+    a=$("$INFERNO" run -m models/tiny-f32-hf -p 'Name three colours.' -n 12 --no-think -s 1 2>/dev/null)
+    b=$("$INFERNO" run -m models/tiny-f32-hf -p 'Name three colours.' -n 12 --no-think -s 2 2>/dev/null)
+    if [ "$a" != "$b" ]; then pass=$((pass + 1)); else
+        echo "FAILED: the control: without generation_config.json seeds 1 and 2 gave the same text"; fail=$((fail + 1)); fi
+fi
 
 # Clean shutdown on SIGTERM within 10 s, exit status 0, no sanitizer report.
 for which in paged basic; do
