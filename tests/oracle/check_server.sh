@@ -205,8 +205,13 @@ if [ -d models/tiny-f32-hf ]; then
 fi
 
 # Clean shutdown on SIGTERM within 10 s, exit status 0, no sanitizer report.
-for which in paged basic; do
-    if [ "$which" = paged ]; then p=$pid; l=$log; else p=$bpid; l=$blog; fi
+for which in paged basic embeddings sampling; do
+    case $which in
+    paged) p=$pid l=$log ;;
+    basic) p=$bpid l=$blog ;;
+    embeddings) p=$epid l=$elog ;;
+    *) p=$sspid l=$slog ;;
+    esac
     kill -TERM "$p"
     for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$p" 2>/dev/null; then
