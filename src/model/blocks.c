@@ -150,6 +150,9 @@ static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backen
     /* the backend reads its packed copy from now on: the file's pages of
        this weight can leave the resident set */
     if (drop && w->packed) inf_model_drop_pages(mf, t);
+    /* read in place: its pages mapped at load, not faulted in one by one
+       while it runs (a MoE model reaches new experts on most tokens) */
+    if (!w->packed) inf_model_populate_pages(mf, t);
     return 0;
 }
 

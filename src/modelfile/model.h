@@ -119,6 +119,9 @@ const inf_tensor *inf_model_find(const inf_model_file *m, const char *name);
  * read again, so a packed copy does not sit beside the whole mapped file.
  * A no-op for a tensor not in one of the file's mappings. */
 void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t);
+/* The file's pages of t mapped now, for a weight the backend reads in place
+ * (see inf_mmap_populate). */
+void inf_model_populate_pages(const inf_model_file *m, const inf_tensor *t);
 
 /* The file's own metadata by key: a GGUF key ("qwen3moe.expert_count") or a
  * top-level config.json field ("num_experts"), whichever the format holds.

@@ -116,14 +116,26 @@ int model_index(inf_model_file *m, inf_err *err) {
     return check_hparams(m, err);
 }
 
-void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t) {
+/* The mapping t's data lies in, or NULL. */
+static const inf_mmap *tensor_map(const inf_model_file *m, const inf_tensor *t) {
     const struct inf_model_file_priv *p = m->priv;
-    if (!p || !t) return;
-    if (p->gguf && !p->splits) inf_mmap_drop(&p->gguf->map, t->data, t->nbytes);
+    if (!p || !t) return NULL;
+    if (p->gguf && !p->splits) return &p->gguf->map;
     if (p->splits && t->file_index >= 0 && t->file_index < p->n_splits)
-        inf_mmap_drop(&p->splits[t->file_index]->map, t->data, t->nbytes);
+        return &p->splits[t->file_index]->map;
     if (!p->gguf && t->file_index >= 0 && t->file_index < p->n_st)
-        inf_mmap_drop(&p->st[t->file_index]->map, t->data, t->nbytes);
+        return &p->st[t->file_index]->map;
+    return NULL;
+}
+
+void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t) {
+    const inf_mmap *map = tensor_map(m, t);
+    if (map) inf_mmap_drop(map, t->data, t->nbytes);
+}
+
+void inf_model_populate_pages(const inf_model_file *m, const inf_tensor *t) {
+    const inf_mmap *map = tensor_map(m, t);
+    if (map) inf_mmap_populate(map, t->data, t->nbytes);
 }
 
 /* ---- metadata ---- */

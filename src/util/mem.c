@@ -80,6 +80,19 @@ void inf_mmap_drop(const inf_mmap *m, const void *p, size_t n) {
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+void inf_mmap_populate(const inf_mmap *m, const void *p, size_t n) {
+    const unsigned char *b = p;
+    if (!m || !m->data || b < m->data || n > m->size || (size_t)(b - m->data) > m->size - n)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)b & ~(page - 1), hi = (uintptr_t)b + n;
+    if (hi <= lo) return;
+#ifdef MADV_POPULATE_READ
+    if (madvise((void *)lo, hi - lo, MADV_POPULATE_READ) == 0) return;
+#endif
+    madvise((void *)lo, hi - lo, MADV_WILLNEED);
+}
+
 void inf_mmap_close(inf_mmap *m) {
     if (m && m->data) munmap((void *)m->data, m->size);
     if (m) {

@@ -31,6 +31,12 @@ typedef struct inf_mmap {
 /* Maps `path` read-only. On failure returns -1 with a message naming the path. */
 int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err);
 
+/* Maps the pages of [p, p+n) inside m into the page table now
+ * (MADV_POPULATE_READ; reading them from the page cache or the disk), so a
+ * weight read in place does not fault page by page while it runs: a MoE
+ * model touches a new expert's pages on most tokens. Best effort: on a
+ * kernel without it, readahead is only asked for (MADV_WILLNEED). */
+void inf_mmap_populate(const inf_mmap *m, const void *p, size_t n);
 /* Hands the whole pages of [p, p + n) back to the page cache: they leave the
  * process's resident set and are read back from the file if touched again
  * (the mapping is read-only and private, so nothing is lost). A no-op for a
