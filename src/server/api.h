@@ -90,6 +90,11 @@ extern const srv_api srv_api_completions; /* POST /v1/completions */
 extern const srv_api srv_api_responses;   /* POST /v1/responses */
 extern const srv_api srv_api_messages;    /* POST /v1/messages */
 
+/* POST /v1/messages/count_tokens: the body of a Messages request without
+ * max_tokens, parsed as srv_api_messages.parse does (the prompt is rendered
+ * and tokenized as for /v1/messages). */
+int srv_messages_count_parse(srv_request *r, const char *body, size_t len, srv_error *e);
+
 /* A fresh id with the API's prefix, the model name and the clock; echo is
  * taken (owned by m). */
 void srv_resp_meta_init(srv_resp_meta *m, const srv_api *api, const char *model, json_t *echo);
