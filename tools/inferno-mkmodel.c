@@ -1,7 +1,7 @@
 /* inferno-mkmodel: writes random-weight Qwen3 test models (tests/support/synth.h)
  * as GGUF files and Hugging Face folders, with the real Qwen3 tokenizer.
  *
- *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b-6l --tokenizer DIR
+ *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l] --tokenizer DIR
  *                   --out DIR --formats gguf:f32,gguf:q4_k_m,hf:bf16,hf-sharded:f32,...
  *                   [--seed N] [--skip-existing]
  *
@@ -18,7 +18,7 @@
 #include "support/synth.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b-6l\n"
+    fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]\n"
                     "                       --tokenizer DIR --out DIR\n"
                     "                       --formats KIND:TYPE[,KIND:TYPE...] [--seed N] "
                     "[--skip-existing]\n"
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
     }
     synth_model m = {.name = preset, .seed = seed};
     if (synth_preset(&m.hp, preset)) {
-        fprintf(stderr, "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b-6l)\n", preset);
+        fprintf(stderr, "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b, qwen3-30b-a3b-6l)\n", preset);
         return 2;
     }
 

@@ -42,7 +42,10 @@ static void usage(FILE *f) {
             "  --timeout SECONDS       idle connection timeout (default 600)\n"
             "  --header-timeout SECS   a request's headers must arrive within this (default 10)\n"
             "  --max-conns N           concurrent connections (default 1024)\n"
-            "  --max-conns-per-client N  from one address (default: half of --max-conns)\n",
+            "  --max-conns-per-client N  from one address (default: half of --max-conns)\n"
+            "  --sse-ping-interval S   a stream with nothing new for S seconds gets a ping, so\n"
+            "                          clients do not give up during a long prefill (default 5;\n"
+            "                          0: never)\n",
             INF_DEFAULT_MODEL);
 }
 
@@ -61,7 +64,8 @@ int cmd_serve(int argc, char **argv) {
                       .port = 8080,
                       .max_body = 8u << 20,
                       .timeout_s = 600,
-                      .max_conns = 1024};
+                      .max_conns = 1024,
+                      .sse_ping_s = 5};
     long np = 4, ctx = 0, threads = 0, batch = 256, block = INF_KV_BLOCK_SIZE_DEFAULT;
     size_t cache_bytes = 0;
     inf_kv_kind kind = INF_KV_PAGED;
@@ -125,6 +129,8 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_long(v, 1, 65536, &x), cfg.max_conns_per_client = (unsigned)x;
         else if (IS("--header-timeout"))
             bad = parse_long(v, 1, 3600, &x), cfg.header_timeout_s = (unsigned)x;
+        else if (IS("--sse-ping-interval"))
+            bad = parse_long(v, 0, 3600, &x), cfg.sse_ping_s = (unsigned)x;
         else {
             fprintf(stderr, "inferno serve: unknown flag %s\n", a);
             usage(stderr);

@@ -268,7 +268,7 @@ static void facts(const inf_model_file *mf, inf_model_facts *f) {
  * is the NeoX RoPE (the three position ids are equal) and deepstack adds
  * nothing, so text prompts run as qwen3. */
 static const char *const gguf_archs[] = {"qwen3", "qwen3vl", NULL};
-static const char *const hf_types[] = {"qwen3", NULL};
+static const char *const hf_types[] = {"qwen3", "qwen3_vl", NULL};
 
 const inf_arch inf_arch_qwen3 = {
     .name = "qwen3",

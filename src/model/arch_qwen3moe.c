@@ -138,6 +138,16 @@ static int slice(inf_tensor *out, const inf_model_file *mf, const inf_tensor *t,
     return 0;
 }
 
+/* A Hugging Face gate_up_proj of shape [X, E, 2F] (ne {2F, E, X}): the x·W
+ * layout of Qwen3-VL-MoE's experts, not transformers v5's W·x [X, 2F, E]. */
+static bool transposed_experts(const inf_model_file *mf, int l) {
+    char name[128];
+    blk_name_fmt(name, sizeof name, mf, gate_up_exps, l, -1);
+    const inf_tensor *t = inf_model_find(mf, name);
+    const inf_hparams *hp = &mf->hp;
+    return t && t->n_dims == 3 && t->ne[0] == 2 * hp->n_ff_exp && t->ne[1] == hp->n_embd;
+}
+
 /* Checks (be NULL: at open) or binds (w, be) layer l's MoE FFN. */
 static int moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be, int l,
                     inf_err *err) {
@@ -145,6 +155,12 @@ static int moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be,
     const int64_t E = hp->n_embd, F = hp->n_ff_exp, X = hp->n_expert;
     const bool gguf = mf->format == INF_FORMAT_GGUF;
     const inf_tensor *norm, *router, *gu = NULL, *g = NULL, *u = NULL, *d = NULL;
+    if (!gguf && transposed_experts(mf, l))
+        return inf_fail(err,
+                        "layer %d: the experts are stored for x·W (mlp.experts.gate_up_proj [%lld, "
+                        "%lld, %lld], Qwen3-VL-MoE's layout); inferno reads that layout only from "
+                        "GGUF (llama.cpp's converter transposes it)",
+                        l, (long long)X, (long long)E, (long long)(2 * F));
     if (blk_find(&norm, mf, inf_qwen3_ffn_names.norm, l, -1, 1, (int64_t[]){E}, true, false, err) ||
         blk_find(&router, mf, router_name, l, -1, 2, (int64_t[]){E, X}, false, false, err) ||
         blk_find(&gu, mf, gate_up_exps, l, -1, 3, (int64_t[]){E, 2 * F, X}, false, true, err))
@@ -336,7 +352,7 @@ static void facts(const inf_model_file *mf, inf_model_facts *f) {
 
 /* qwen3vlmoe: Qwen3-VL-30B-A3B's text model (see arch_qwen3.c's qwen3vl) */
 static const char *const gguf_archs[] = {"qwen3moe", "qwen3vlmoe", NULL};
-static const char *const hf_types[] = {"qwen3_moe", NULL};
+static const char *const hf_types[] = {"qwen3_moe", "qwen3_vl_moe", NULL};
 
 const inf_arch inf_arch_qwen3moe = {
     .name = "qwen3moe",

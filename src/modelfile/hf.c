@@ -168,6 +168,26 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
         goto done;
     }
     if (!(m->arch = strdup(json_string_value(mt)))) goto oom;
+    /* A vision-language folder (Qwen3-VL: model_type qwen3_vl) holds its text
+     * model's fields in text_config: they are the model's, read over the
+     * top level's (tie_word_embeddings may sit at either). */
+    json_t *text = json_object_get(cfg, "text_config");
+    if (text) {
+        if (!json_is_object(text)) {
+            inf_fail(err, "%s: field text_config is not an object", path);
+            goto done;
+        }
+        json_t *merged = json_copy(cfg);
+        if (!merged || json_object_update(merged, text)) {
+            json_decref(merged);
+            goto oom;
+        }
+        json_object_del(merged, "text_config");
+        json_object_del(merged, "vision_config");
+        json_decref(cfg);
+        cfg = merged;
+        m->priv->text_of_multimodal = true;
+    }
     inf_hparams *hp = &m->hp;
     double eps;
     if (cfg_int(cfg, path, "hidden_size", -1, &hp->n_embd, err) ||
@@ -296,7 +316,22 @@ static int load_weights(inf_model_file *m, const char *dir, inf_err *err) {
         for (int i = 0; i < f->n_tensors; i++) {
             const st_tensor *st = &f->tensors[i];
             inf_tensor *t = &m->tensors[m->n_tensors];
-            if (!(t->name = strdup(st->name))) {
+            const char *name = st->name;
+            if (m->priv->text_of_multimodal) {
+                /* the text model only: the language model's tensors under the
+                   names of the text-only checkpoint, the vision tower left out */
+                if (!strncmp(name, "model.visual.", 13) || !strncmp(name, "visual.", 7)) continue;
+                static const char LM[] = "model.language_model.";
+                if (!strncmp(name, LM, sizeof LM - 1)) {
+                    t->name = malloc(strlen(name) + 1);
+                    if (t->name) sprintf(t->name, "model.%s", name + sizeof LM - 1);
+                } else {
+                    t->name = strdup(name);
+                }
+            } else {
+                t->name = strdup(name);
+            }
+            if (!t->name) {
                 inf_fail(err, "%s: out of memory", dir);
                 goto done;
             }

@@ -21,7 +21,9 @@ struct inf_model_file_priv {
     gguf_file **splits; /* GGUF split into files: [n_splits], splits[0] == gguf */
     int n_st;
     st_file **st;               /* HF: [n_st] safetensors files (shards); own their mappings */
-    json_t *cfg;                /* HF: config.json, for inf_model_meta_* */
+    json_t *cfg;                /* HF: config.json (a multimodal one's text_config merged
+                                   over it), for inf_model_meta_* */
+    bool text_of_multimodal;    /* HF: the text model of a vision-language folder */
     const inf_tensor **by_name; /* [n_tensors] sorted by name, for inf_model_find */
 };
 

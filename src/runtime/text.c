@@ -71,8 +71,7 @@ void inf_buf_free(inf_buf *b) {
 /* Sequence length announced by a lead byte; 0 for a continuation or invalid byte. */
 /* ---- stop strings ---- */
 
-/* Longest k < len(pat) such that the last k bytes of h equal pat's first k. */
-static size_t suffix_prefix(const char *h, size_t hn, const char *pat, size_t pn) {
+size_t inf_suffix_prefix(const char *h, size_t hn, const char *pat, size_t pn) {
     size_t k = hn < pn - 1 ? hn : pn - 1;
     for (; k > 0; k--)
         if (!memcmp(h + hn - k, pat, k)) return k;
@@ -130,7 +129,7 @@ int inf_stop_push(inf_stop *s, inf_buf *out, const char *text, size_t n) {
     }
     size_t keep = 0;
     for (int i = 0; i < s->n_stops; i++) {
-        size_t k = suffix_prefix(h, hn, s->stops[i], strlen(s->stops[i]));
+        size_t k = inf_suffix_prefix(h, hn, s->stops[i], strlen(s->stops[i]));
         if (k > keep) keep = k;
     }
     if (inf_buf_add(out, h, hn - keep)) return -1;
@@ -143,101 +142,4 @@ int inf_stop_flush(inf_stop *s, inf_buf *out) {
     if (inf_buf_add(out, s->held.data ? s->held.data : "", s->held.len)) return -1;
     inf_buf_clear(&s->held);
     return 0;
-}
-
-/* ---- reasoning splitter ---- */
-
-enum { THINK_START, THINK_LEAD, THINK_IN, CONTENT_LEAD, CONTENT_IN };
-
-static const char OPEN_TAG[] = "<think>";
-static const char CLOSE_TAG[] = "</think>";
-
-static bool is_ws(char c) {
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-void inf_think_init(inf_think *t, bool start_in_think) {
-    memset(t, 0, sizeof *t);
-    t->state = start_in_think ? THINK_LEAD : THINK_START;
-}
-
-void inf_think_free(inf_think *t) {
-    inf_buf_free(&t->held);
-}
-
-/* Runs the state machine over the held text as far as it can be decided. */
-static int think_run(inf_think *t, inf_buf *content, inf_buf *reasoning) {
-    for (;;) {
-        inf_buf *h = &t->held;
-        if (h->len == 0) return 0;
-        switch (t->state) {
-        case THINK_START: {
-            size_t ws = 0;
-            while (ws < h->len && is_ws(h->data[ws]))
-                ws++;
-            size_t rest = h->len - ws, tl = sizeof OPEN_TAG - 1;
-            size_t cmp = rest < tl ? rest : tl;
-            if (memcmp(h->data + ws, OPEN_TAG, cmp)) {
-                t->state = CONTENT_IN; /* no reasoning block: everything is content */
-                continue;
-            }
-            if (rest < tl) return 0; /* still a possible tag */
-            inf_buf_consume(h, ws + tl);
-            t->state = THINK_LEAD;
-            continue;
-        }
-        case THINK_LEAD:
-        case CONTENT_LEAD: {
-            size_t ws = 0;
-            while (ws < h->len && is_ws(h->data[ws]))
-                ws++;
-            inf_buf_consume(h, ws);
-            if (h->len == 0) return 0;
-            t->state = t->state == THINK_LEAD ? THINK_IN : CONTENT_IN;
-            continue;
-        }
-        case THINK_IN: {
-            size_t tl = sizeof CLOSE_TAG - 1;
-            const char *p = memmem(h->data, h->len, CLOSE_TAG, tl);
-            if (p) {
-                size_t end = (size_t)(p - h->data);
-                while (end > 0 && is_ws(h->data[end - 1]))
-                    end--;
-                if (inf_buf_add(reasoning, h->data, end)) return -1;
-                inf_buf_consume(h, (size_t)(p - h->data) + tl);
-                t->state = CONTENT_LEAD;
-                continue;
-            }
-            size_t j = h->len - suffix_prefix(h->data, h->len, CLOSE_TAG, tl);
-            while (j > 0 && is_ws(h->data[j - 1]))
-                j--;
-            if (inf_buf_add(reasoning, h->data, j)) return -1;
-            inf_buf_consume(h, j);
-            return 0;
-        }
-        default: /* CONTENT_IN */
-            if (inf_buf_add(content, h->data, h->len)) return -1;
-            inf_buf_clear(h);
-            return 0;
-        }
-    }
-}
-
-int inf_think_push(inf_think *t, inf_buf *content, inf_buf *reasoning, const char *text, size_t n) {
-    if (inf_buf_add(&t->held, text, n)) return -1;
-    return think_run(t, content, reasoning);
-}
-
-int inf_think_flush(inf_think *t, inf_buf *content, inf_buf *reasoning) {
-    inf_buf *h = &t->held;
-    int rc = 0;
-    if (h->len) {
-        if (t->state == THINK_IN)
-            rc = inf_buf_add(reasoning, h->data, h->len);
-        else if (t->state == THINK_START)
-            rc = inf_buf_add(content, h->data, h->len);
-        /* LEAD states hold only layout whitespace: dropped. */
-    }
-    inf_buf_clear(h);
-    return rc;
 }

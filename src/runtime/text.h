@@ -1,8 +1,8 @@
 /* The text stages after the streaming detokenizer, shared by every program:
- * stop-string matching that never leaks a prefix of a stop string, and the
- * Qwen3 <think>...</think> splitter that routes reasoning to its own field.
+ * a growing buffer, and stop-string matching that never leaks a prefix of a
+ * stop string (the reply's reasoning and tool calls: runtime/reply.h).
  *
- * Both are pure (no I/O, no globals) so the tests drive them byte by
+ * Pure (no I/O, no globals) so the tests drive them byte by
  * byte. Each owns a growing "held" buffer; emitted text is appended to a
  * caller's inf_buf. */
 #ifndef INF_RUNTIME_TEXT_H
@@ -48,21 +48,8 @@ int inf_stop_push(inf_stop *s, inf_buf *out, const char *text, size_t n);
 /* End of generation without a stop: releases the held text. */
 int inf_stop_flush(inf_stop *s, inf_buf *out);
 
-/* The reasoning splitter. Text inside <think>...</think> goes to `reasoning`,
- * the rest to `content`. Whitespace right after <think> and right after
- * </think>, and the whitespace right before </think>, are dropped, as the
- * model writes them for layout. A partial tag at the end of the pushed text
- * is held until it is decided. Only a <think> at the very start of the output
- * (after whitespace) opens reasoning; `start_in_think` is for prompts that
- * already end with <think>. */
-typedef struct inf_think {
-    int state; /* INF_THINK_* */
-    inf_buf held;
-} inf_think;
-
-void inf_think_init(inf_think *t, bool start_in_think);
-void inf_think_free(inf_think *t);
-int inf_think_push(inf_think *t, inf_buf *content, inf_buf *reasoning, const char *text, size_t n);
-int inf_think_flush(inf_think *t, inf_buf *content, inf_buf *reasoning);
+/* The longest k < pn such that the last k bytes of h are pat's first k: how
+ * much of h's end must be held while pat may still complete. */
+size_t inf_suffix_prefix(const char *h, size_t hn, const char *pat, size_t pn);
 
 #endif

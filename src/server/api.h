@@ -47,9 +47,13 @@ typedef struct srv_resp_meta {
     json_t *echo;
 } srv_resp_meta;
 
-/* One response being streamed. The reply parser and `all` are kept by
- * generate.c; the rest is the writer's. */
+typedef struct srv_api srv_api;
+
+/* One response being streamed. api, reply and all are kept by the driver
+ * (srv_stream_text, srv_stream_end below); the rest is the writer's. */
 typedef struct srv_stream {
+    const srv_api *api;
+    inf_reply reply;
     srv_resp_meta meta;
     bool include_usage; /* chat: stream_options.include_usage */
     inf_parts all;      /* every part so far, merged (for events that repeat the whole) */
@@ -61,7 +65,7 @@ typedef struct srv_stream {
     int text_offset; /* completions logprobs: bytes of text sent so far */
 } srv_stream;
 
-typedef struct srv_api {
+struct srv_api {
     const char *name;      /* for logs: "chat.completions", "responses", "messages" */
     srv_kind kind;         /* SRV_CHAT: a conversation rendered through the template */
     const char *id_prefix; /* "chatcmpl-", "cmpl-", "resp_", "msg_" */
@@ -83,12 +87,28 @@ typedef struct srv_api {
     /* Sent while a stream has nothing new for a while (keeps clients from
      * timing out during a long prefill); NULL: the SSE comment ": ping". */
     const char *ping;
-} srv_api;
+};
 
 extern const srv_api srv_api_chat;        /* POST /v1/chat/completions */
 extern const srv_api srv_api_completions; /* POST /v1/completions */
 extern const srv_api srv_api_responses;   /* POST /v1/responses */
 extern const srv_api srv_api_messages;    /* POST /v1/messages */
+
+/* The driver every endpoint's generation goes through (and the tests):
+ * the task's released text → the reply parser → the API's writer. */
+/* Takes m (its echo). include_usage: chat's stream_options. */
+void srv_stream_init(srv_stream *st, const srv_api *api, srv_resp_meta *m,
+                     const inf_reply_opts *ro, bool include_usage);
+void srv_stream_free(srv_stream *st);
+int srv_stream_begin(srv_stream *st, inf_buf *out);
+/* New released text and the logprobs of the tokens behind it (consumed;
+ * may be NULL): the parts it decides go to the writer. */
+int srv_stream_text(srv_stream *st, inf_buf *out, const char *text, size_t n, json_t *logprobs);
+/* The end: what the parser held, then the closing frames. */
+int srv_stream_end(srv_stream *st, inf_buf *out, const srv_outcome *o);
+/* The whole response for the whole text (malloc'd; NULL when out of memory). */
+char *srv_whole_body(const srv_api *api, const srv_resp_meta *m, const inf_reply_opts *ro,
+                     const char *text, size_t n, const srv_outcome *o);
 
 /* POST /v1/messages/count_tokens: the body of a Messages request without
  * max_tokens, parsed as srv_api_messages.parse does (the prompt is rendered

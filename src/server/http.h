@@ -23,6 +23,7 @@ typedef struct srv_config {
     unsigned max_conns;            /* concurrent connections */
     unsigned max_conns_per_client; /* from one address; 0: max_conns */
     unsigned header_timeout_s;     /* a request's headers must arrive within this (0: 10 s) */
+    unsigned sse_ping_s;           /* a stream with nothing new this long gets a ping (0: never) */
 } srv_config;
 
 typedef struct srv_http srv_http;

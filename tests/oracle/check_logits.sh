@@ -26,9 +26,10 @@
 #    `inferno quantize` makes of it (rope.scaling.*) give identical logits.
 # 6. Files as other tools lay them out (tests/oracle/gguf_edit.py): a GGUF
 #    split in 3 by llama.cpp's gguf-split layout, opened from its first file,
-#    and Qwen3-VL's text models (qwen3vl, qwen3vlmoe) give the logits of the
-#    file they came from, bit for bit; a later split or a missing one is
-#    refused by name.
+#    and Qwen3-VL's text models (GGUF qwen3vl, qwen3vlmoe; Hugging Face
+#    qwen3_vl, qwen3_vl_moe folders: tests/oracle/hf_edit.py) give the logits
+#    of the file they came from, bit for bit; a later split or a missing one
+#    is refused by name.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -190,6 +191,20 @@ for m in tiny-q8_0 tiny-moe-q8_0; do
         run_inf "$tmp/$m-$vl.gguf" "$(ids 17)" "$tmp/$m-$vl.npy" &&
         cmp_npy "$m as $vl (Qwen3-VL's text model) == $m" "$tmp/$m.npy" "$tmp/$m-$vl.npy" 0 || bad "$m as $vl run"
 done
+# Qwen3-VL's Hugging Face layout (tests/oracle/hf_edit.py): the text model of
+# a qwen3_vl / qwen3_vl_moe folder gives the logits of the text-only folder,
+# bit for bit; Qwen3-VL-MoE's x·W expert layout is refused by name.
+for m in tiny-f32-hf tiny-moe-f32-hf-fused; do
+    run_inf models/$m "$(ids 17)" "$tmp/$m.npy" || { bad "inferno run $m"; continue; }
+    $PY tests/oracle/hf_edit.py models/$m "$tmp/$m-vl" --vl &&
+        run_inf "$tmp/$m-vl" "$(ids 17)" "$tmp/$m-vl.npy" &&
+        cmp_npy "$m in Qwen3-VL's layout (text_config, model.language_model.*) == $m" \
+            "$tmp/$m.npy" "$tmp/$m-vl.npy" 0 || bad "$m as Qwen3-VL run"
+done
+$PY tests/oracle/hf_edit.py models/tiny-moe-f32-hf-fused "$tmp/vlmoe-xw" --vl-moe-xw
+msg=$($INF run -m "$tmp/vlmoe-xw" --token-ids 1 -n 1 2>&1)
+[[ "$msg" == *"x·W"*"GGUF"* ]] && ok "Qwen3-VL-MoE's x·W experts are refused by name: $msg" ||
+    bad "Qwen3-VL-MoE x·W experts: $msg"
 msg=$($INF run -m "$tmp/tiny-q8_0-split-00002-of-00003.gguf" --token-ids 1 -n 1 2>&1)
 [[ "$msg" == *"split 2"*"open the first"* ]] && ok "a later split is refused: $msg" || bad "a later split: $msg"
 rm "$tmp/tiny-q8_0-split-00003-of-00003.gguf"

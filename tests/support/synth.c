@@ -86,8 +86,9 @@ int synth_preset(inf_hparams *hp, const char *name) {
                             .norm_topk_prob = true};
         return 0;
     }
-    if (!strcmp(name, "qwen3-30b-a3b-6l")) {
-        *hp = (inf_hparams){.n_layer = 6,
+    /* Qwen3-30B-A3B's shapes; "-6l" keeps six of its 48 layers (benchmarks) */
+    if (!strcmp(name, "qwen3-30b-a3b-6l") || !strcmp(name, "qwen3-30b-a3b")) {
+        *hp = (inf_hparams){.n_layer = strcmp(name, "qwen3-30b-a3b") ? 6 : 48,
                             .n_embd = 2048,
                             .n_head = 32,
                             .n_head_kv = 4,

@@ -4,7 +4,7 @@
 
 #include "harness.h"
 #include "server/oai.h"
-#include "server/response.h"
+#include "server/api.h"
 
 static int parse(srv_request *r, srv_kind k, const char *body, srv_error *e) {
     memset(e, 0, sizeof *e);
@@ -228,47 +228,56 @@ static const char *delta_field(json_t *chunk, const char *name) {
     return json_string_value(json_object_get(json_object_get(c, "delta"), name));
 }
 
+static const inf_reply_opts CHAT_OPTS = {.think = true};
+
 static void test_stream_chat(void) {
     srv_resp_meta m;
-    srv_resp_meta_init(&m, SRV_CHAT, "tiny", true, false);
+    srv_resp_meta_init(&m, &srv_api_chat, "tiny", NULL);
     CHECK(!strncmp(m.id, "chatcmpl-", 9));
+    char id[48];
+    snprintf(id, sizeof id, "%s", m.id);
     srv_stream st;
-    srv_stream_init(&st, &m, true);
+    srv_stream_init(&st, &srv_api_chat, &m, &CHAT_OPTS, true);
     inf_buf out = {0};
     srv_stream_begin(&st, &out);
-    srv_stream_delta(&st, &out, "<th", 3, NULL); /* held: no frame */
-    srv_stream_delta(&st, &out, "ink>plan</think>\n\nHel", 21, NULL);
-    srv_stream_delta(&st, &out, "lo \xC3\xA9", 5, NULL);
-    inf_timings tm = {.prompt_n = 5, .predicted_n = 3};
-    srv_stream_end(&st, &out, INF_FINISH_LENGTH, 5, 3, &tm);
+    srv_stream_text(&st, &out, "<th", 3, NULL); /* held: no frame */
+    srv_stream_text(&st, &out, "ink>plan</think>\n\nHel", 21, NULL);
+    srv_stream_text(&st, &out, "lo \xC3\xA9", 5, NULL);
+    inf_timings tm = {.prompt_n = 5, .predicted_n = 3, .cache_n = 2};
+    srv_outcome o = {.finish = INF_FINISH_LENGTH, .prompt_tokens = 5, .completion_tokens = 3,
+                     .cached_tokens = 2, .timings = &tm};
+    srv_stream_end(&st, &out, &o);
     srv_stream_free(&st);
 
     char *p[16];
     int n = sse_payloads(out.data, p, 16);
-    CHECK_INT(n, 6); /* role, reasoning+content, content, finish, usage, [DONE] */
+    CHECK_INT(n, 7); /* role, reasoning, content, content, finish, usage, [DONE] */
     json_t *j[16] = {0};
     for (int i = 0; i < n - 1; i++) {
         j[i] = json_loads(p[i], 0, NULL);
         CHECK_MSG(j[i] != NULL, "frame %d is not JSON: %s", i, p[i]);
         CHECK_STR(json_string_value(json_object_get(j[i], "object")), "chat.completion.chunk");
-        CHECK_STR(json_string_value(json_object_get(j[i], "id")), m.id);
+        CHECK_STR(json_string_value(json_object_get(j[i], "id")), id);
         CHECK_STR(json_string_value(json_object_get(j[i], "model")), "tiny");
     }
-    if (n == 6) {
+    if (n == 7) {
         CHECK_STR(delta_field(j[0], "role"), "assistant");
         CHECK_STR(delta_field(j[1], "reasoning_content"), "plan");
-        CHECK_STR(delta_field(j[1], "content"), "Hel");
-        CHECK_STR(delta_field(j[2], "content"), "lo \xC3\xA9");
-        json_t *c3 = json_array_get(json_object_get(j[3], "choices"), 0);
-        CHECK_STR(json_string_value(json_object_get(c3, "finish_reason")), "length");
-        CHECK_INT(json_object_size(json_object_get(c3, "delta")), 0);
-        CHECK(json_is_array(json_object_get(j[4], "choices")));
-        CHECK_INT(json_array_size(json_object_get(j[4], "choices")), 0);
-        json_t *u = json_object_get(j[4], "usage");
+        CHECK_STR(delta_field(j[2], "content"), "Hel");
+        CHECK_STR(delta_field(j[3], "content"), "lo \xC3\xA9");
+        json_t *c4 = json_array_get(json_object_get(j[4], "choices"), 0);
+        CHECK_STR(json_string_value(json_object_get(c4, "finish_reason")), "length");
+        CHECK_INT(json_object_size(json_object_get(c4, "delta")), 0);
+        CHECK(json_is_array(json_object_get(j[5], "choices")));
+        CHECK_INT(json_array_size(json_object_get(j[5], "choices")), 0);
+        json_t *u = json_object_get(j[5], "usage");
         CHECK_INT(json_integer_value(json_object_get(u, "prompt_tokens")), 5);
         CHECK_INT(json_integer_value(json_object_get(u, "completion_tokens")), 3);
         CHECK_INT(json_integer_value(json_object_get(u, "total_tokens")), 8);
-        CHECK_STR(p[5], "[DONE]");
+        CHECK_INT(json_integer_value(
+                      json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens")),
+                  2);
+        CHECK_STR(p[6], "[DONE]");
     }
     for (int i = 0; i < n; i++) {
         json_decref(j[i]);
@@ -279,16 +288,17 @@ static void test_stream_chat(void) {
 
 static void test_stream_completion(void) {
     srv_resp_meta m;
-    srv_resp_meta_init(&m, SRV_COMPLETION, "tiny", true, false);
+    srv_resp_meta_init(&m, &srv_api_completions, "tiny", NULL);
     CHECK(!strncmp(m.id, "cmpl-", 5));
-    CHECK(!m.split_think); /* completions never split */
     srv_stream st;
-    srv_stream_init(&st, &m, false);
+    inf_reply_opts plain = {0}; /* completions never split */
+    srv_stream_init(&st, &srv_api_completions, &m, &plain, false);
     inf_buf out = {0};
     srv_stream_begin(&st, &out);
     CHECK_INT(out.len, 0);
-    srv_stream_delta(&st, &out, "<think>x", 8, NULL);
-    srv_stream_end(&st, &out, INF_FINISH_STOP, 1, 2, NULL);
+    srv_stream_text(&st, &out, "<think>x", 8, NULL);
+    srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 1, .completion_tokens = 2};
+    srv_stream_end(&st, &out, &o);
     srv_stream_free(&st);
     char *p[8];
     int n = sse_payloads(out.data, p, 8);
@@ -311,7 +321,7 @@ static void test_stream_completion(void) {
     srv_error e;
     srv_error_set(&e, 500, "server_error", NULL, NULL, "boom");
     inf_buf_clear(&out);
-    srv_stream_error(&out, &e);
+    srv_api_completions.stream_error(&out, &e);
     n = sse_payloads(out.data, p, 8);
     CHECK_INT(n, 2);
     if (n == 2) {
@@ -329,14 +339,17 @@ static int fake_piece(void *ctx, int32_t id, char *buf, int cap) {
 
 static void test_whole_response(void) {
     srv_resp_meta m;
-    srv_resp_meta_init(&m, SRV_CHAT, "tiny", true, false);
+    srv_resp_meta_init(&m, &srv_api_chat, "tiny", NULL);
     inf_logprob lp = {
         .id = 7, .logprob = -0.5f, .n_top = 2, .top_id = {7, 3}, .top_logprob = {-0.5f, -1.5f}};
     json_t *lpj = srv_logprobs_json(SRV_CHAT, &lp, 1, 0, fake_piece, NULL);
     inf_timings tm = {
         .cache_n = 2, .prompt_n = 4, .prompt_ms = 10, .predicted_n = 1, .predicted_ms = 5};
     const char *text = "<think>r</think>\n\nbad \xFF byte";
-    char *s = srv_response_body(&m, text, strlen(text), INF_FINISH_STOP, lpj, 6, 1, &tm);
+    srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 6, .completion_tokens = 1,
+                     .cached_tokens = 2, .timings = &tm, .logprobs = lpj};
+    char *s = srv_whole_body(&srv_api_chat, &m, &CHAT_OPTS, text, strlen(text), &o);
+    json_decref(lpj);
     json_t *j = json_loads(s, 0, NULL);
     CHECK(j != NULL);
     CHECK_STR(json_string_value(json_object_get(j, "object")), "chat.completion");
@@ -367,6 +380,87 @@ static void test_whole_response(void) {
     json_decref(cl);
 }
 
+/* Tool calls: the whole body's message, and the same message assembled from
+ * the chunks of the text streamed one byte at a time (as OpenAI's clients
+ * assemble tool_calls: by index, id and name first, arguments appended). */
+static void test_tool_calls(void) {
+    static const inf_reply_opts TOOLS = {.think = true, .tool_calls = true};
+    const char *text = "<think>\nplan\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", "
+                       "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": "
+                       "\"now\", \"arguments\": {}}\n</tool_call>";
+    srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 3, .completion_tokens = 9};
+    srv_resp_meta m;
+    srv_resp_meta_init(&m, &srv_api_chat, "tiny", NULL);
+    char *s = srv_whole_body(&srv_api_chat, &m, &TOOLS, text, strlen(text), &o);
+    json_t *j = json_loads(s, 0, NULL);
+    free(s);
+    json_t *c = json_array_get(json_object_get(j, "choices"), 0);
+    json_t *msg = json_object_get(c, "message");
+    CHECK_STR(json_string_value(json_object_get(c, "finish_reason")), "tool_calls");
+    CHECK_STR(json_string_value(json_object_get(msg, "content")), "Checking.");
+    CHECK_STR(json_string_value(json_object_get(msg, "reasoning_content")), "plan");
+    json_t *calls = json_object_get(msg, "tool_calls");
+    CHECK_INT(json_array_size(calls), 2);
+    json_t *f0 = json_object_get(json_array_get(calls, 0), "function");
+    CHECK_STR(json_string_value(json_object_get(f0, "name")), "get_weather");
+    CHECK_STR(json_string_value(json_object_get(f0, "arguments")), "{\"city\": \"Paris\"}");
+    const char *id0 = json_string_value(json_object_get(json_array_get(calls, 0), "id"));
+    const char *id1 = json_string_value(json_object_get(json_array_get(calls, 1), "id"));
+    CHECK(id0 && id1 && !strncmp(id0, "call_", 5) && strcmp(id0, id1));
+
+    srv_stream st;
+    srv_stream_init(&st, &srv_api_chat, &m, &TOOLS, false);
+    inf_buf out = {0};
+    srv_stream_begin(&st, &out);
+    for (size_t i = 0; text[i]; i++)
+        srv_stream_text(&st, &out, text + i, 1, NULL);
+    srv_stream_end(&st, &out, &o);
+    srv_stream_free(&st);
+    char *p[64];
+    int n = sse_payloads(out.data, p, 64);
+    inf_buf content = {0}, args[2] = {{0}};
+    const char *names[2] = {0}, *ids[2] = {0}, *finish = NULL;
+    json_t *keep = json_array();
+    for (int i = 0; i < n - 1; i++) {
+        json_t *ch = json_loads(p[i], 0, NULL);
+        json_array_append_new(keep, ch);
+        json_t *c0 = json_array_get(json_object_get(ch, "choices"), 0);
+        json_t *d = json_object_get(c0, "delta");
+        const char *t = json_string_value(json_object_get(d, "content"));
+        if (t) inf_buf_adds(&content, t);
+        if (json_is_string(json_object_get(c0, "finish_reason")))
+            finish = json_string_value(json_object_get(c0, "finish_reason"));
+        size_t k;
+        json_t *tc;
+        json_array_foreach(json_object_get(d, "tool_calls"), k, tc) {
+            int idx = (int)json_integer_value(json_object_get(tc, "index"));
+            CHECK(idx == 0 || idx == 1);
+            if (idx != 0 && idx != 1) continue;
+            json_t *fn = json_object_get(tc, "function");
+            if (json_object_get(tc, "id")) ids[idx] = json_string_value(json_object_get(tc, "id"));
+            if (json_object_get(fn, "name")) names[idx] = json_string_value(json_object_get(fn, "name"));
+            const char *a = json_string_value(json_object_get(fn, "arguments"));
+            if (a) inf_buf_adds(&args[idx], a);
+        }
+    }
+    CHECK_STR(content.data, "Checking.");
+    CHECK_STR(finish, "tool_calls");
+    CHECK_STR(names[0], "get_weather");
+    CHECK_STR(names[1], "now");
+    CHECK_STR(args[0].data, "{\"city\": \"Paris\"}");
+    CHECK_STR(args[1].data, "{}");
+    CHECK_STR(ids[0], id0);
+    CHECK_STR(ids[1], id1);
+    for (int i = 0; i < n; i++)
+        free(p[i]);
+    json_decref(keep);
+    json_decref(j);
+    inf_buf_free(&content);
+    inf_buf_free(&args[0]);
+    inf_buf_free(&args[1]);
+    inf_buf_free(&out);
+}
+
 int main(void) {
     test_chat_ok();
     test_chat_bad();
@@ -375,5 +469,6 @@ int main(void) {
     test_stream_chat();
     test_stream_completion();
     test_whole_response();
+    test_tool_calls();
     return th_report();
 }

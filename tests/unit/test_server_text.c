@@ -1,6 +1,5 @@
 /* The server's text stages: whole-UTF-8 cutting, stop strings across token
- * boundaries (no prefix of a stop string ever released), and the <think>
- * splitter. Each input is also fed in every possible split into pieces, and
+ * boundaries (no prefix of a stop string ever released). Each input is also fed in every possible split into pieces, and
  * the released text must equal the one-piece result. */
 #include <stdlib.h>
 
@@ -178,67 +177,6 @@ static void test_utf8(void) {
     free(s);
 }
 
-/* Feeds the think splitter with text cut at every single point (and byte by
- * byte) and checks content and reasoning. */
-static void think_case(bool start_in_think, const char *text, const char *content,
-                       const char *reasoning) {
-    size_t len = strlen(text);
-    for (size_t cut = 0; cut <= len + 1; cut++) {
-        inf_think t;
-        inf_think_init(&t, start_in_think);
-        inf_buf c = {0}, r = {0};
-        if (cut <= len) {
-            inf_think_push(&t, &c, &r, text, cut);
-            inf_think_push(&t, &c, &r, text + cut, len - cut);
-        } else {
-            for (size_t i = 0; i < len; i++)
-                inf_think_push(&t, &c, &r, text + i, 1);
-        }
-        inf_think_flush(&t, &c, &r);
-        const char *gc = c.data ? c.data : "", *gr = r.data ? r.data : "";
-        bool ok = !strcmp(gc, content) && !strcmp(gr, reasoning);
-        CHECK_MSG(ok,
-                  "\"%s\" cut at %zu: content \"%s\" reasoning \"%s\", expected \"%s\" / \"%s\"",
-                  text, cut, gc, gr, content, reasoning);
-        inf_buf_free(&c);
-        inf_buf_free(&r);
-        inf_think_free(&t);
-        if (!ok) return;
-    }
-}
-
-static void test_think(void) {
-    think_case(false, "<think>\nLet me see.\n</think>\n\nThe answer is 4.", "The answer is 4.",
-               "Let me see.");
-    think_case(false, "No thinking here.", "No thinking here.", "");
-    think_case(false, "<think>\n\n</think>\n\nHi", "Hi", "");
-    think_case(false, "  <thinking is a word", "  <thinking is a word", "");
-    think_case(false, "Say <think> later", "Say <think> later", ""); /* only at the start */
-    think_case(false, "<think>a < b </ c </think", "", "a < b </ c </think"); /* never closed */
-    think_case(false, "<think>x</think>y</think>z", "y</think>z", "x");
-    think_case(true, "\nreasoning\n</think>\n\nanswer", "answer", "reasoning");
-    think_case(false, "<thi", "<thi", "");
-    think_case(false, "<think>one\n\ntwo\n</think>ok", "ok", "one\n\ntwo");
-
-    /* Streaming: nothing of a partial tag leaks into either side. */
-    inf_think t;
-    inf_think_init(&t, false);
-    inf_buf c = {0}, r = {0};
-    inf_think_push(&t, &c, &r, "<thi", 4);
-    CHECK_INT(c.len + r.len, 0);
-    inf_think_push(&t, &c, &r, "nk>plan", 7);
-    CHECK_STR(r.data, "plan");
-    inf_think_push(&t, &c, &r, " </th", 5);
-    CHECK_STR(r.data, "plan");
-    inf_think_push(&t, &c, &r, "ink>\n", 5);
-    CHECK_INT(c.len, 0);
-    inf_think_push(&t, &c, &r, "Done", 4);
-    CHECK_STR(c.data, "Done");
-    inf_buf_free(&c);
-    inf_buf_free(&r);
-    inf_think_free(&t);
-}
-
 static void test_buf(void) {
     inf_buf b = {0};
     for (int i = 0; i < 1000; i++)
@@ -257,6 +195,5 @@ int main(void) {
     test_buf();
     test_utf8();
     test_stop();
-    test_think();
     return th_report();
 }
