@@ -202,8 +202,8 @@ static int assistant_message(srv_request *r, json_t *content, const char *where,
         }
     }
     if (!rc) {
-        json_t *m = json_pack("{s:s,s:o}", "role", "assistant", "content",
-                              text.len || !calls ? buf_string(&text) : json_null());
+        /* content is a string even beside tool calls (Qwen3's template needs one) */
+        json_t *m = json_pack("{s:s,s:o}", "role", "assistant", "content", buf_string(&text));
         if (think.len) json_object_set_new(m, "reasoning_content", buf_string(&think));
         if (calls) json_object_set(m, "tool_calls", calls);
         rc = push(r, m, e);
