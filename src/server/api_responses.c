@@ -86,7 +86,8 @@ typedef struct turn {
 static int flush(srv_request *r, turn *t) {
     if (!t->msg) return 0;
     /* Qwen3's template needs a string content beside tool calls */
-    if (!json_object_get(t->msg, "content")) json_object_set_new(t->msg, "content", json_string(""));
+    if (!json_object_get(t->msg, "content"))
+        json_object_set_new(t->msg, "content", json_string(""));
     int rc = json_array_append_new(r->messages, t->msg);
     t->msg = NULL;
     return rc;
