@@ -526,7 +526,8 @@ static json_t *responses_echo(const srv_request *r) {
     set_or(rs, "effort", srv_field(req_rs, "effort"), json_null());
     set_or(rs, "summary", srv_field(req_rs, "summary"), json_null());
     json_object_set_new(j, "reasoning", rs);
-    json_object_set_new(j, "store", json_boolean(!json_is_false(json_object_get(o, "store"))));
+    /* whatever was asked, nothing was stored */
+    json_object_set_new(j, "store", json_false());
     json_object_set_new(j, "temperature", real_json(r->samp.temperature));
     json_t *text = json_object();
     json_t *fmt = srv_field(srv_field(o, "text"), "format");

@@ -141,6 +141,7 @@ static void test_responses_ok(void) {
     echo = A->echo(&r);
     CHECK(json_is_null(json_object_get(echo, "instructions")));
     CHECK_STR(json_string_value(json_object_get(echo, "tool_choice")), "auto");
+    CHECK(json_is_false(json_object_get(echo, "store"))); /* nothing is stored */
     CHECK_STR(json_string_value(json_object_get(
                   json_object_get(json_object_get(echo, "text"), "format"), "type")),
               "text");
