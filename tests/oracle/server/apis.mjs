@@ -217,6 +217,21 @@ await test('responses: text.format json_schema constrains the output', async () 
   checkEq(r.text?.format?.type, 'json_schema', 'text.format echoed');
 });
 
+await test('responses: a request shaped as Codex CLI sends it, streamed', async () => {
+  const { events } = await streamResponse({
+    model: MODEL, instructions: 'You are a coding agent.', store: false, stream: true,
+    include: ['reasoning.encrypted_content'], prompt_cache_key: 'session-1', parallel_tool_calls: false,
+    reasoning: { effort: 'medium', summary: 'auto' }, text: { verbosity: 'medium' }, tool_choice: 'auto',
+    tools: [{ type: 'function', name: 'shell', description: 'Runs a command', strict: false,
+      parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] } }],
+    input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files.' }] }],
+    max_output_tokens: 8, seed: 9,
+  });
+  const resp = checkResponseEvents(events, 'codex stream');
+  checkEq(resp?.store, false, 'store false (nothing is stored)');
+  checkEq(resp?.reasoning?.effort, 'medium', 'reasoning echoed');
+});
+
 // ---- Anthropic Messages ----
 
 const msgReq = {
@@ -368,6 +383,23 @@ await test('messages: stop_sequences end the text before them', async () => {
         'the text ends before the stop sequence', `${JSON.stringify(cut)} / ${JSON.stringify(stop)}`);
   // TODO(issue 15): stop_reason "stop_sequence" and the matched string once the
   // task reports which stop string ended it (srv_outcome.stop_string).
+});
+
+await test('messages: a request shaped as Claude Code sends it, streamed', async () => {
+  const { events, final } = await streamMessage({
+    // (thinking enabled needs max_tokens > budget_tokens >= 1024: adaptive keeps the test short)
+    model: MODEL, max_tokens: 16, stream: true, temperature: 1, metadata: { user_id: 'u-1' },
+    system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+    thinking: { type: 'adaptive' },
+    tools: [{ name: 'Bash', description: 'Runs a command', input_schema: { type: 'object',
+      properties: { command: { type: 'string' } }, required: ['command'] }, cache_control: { type: 'ephemeral' } }],
+    messages: [{ role: 'user', content: [{ type: 'text', text: '<system-reminder>ctx</system-reminder>' },
+      { type: 'text', text: 'List the files.', cache_control: { type: 'ephemeral' } }] }],
+    seed: 9, stop_sequences: ['\n\nHuman:'],
+  }).catch((e) => ({ events: [], final: { error: String(e) } }));
+  checkMessageEvents(events, 'claude code stream');
+  check(['end_turn', 'max_tokens', 'tool_use', 'stop_sequence'].includes(final?.stop_reason),
+        'a stop_reason', JSON.stringify(final).slice(0, 300));
 });
 
 await test('messages: errors in Anthropic\'s shape, x-api-key', async () => {
