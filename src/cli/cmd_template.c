@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "model/model.h"
 #include "modelfile/model.h"
+#include "server/oai.h"
 #include "template/template.h"
 #include "util/mem.h"
 
@@ -29,7 +30,10 @@ static void usage(FILE *f) {
         "  --no-think            enable_thinking=false\n"
         "  --think               enable_thinking=true\n"
         "  --no-generation-prompt  do not open the assistant turn\n"
-        "  --set KEY=JSON        any other template keyword (repeatable)\n");
+        "  --set KEY=JSON        any other template keyword (repeatable)\n"
+        "  --openai              MESSAGES.json is an OpenAI chat completions request body:\n"
+        "                        render it as `serve` does (its messages normalized, its\n"
+        "                        tools, tool_choice, chat_template_kwargs, reasoning_effort)\n");
 }
 
 /* bos_token / eos_token in tokenizer_config.json: a string or {"content": ...}. */
@@ -122,9 +126,41 @@ out:
     return rc;
 }
 
+/* --openai: the request body at path, parsed and normalized by the server's
+ * parser, rendered with the keywords the server passes (the model's special
+ * tokens from kwargs, then the request's). Prints the prompt; 0 or 1. */
+static int render_request(const char *source, const char *path, json_t *kwargs) {
+    char *body = NULL, *out = NULL;
+    size_t len;
+    inf_err err = {{0}};
+    if (inf_read_file(&body, &len, path, (size_t)64 << 20, &err)) {
+        fprintf(stderr, "inferno template: %s\n", err.msg);
+        return 1;
+    }
+    srv_request r;
+    srv_error e;
+    int rc = 1;
+    if (srv_request_parse(&r, SRV_CHAT, body, len, &e)) {
+        fprintf(stderr, "inferno template: %s: %d %s\n", path, e.status, e.msg);
+        free(body);
+        return 1;
+    }
+    json_t *kw = srv_request_template_kwargs(&r);
+    json_object_update_missing(kw, kwargs);
+    if (inf_chat_render(&out, source, r.messages, r.tools, true, kw, &err))
+        fprintf(stderr, "inferno template: %s\n", err.msg);
+    else
+        fputs(out, stdout), rc = 0;
+    free(out);
+    json_decref(kw);
+    srv_request_free(&r);
+    free(body);
+    return rc;
+}
+
 int cmd_template(int argc, char **argv) {
     const char *model = NULL, *tmpl_path = NULL, *tools_path = NULL, *msgs_path = NULL;
-    bool gen_prompt = true;
+    bool gen_prompt = true, openai = false;
     json_t *kwargs = json_object();
     int rc = 1;
     char *source = NULL, *out = NULL;
@@ -145,6 +181,8 @@ int cmd_template(int argc, char **argv) {
             json_object_set_new(kwargs, "enable_thinking", json_false());
         } else if (!strcmp(a, "--think")) {
             json_object_set_new(kwargs, "enable_thinking", json_true());
+        } else if (!strcmp(a, "--openai")) {
+            openai = true;
         } else if (!strcmp(a, "--no-generation-prompt")) {
             gen_prompt = false;
         } else if (!strcmp(a, "--set") && i + 1 < argc) {
@@ -193,6 +231,10 @@ int cmd_template(int argc, char **argv) {
         }
     }
     json_error_t je;
+    if (openai) {
+        rc = render_request(source, msgs_path, kwargs);
+        goto done;
+    }
     msgs_root = json_load_file(msgs_path, 0, &je);
     if (!msgs_root) {
         fprintf(stderr, "inferno template: %s:%d: %s\n", msgs_path, je.line, je.text);

@@ -15,46 +15,29 @@
 #include "quant/quantize.h"
 #include "util/mem.h"
 
-/* One output tensor: its GGUF name, the input tensor and the chosen type. */
+/* One output tensor: the plan's (name, shape, runs of source rows) and the
+ * chosen type. */
 typedef struct out_tensor {
-    char name[64];
-    const inf_tensor *src;
-    int layer;
+    const inf_gguf_tensor *g;
     inf_dtype type;
 } out_tensor;
 
-/* the model's tensors in llama.cpp's naming (the architecture maps a Hugging
- * Face name), in file order; a tied head stored beside the embedding is left
- * out, as transformers ignores it. */
-static int list_tensors(const inf_model_file *mf, out_tensor **out, inf_err *err) {
-    out_tensor *ts = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof *ts);
-    if (!ts) return inf_fail(err, "out of memory");
-    int k = 0;
-    for (int i = 0; i < mf->n_tensors; i++) {
-        if (inf_model_gguf_name(mf, mf->tensors[i].name, ts[k].name, sizeof ts[k].name,
-                                &ts[k].layer, err)) {
-            free(ts);
-            return -1;
-        }
-        if (mf->hp.tied_output && !strcmp(ts[k].name, "output.weight")) continue;
-        ts[k++].src = &mf->tensors[i];
-    }
-    *out = ts;
-    return k;
+static int64_t out_rows(const inf_gguf_tensor *g) {
+    return g->ne[1] * g->ne[2] * g->ne[3];
 }
 
 static inf_dtype choose_type(const inf_quantize_opts *o, const inf_model_file *mf,
                              const out_tensor *t) {
-    const int n_dims = t->src->n_dims;
+    const int n_dims = t->g->n_dims;
     if (n_dims == 1) return INF_F32; /* norms: F32, as llama.cpp's converter writes them */
-    const bool output = !strcmp(t->name, "output.weight");
-    const bool embd = !strcmp(t->name, "token_embd.weight");
+    const bool output = !strcmp(t->g->name, "output.weight");
+    const bool embd = !strcmp(t->g->name, "token_embd.weight");
     if (output && o->output_type >= 0) return (inf_dtype)o->output_type;
     if (embd && o->token_embd_type >= 0) return (inf_dtype)o->token_embd_type;
-    const inf_mix_tensor mt = {.name = t->name,
+    const inf_mix_tensor mt = {.name = t->g->name,
                                .n_dims = n_dims,
-                               .ne0 = t->src->ne[0],
-                               .layer = t->layer,
+                               .ne0 = t->g->ne[0],
+                               .layer = t->g->layer,
                                .n_layer = mf->hp.n_layer,
                                .n_gqa = mf->hp.n_head / (mf->hp.n_head_kv ? mf->hp.n_head_kv : 1),
                                .tied = mf->hp.tied_output,
@@ -151,14 +134,28 @@ static int copy_kv(gguf_writer *w, const gguf_kv *kv, inf_err *err) {
 /* ---- quantizing one tensor on n threads ---- */
 
 typedef struct job {
-    const inf_tensor *src;
+    const inf_gguf_tensor *g;
     inf_dtype to;
     int64_t rows, n;
-    size_t rb_in, rb_out;
+    size_t rb_out;
     uint8_t *dst; /* [rows][rb_out] */
     int ith, nth;
     int failed;
 } job;
+
+/* The source of output row r: a row of one of the plan's runs. */
+static const uint8_t *source_row(const inf_gguf_tensor *g, int64_t r, inf_dtype *type) {
+    for (int k = 0; k < g->n_runs; k++) {
+        const inf_rows *run = &g->runs[k];
+        if (r < run->n_rows) {
+            *type = run->src->type;
+            const size_t rb = inf_dtype_row_bytes(run->src->type, run->src->ne[0]);
+            return (const uint8_t *)run->src->data + (size_t)(run->row0 + r) * rb;
+        }
+        r -= run->n_rows;
+    }
+    return NULL; /* the plan's runs cover every row (check_runs) */
+}
 
 static void *work(void *arg) {
     job *j = arg;
@@ -169,8 +166,9 @@ static void *work(void *arg) {
     }
     const int64_t r0 = j->rows * j->ith / j->nth, r1 = j->rows * (j->ith + 1) / j->nth;
     for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *in = (const uint8_t *)j->src->data + (size_t)r * j->rb_in;
-        inf_dequantize_row(j->src->type, row, in, j->n);
+        inf_dtype type = INF_F32;
+        const uint8_t *in = source_row(j->g, r, &type);
+        inf_dequantize_row(type, row, in, j->n);
         if (inf_quantize_row(j->to, j->dst + (size_t)r * j->rb_out, row, j->n)) j->failed = 1;
     }
     free(row);
@@ -179,20 +177,17 @@ static void *work(void *arg) {
 
 static int quantize_tensor(const out_tensor *t, int n_threads, uint8_t *dst, inf_err *err) {
     enum { MAX_THREADS = 64 };
-    const int64_t n = t->src->ne[0];
-    const size_t rb_in = inf_dtype_row_bytes(t->src->type, n);
-    const int64_t rows = (int64_t)(t->src->nbytes / rb_in);
+    const int64_t n = t->g->ne[0], rows = out_rows(t->g);
     int nth = n_threads < 1 ? 1 : n_threads > MAX_THREADS ? MAX_THREADS : n_threads;
     if (rows < nth) nth = rows > 0 ? (int)rows : 1;
     job jobs[MAX_THREADS];
     pthread_t th[MAX_THREADS];
     bool started[MAX_THREADS] = {false};
     for (int i = 0; i < nth; i++) {
-        jobs[i] = (job){.src = t->src,
+        jobs[i] = (job){.g = t->g,
                         .to = t->type,
                         .rows = rows,
                         .n = n,
-                        .rb_in = rb_in,
                         .rb_out = inf_dtype_row_bytes(t->type, n),
                         .dst = dst,
                         .ith = i,
@@ -208,8 +203,37 @@ static int quantize_tensor(const out_tensor *t, int n_threads, uint8_t *dst, inf
         failed |= jobs[i].failed;
     }
     if (failed)
-        return inf_fail(err, "tensor %s: cannot quantize to %s (out of memory)", t->name,
+        return inf_fail(err, "tensor %s: cannot quantize to %s (out of memory)", t->g->name,
                         inf_dtype_get(t->type)->name);
+    return 0;
+}
+
+/* A plan tensor's runs: rows of ne[0] elements inside their sources, summing
+ * to its rows; a quantized source only with --allow-requantize. */
+static int check_runs(const inf_gguf_tensor *g, bool allow_requantize, const char *in,
+                      inf_err *err) {
+    int64_t rows = 0;
+    for (int k = 0; k < g->n_runs; k++) {
+        const inf_rows *run = &g->runs[k];
+        const inf_tensor *src = run->src;
+        int64_t src_rows = 1;
+        for (int d = 1; d < src->n_dims; d++)
+            src_rows *= src->ne[d];
+        if (src->ne[0] != g->ne[0] || run->row0 < 0 || run->n_rows < 0 ||
+            run->row0 + run->n_rows > src_rows)
+            return inf_fail(err, "tensor %s: its rows from %s do not fit (internal)", g->name,
+                            src->name);
+        const inf_dtype_info *ti = inf_dtype_get(src->type);
+        if (ti->block > 1 && !allow_requantize)
+            return inf_fail(err,
+                            "%s: tensor %s is already quantized (%s); quantize from an F32, F16 or "
+                            "BF16 file, or pass --allow-requantize",
+                            in, src->name, ti->name);
+        rows += run->n_rows;
+    }
+    if (rows != out_rows(g))
+        return inf_fail(err, "tensor %s: %lld rows from its sources, %lld expected (internal)",
+                        g->name, (long long)rows, (long long)out_rows(g));
     return 0;
 }
 
@@ -217,40 +241,38 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     inf_model_file *mf = NULL;
     gguf_file *g = NULL;
     gguf_writer *w = NULL;
+    inf_gguf_plan plan = {0};
     out_tensor *ts = NULL;
     uint8_t *buf = NULL;
     bool opened = false;
     int rc = -1;
     if (inf_model_open(&mf, in, err)) return -1;
-    int n = list_tensors(mf, &ts, err);
-    if (n < 0) goto done;
+    if (inf_model_gguf_plan(mf, &plan, err)) goto done;
+    const int n = plan.n;
+    if (!(ts = calloc((size_t)(n ? n : 1), sizeof *ts))) {
+        inf_fail(err, "out of memory");
+        goto done;
+    }
     size_t most = 0;
     for (int i = 0; i < n; i++) {
-        const inf_dtype_info *ti = inf_dtype_get(ts[i].src->type);
-        if (ti->block > 1 && !o->allow_requantize) {
-            inf_fail(err,
-                     "%s: tensor %s is already quantized (%s); quantize from an F32, F16 or "
-                     "BF16 file, or pass --allow-requantize",
-                     in, ts[i].src->name, ti->name);
-            goto done;
-        }
+        ts[i].g = &plan.t[i];
+        if (check_runs(ts[i].g, o->allow_requantize, in, err)) goto done;
         ts[i].type = choose_type(o, mf, &ts[i]);
         if (!inf_dtype_get(ts[i].type)->quant) {
             inf_fail(err,
                      "tensor %s: inferno cannot write %s (it reads the grid types but has no "
                      "quantizer for them)",
-                     ts[i].name, inf_dtype_get(ts[i].type)->name);
+                     ts[i].g->name, inf_dtype_get(ts[i].type)->name);
             goto done;
         }
-        if (!inf_dtype_row_bytes(ts[i].type, ts[i].src->ne[0])) {
-            inf_fail(err, "tensor %s: rows of %lld do not split into %s blocks of %d", ts[i].name,
-                     (long long)ts[i].src->ne[0], inf_dtype_get(ts[i].type)->name,
+        if (!inf_dtype_row_bytes(ts[i].type, ts[i].g->ne[0])) {
+            inf_fail(err, "tensor %s: rows of %lld do not split into %s blocks of %d",
+                     ts[i].g->name, (long long)ts[i].g->ne[0], inf_dtype_get(ts[i].type)->name,
                      inf_dtype_get(ts[i].type)->block);
             goto done;
         }
-        const int64_t rows =
-            (int64_t)(ts[i].src->nbytes / inf_dtype_row_bytes(ts[i].src->type, ts[i].src->ne[0]));
-        const size_t bytes = inf_dtype_row_bytes(ts[i].type, ts[i].src->ne[0]) * (size_t)rows;
+        const size_t bytes =
+            inf_dtype_row_bytes(ts[i].type, ts[i].g->ne[0]) * (size_t)out_rows(ts[i].g);
         most = bytes > most ? bytes : most;
     }
     if (!(w = gguf_writer_create())) {
@@ -281,7 +303,7 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
         if (inf_convert_tokenizer_meta(w, &mf->vocab, mf->hp.n_vocab, err)) goto done;
     }
     for (int i = 0; i < n; i++)
-        gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].src->n_dims, ts[i].src->ne);
+        gguf_writer_add_tensor(w, ts[i].g->name, ts[i].type, ts[i].g->n_dims, ts[i].g->ne);
     if (gguf_writer_open(w, out, err)) goto done;
     opened = true; /* from here a failure removes the incomplete file */
     if (!(buf = malloc(most ? most : 1))) {
@@ -289,21 +311,24 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        const int64_t rows =
-            (int64_t)(ts[i].src->nbytes / inf_dtype_row_bytes(ts[i].src->type, ts[i].src->ne[0]));
-        const size_t bytes = inf_dtype_row_bytes(ts[i].type, ts[i].src->ne[0]) * (size_t)rows;
+        const inf_gguf_tensor *gt = ts[i].g;
+        const size_t bytes = inf_dtype_row_bytes(ts[i].type, gt->ne[0]) * (size_t)out_rows(gt);
         if (quantize_tensor(&ts[i], o->n_threads, buf, err) ||
             gguf_writer_write(w, buf, bytes, err))
             goto done;
         if (o->progress) {
+            uint64_t bytes_in = 0;
+            for (int k = 0; k < gt->n_runs; k++)
+                bytes_in += inf_dtype_row_bytes(gt->runs[k].src->type, gt->ne[0]) *
+                            (uint64_t)gt->runs[k].n_rows;
             const inf_quantize_tensor_info info = {.index = i,
                                                    .count = n,
-                                                   .name = ts[i].name,
-                                                   .n_dims = ts[i].src->n_dims,
-                                                   .ne = ts[i].src->ne,
-                                                   .from = ts[i].src->type,
+                                                   .name = gt->name,
+                                                   .n_dims = gt->n_dims,
+                                                   .ne = gt->ne,
+                                                   .from = gt->runs[0].src->type,
                                                    .to = ts[i].type,
-                                                   .bytes_in = ts[i].src->nbytes,
+                                                   .bytes_in = bytes_in,
                                                    .bytes_out = bytes};
             o->progress(o->ud, &info);
         }
@@ -315,6 +340,7 @@ done:
     if (rc && opened) remove(out);
     free(buf);
     free(ts);
+    inf_gguf_plan_free(&plan);
     gguf_close(g);
     inf_model_close(mf);
     return rc;

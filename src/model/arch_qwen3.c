@@ -228,8 +228,7 @@ static int forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, floa
     return blk_logits(m, a, b, w->output_norm, &w->output, logits, err);
 }
 
-static int gguf_name(const inf_model_file *mf, const char *name, char *out, size_t cap,
-                     int *layer, inf_err *err) {
+int inf_qwen3_gguf_name(const char *name, char *out, size_t cap, int *layer) {
     const blk_name names[] = {inf_qwen3_embd,
                               inf_qwen3_output_norm,
                               inf_qwen3_output,
@@ -244,9 +243,26 @@ static int gguf_name(const inf_model_file *mf, const char *name, char *out, size
                               inf_qwen3_ffn_names.gate,
                               inf_qwen3_ffn_names.up,
                               inf_qwen3_ffn_names.down};
-    if (map_name(names, (int)(sizeof names / sizeof names[0]), name, out, cap, layer))
-        return 0;
-    return inf_fail(err, "%s: tensor %s is not part of a qwen3 model", mf->path, name);
+    return map_name(names, (int)(sizeof names / sizeof names[0]), name, out, cap, layer);
+}
+
+int inf_qwen3_gguf_plan_add(const inf_model_file *mf, inf_gguf_plan *p, const inf_tensor *t,
+                            inf_err *err) {
+    char name[64];
+    int layer;
+    if (!inf_qwen3_gguf_name(t->name, name, sizeof name, &layer))
+        return inf_fail(err, "%s: tensor %s is not part of a %s model", mf->path, t->name,
+                        mf->arch);
+    /* a tied head stored beside the embedding: transformers ignores it */
+    if (mf->hp.tied_output && !strcmp(name, "output.weight")) return 0;
+    if (inf_gguf_plan_add(p, name, layer, t)) return inf_fail(err, "out of memory");
+    return 0;
+}
+
+static int gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
+    for (int i = 0; i < mf->n_tensors; i++)
+        if (inf_qwen3_gguf_plan_add(mf, p, &mf->tensors[i], err)) return -1;
+    return 0;
 }
 
 static void facts(const inf_model_file *mf, inf_model_facts *f) {
@@ -278,6 +294,6 @@ const inf_arch inf_arch_qwen3 = {
     .create = create,
     .free_model = free_model,
     .forward = forward,
-    .gguf_name = gguf_name,
+    .gguf_plan = gguf_plan,
     .facts = facts,
 };

@@ -22,5 +22,12 @@ int inf_qwen3_bind_globals(inf_model_file *mf, inf_err *err);
 int inf_qwen3_bind_head(const inf_model_file *mf, const inf_backend *be,
                         const inf_tensor **token_embd, inf_weight *output, float **output_norm,
                         inf_err *err);
+/* The GGUF name and layer of one of qwen3's Hugging Face tensor names: 1, or
+ * 0 when it is not one of them. */
+int inf_qwen3_gguf_name(const char *name, char *out, size_t cap, int *layer);
+/* Adds t to a GGUF plan under its qwen3 name (a tied head left out); -1 with
+ * a message when it is not a qwen3 tensor. */
+int inf_qwen3_gguf_plan_add(const inf_model_file *mf, inf_gguf_plan *p, const inf_tensor *t,
+                            inf_err *err);
 
 #endif

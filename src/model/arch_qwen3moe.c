@@ -350,6 +350,78 @@ static void facts(const inf_model_file *mf, inf_model_facts *f) {
     if (head) f->decode_bytes += head->nbytes;
 }
 
+/* A Hugging Face folder as llama.cpp's GGUF: the experts of each sparse
+ * layer stacked into ffn_{gate,up,down}_exps (a fused gate_up_proj split
+ * into its gate and up rows), the rest named as qwen3's. */
+static int gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
+    const inf_hparams *hp = &mf->hp;
+    if (!hp->norm_topk_prob)
+        return inf_fail(err,
+                        "%s: norm_topk_prob is false, but llama.cpp's qwen3moe always "
+                        "renormalizes the chosen experts' weights: a GGUF of this model would "
+                        "compute another function",
+                        mf->path);
+    for (int i = 0; i < mf->n_tensors; i++) {
+        const inf_tensor *t = &mf->tensors[i];
+        char name[160];
+        int l;
+        if (strstr(t->name, ".mlp.experts.")) continue; /* stacked below */
+        if (sscanf(t->name, "model.layers.%d.", &l) == 1) {
+            blk_name_fmt(name, sizeof name, mf, router_name, l, -1);
+            if (!strcmp(name, t->name)) {
+                snprintf(name, sizeof name, router_name.gguf, l);
+                if (inf_gguf_plan_add(p, name, l, t)) return inf_fail(err, "out of memory");
+                continue;
+            }
+        }
+        if (inf_qwen3_gguf_plan_add(mf, p, t, err)) return -1;
+    }
+    const int64_t E = hp->n_embd, F = hp->n_ff_exp, X = hp->n_expert;
+    inf_rows *gate = malloc((size_t)X * sizeof *gate), *up = malloc((size_t)X * sizeof *up),
+             *down = malloc((size_t)X * sizeof *down);
+    int rc = gate && up && down ? 0 : inf_fail(err, "out of memory");
+    for (int l = 0; l < hp->n_layer && !rc; l++) {
+        char name[160];
+        blk_name_fmt(name, sizeof name, mf, router_name, l, -1);
+        if (!inf_model_find(mf, name)) continue; /* a dense layer */
+        blk_name_fmt(name, sizeof name, mf, gate_up_exps, l, -1);
+        const inf_tensor *gu = inf_model_find(mf, name), *d = NULL;
+        if (gu) {
+            blk_name_fmt(name, sizeof name, mf, down_exps, l, -1);
+            d = inf_model_find(mf, name);
+        }
+        for (int64_t e = 0; e < X && !rc; e++) {
+            if (gu) {
+                gate[e] = (inf_rows){gu, 2 * F * e, F};
+                up[e] = (inf_rows){gu, 2 * F * e + F, F};
+                down[e] = (inf_rows){d, E * e, E};
+                continue;
+            }
+            const inf_tensor *t[3];
+            const blk_name *nm[3] = {&expert_gate, &expert_up, &expert_down};
+            for (int k = 0; k < 3; k++) {
+                blk_name_fmt(name, sizeof name, mf, *nm[k], l, (int)e);
+                t[k] = inf_model_find(mf, name);
+            }
+            gate[e] = (inf_rows){t[0], 0, F};
+            up[e] = (inf_rows){t[1], 0, F};
+            down[e] = (inf_rows){t[2], 0, E};
+        }
+        char g[64];
+        snprintf(g, sizeof g, gate_exps.gguf, l);
+        rc = inf_gguf_plan_add_runs(p, g, l, 3, (int64_t[]){E, F, X}, gate, (int)X);
+        snprintf(g, sizeof g, up_exps.gguf, l);
+        rc = rc || inf_gguf_plan_add_runs(p, g, l, 3, (int64_t[]){E, F, X}, up, (int)X);
+        snprintf(g, sizeof g, down_exps.gguf, l);
+        rc = rc || inf_gguf_plan_add_runs(p, g, l, 3, (int64_t[]){F, E, X}, down, (int)X);
+        if (rc) inf_fail(err, "out of memory");
+    }
+    free(gate);
+    free(up);
+    free(down);
+    return rc ? -1 : 0;
+}
+
 /* qwen3vlmoe: Qwen3-VL-30B-A3B's text model (see arch_qwen3.c's qwen3vl) */
 static const char *const gguf_archs[] = {"qwen3moe", "qwen3vlmoe", NULL};
 static const char *const hf_types[] = {"qwen3_moe", "qwen3_vl_moe", NULL};
@@ -362,6 +434,6 @@ const inf_arch inf_arch_qwen3moe = {
     .create = create,
     .free_model = free_model,
     .forward = forward,
-    .gguf_name = NULL, /* HF experts would need stacking or splitting: GGUF files only */
+    .gguf_plan = gguf_plan,
     .facts = facts,
 };

@@ -171,22 +171,66 @@ void inf_model_facts_get(const inf_model_file *mf, inf_model_facts *f) {
     if (a) a->facts(mf, f);
 }
 
-int inf_model_gguf_name(const inf_model_file *mf, const char *name, char *out, size_t cap,
-                        int *layer, inf_err *err) {
-    *layer = -1;
+static int plan_grow(inf_gguf_plan *p) {
+    if (p->n < p->cap) return 0;
+    int cap = p->cap ? 2 * p->cap : 64;
+    inf_gguf_tensor *t = realloc(p->t, (size_t)cap * sizeof *t);
+    if (!t) return -1;
+    p->t = t;
+    p->cap = cap;
+    return 0;
+}
+
+int inf_gguf_plan_add_runs(inf_gguf_plan *p, const char *name, int layer, int n_dims,
+                           const int64_t *ne, const inf_rows *runs, int n_runs) {
+    if (plan_grow(p)) return -1;
+    inf_gguf_tensor *t = &p->t[p->n];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->layer = layer;
+    t->n_dims = n_dims;
+    for (int d = 0; d < 4; d++)
+        t->ne[d] = d < n_dims ? ne[d] : 1;
+    if (!(t->runs = malloc((size_t)(n_runs ? n_runs : 1) * sizeof *runs))) return -1;
+    memcpy(t->runs, runs, (size_t)n_runs * sizeof *runs);
+    t->n_runs = n_runs;
+    p->n++;
+    return 0;
+}
+
+int inf_gguf_plan_add(inf_gguf_plan *p, const char *name, int layer, const inf_tensor *src) {
+    int64_t rows = 1;
+    for (int d = 1; d < src->n_dims; d++)
+        rows *= src->ne[d];
+    const inf_rows run = {.src = src, .row0 = 0, .n_rows = rows};
+    return inf_gguf_plan_add_runs(p, name, layer, src->n_dims, src->ne, &run, 1);
+}
+
+void inf_gguf_plan_free(inf_gguf_plan *p) {
+    for (int i = 0; i < p->n; i++)
+        free(p->t[i].runs);
+    free(p->t);
+    memset(p, 0, sizeof *p);
+}
+
+int inf_model_gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
+    memset(p, 0, sizeof *p);
+    int rc = 0;
     if (mf->format == INF_FORMAT_GGUF) {
-        snprintf(out, cap, "%s", name);
-        if (!strncmp(name, "blk.", 4)) *layer = atoi(name + 4);
-        return 0;
+        for (int i = 0; i < mf->n_tensors && !rc; i++) {
+            const inf_tensor *t = &mf->tensors[i];
+            rc = inf_gguf_plan_add(p, t->name, !strncmp(t->name, "blk.", 4) ? atoi(t->name + 4) : -1,
+                                   t);
+            if (rc) inf_fail(err, "out of memory");
+        }
+    } else {
+        const inf_arch *a = find_arch(mf);
+        if (!a)
+            rc = inf_fail(err, "%s: no GGUF names for architecture %s", mf->path,
+                          mf->arch ? mf->arch : "?");
+        else
+            rc = a->gguf_plan(mf, p, err);
     }
-    const inf_arch *a = find_arch(mf);
-    if (!a)
-        return inf_fail(err, "%s: tensor %s: no GGUF name for architecture %s", mf->path, name,
-                        mf->arch ? mf->arch : "?");
-    if (!a->gguf_name)
-        return inf_fail(err,
-                        "%s: converting a %s Hugging Face folder to GGUF is not supported (GGUF "
-                        "stacks the experts into 3-D tensors); quantize a GGUF file of it",
-                        mf->path, a->name);
-    return a->gguf_name(mf, name, out, cap, layer, err);
+    if (rc) inf_gguf_plan_free(p);
+    return rc;
 }

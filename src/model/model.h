@@ -96,11 +96,37 @@ typedef struct inf_model_facts {
 } inf_model_facts;
 void inf_model_facts_get(const inf_model_file *mf, inf_model_facts *f);
 
-/* The GGUF name of mf's tensor `name` (itself for a GGUF file) and its layer
- * (-1 for the tensors outside the blocks), for writing a GGUF of the same
- * model. Returns -1 with a message when the architecture has no GGUF name
- * for it (e.g. a fused layout GGUF stores another way). */
-int inf_model_gguf_name(const inf_model_file *mf, const char *name, char *out, size_t cap,
-                        int *layer, inf_err *err);
+/* The GGUF file of mf's model, as a list of tensors in llama.cpp's naming:
+ * each its name, its layer (-1 outside the blocks), its shape (ne fastest
+ * first) and the runs of rows of mf's tensors it is made of, in order. For
+ * a GGUF file each tensor is itself; a Hugging Face folder's architecture
+ * maps its names, and may stack tensors (experts into 3-D tensors) or split
+ * them (a fused gate_up into gate and up). A tied head stored beside the
+ * embedding is left out, as transformers ignores it. */
+typedef struct inf_rows {
+    const inf_tensor *src;
+    int64_t row0, n_rows; /* rows of src (a row: ne[0] elements) */
+} inf_rows;
+typedef struct inf_gguf_tensor {
+    char name[64];
+    int layer;
+    int n_dims;
+    int64_t ne[4];
+    int n_runs;
+    inf_rows *runs; /* [n_runs] owned; their rows sum to ne[1]·ne[2]·ne[3] */
+} inf_gguf_tensor;
+typedef struct inf_gguf_plan {
+    inf_gguf_tensor *t;
+    int n, cap;
+} inf_gguf_plan;
+
+/* -1 with a message when the architecture cannot write some tensor as GGUF. */
+int inf_model_gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err);
+void inf_gguf_plan_free(inf_gguf_plan *p);
+/* For the architectures' plans: a whole tensor under a new name; a tensor of
+ * n_dims/ne made of runs (copied). -1 when out of memory. */
+int inf_gguf_plan_add(inf_gguf_plan *p, const char *name, int layer, const inf_tensor *src);
+int inf_gguf_plan_add_runs(inf_gguf_plan *p, const char *name, int layer, int n_dims,
+                           const int64_t *ne, const inf_rows *runs, int n_runs);
 
 #endif

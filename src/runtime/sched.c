@@ -32,8 +32,22 @@ inf_task *inf_task_new(int32_t *prompt, int n_prompt, const inf_gen_params *p) {
     /* Callers bound the stop strings (the server's parser refuses more): NULL
      * means out of memory only. */
     INF_ASSERT(p->n_stop >= 0 && p->n_stop <= INF_MAX_STOPS);
+    INF_ASSERT(p->n_logit_bias >= 0 && p->n_logit_bias <= INF_MAX_LOGIT_BIAS);
     inf_task *t = calloc(1, sizeof *t);
-    if (!t || inf_stop_init(&t->stop, p->stop, p->n_stop)) {
+    bool ok = t && !inf_stop_init(&t->stop, p->stop, p->n_stop);
+    if (ok && inf_stop_set_end_after(&t->stop, p->end_after)) ok = false;
+    if (ok && p->n_logit_bias > 0) {
+        t->bias = malloc((size_t)p->n_logit_bias * sizeof *t->bias);
+        if (t->bias)
+            memcpy(t->bias, p->logit_bias, (size_t)p->n_logit_bias * sizeof *t->bias);
+        else
+            ok = false;
+    }
+    if (!ok) {
+        if (t) {
+            inf_stop_free(&t->stop);
+            free(t->bias);
+        }
         free(t);
         free(prompt);
         inf_gram_free(p->grammar);
@@ -42,10 +56,14 @@ inf_task *inf_task_new(int32_t *prompt, int n_prompt, const inf_gen_params *p) {
     t->prompt = prompt;
     t->n_prompt = n_prompt;
     t->p = *p;
+    t->stop_index = -1;
     /* The caller's strings may go away: point at the copies. */
     t->p.n_stop = t->stop.n_stops;
     for (int i = 0; i < INF_MAX_STOPS; i++)
         t->p.stop[i] = i < t->stop.n_stops ? t->stop.stops[i] : NULL;
+    t->p.end_after = t->stop.end_after;
+    t->p.logit_bias = t->bias;
+    if (!t->bias) t->p.n_logit_bias = 0;
     if (t->p.top_logprobs > INF_MAX_TOP_LOGPROBS) t->p.top_logprobs = INF_MAX_TOP_LOGPROBS;
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
@@ -59,6 +77,7 @@ void inf_task_release(inf_task *t) {
     free(t->prompt);
     inf_gram_free(t->p.grammar);
     inf_stop_free(&t->stop);
+    free(t->bias);
     inf_buf_free(&t->text);
     free(t->lp);
     pthread_mutex_destroy(&t->mu);
@@ -291,7 +310,7 @@ static void finish_slot(inf_sched *s, slot *sl, inf_finish fin, inf_task_status 
         /* No stop string cut the text: release what was held. */
         char tail[4];
         size_t n = inf_utf8_stream_flush(&sl->utf8, tail);
-        inf_stop_push(&t->stop, &t->text, tail, n);
+        if (inf_stop_push(&t->stop, &t->text, tail, n) == 1) t->stop_index = t->stop.stop_index;
         inf_stop_flush(&t->stop, &t->text);
     }
     t->done = true;
@@ -370,6 +389,8 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
                     "weights or hyperparameters are broken");
         return;
     }
+    for (int i = 0; i < t->p.n_logit_bias; i++) /* ids checked at submit */
+        logits[t->p.logit_bias[i].id] += t->p.logit_bias[i].bias;
     if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
     if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
     int32_t id;
@@ -404,7 +425,10 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
         int n = e->piece(e->ctx, id, piece, sizeof piece);
         size_t whole = inf_utf8_stream_push(&sl->utf8, piece, (size_t)n, text);
         int rc = whole ? inf_stop_push(&t->stop, &t->text, text, whole) : 0;
-        if (rc == 1) fin = INF_FINISH_STOP;
+        if (rc == 1) {
+            fin = INF_FINISH_STOP;
+            t->stop_index = t->stop.stop_index;
+        }
         oom = rc < 0;
     }
     if (fin == INF_FINISH_NONE && inf_constraint_done(&sl->con))
@@ -703,6 +727,14 @@ int inf_sched_submit(inf_sched *s, inf_task *t, inf_err *err) {
                         "the prompt has %d tokens but the context holds %d (one position must "
                         "remain for the reply)",
                         t->n_prompt, s->ex->n_ctx);
+    for (int i = 0; i < t->p.n_logit_bias; i++) {
+        const inf_logit_bias *b = &t->p.logit_bias[i];
+        if (b->id < 0 || b->id >= s->ex->n_vocab)
+            return inf_fail(err, "logit_bias: token id %d is not below n_vocab %d", (int)b->id,
+                            s->ex->n_vocab);
+        if (!isfinite(b->bias))
+            return inf_fail(err, "logit_bias: the bias of token %d is not finite", (int)b->id);
+    }
     if (t->p.logprobs && !t->lp) {
         /* One entry per token the request may generate, bounded by the context. */
         int cap = s->ex->n_ctx - t->n_prompt + 1;

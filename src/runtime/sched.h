@@ -36,12 +36,28 @@ typedef enum inf_gram_start {
                               </think>, else at once */
 } inf_gram_start;
 
+#define INF_MAX_LOGIT_BIAS 1024
+
+typedef struct inf_logit_bias {
+    int32_t id;
+    float bias;
+} inf_logit_bias;
+
 /* How to generate: what every program sets the same way for the same result. */
 typedef struct inf_gen_params {
     inf_sampler_params sampling;     /* seed INF_SEED_RANDOM: the scheduler draws one */
     int max_tokens;                  /* -1: until the context ends */
     const char *stop[INF_MAX_STOPS]; /* stop strings (copied at inf_task_new) */
     int n_stop;
+    /* Ends the reply right after this string, which stays in the text
+     * (copied at inf_task_new; NULL: none): "</tool_call>" when only one
+     * tool call is allowed. See inf_stop. */
+    const char *end_after;
+    /* Added to the logits of these tokens before anything reads them
+     * (logprobs, the grammar, the sampler): OpenAI's logit_bias. Copied at
+     * inf_task_new; ids must be below n_vocab (inf_sched_submit checks). */
+    const inf_logit_bias *logit_bias; /* [n_logit_bias] */
+    int n_logit_bias;
     bool logprobs;
     int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
     bool ignore_eos;  /* end-of-generation tokens do not stop */
@@ -98,8 +114,9 @@ typedef struct inf_task {
     /* Input, fixed before submit. */
     int32_t *prompt; /* [n_prompt] owned */
     int n_prompt;
-    inf_gen_params p; /* stop strings point into stop.stops */
+    inf_gen_params p; /* stop strings, end_after and logit_bias point at the task's copies */
     inf_stop stop;
+    inf_logit_bias *bias; /* [p.n_logit_bias] owned copy */
 
     /* Output, under mu. */
     pthread_mutex_t mu;
@@ -112,6 +129,9 @@ typedef struct inf_task {
     bool started;  /* holds a slot */
     bool done;
     inf_finish finish;
+    /* Which of p.stop ended it (-1: none; an end-of-generation token, the
+     * grammar's end, p.end_after or the length). */
+    int stop_index;
     inf_task_status status; /* != INF_TASK_OK: failed, err says why */
     char err[512];
     inf_timings timings;

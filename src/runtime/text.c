@@ -80,6 +80,7 @@ size_t inf_suffix_prefix(const char *h, size_t hn, const char *pat, size_t pn) {
 
 int inf_stop_init(inf_stop *s, const char *const *stops, int n_stops) {
     memset(s, 0, sizeof *s);
+    s->stop_index = -1;
     if (n_stops <= 0) return 0;
     s->stops = calloc((size_t)n_stops, sizeof *s->stops);
     if (!s->stops) return -1;
@@ -95,10 +96,19 @@ int inf_stop_init(inf_stop *s, const char *const *stops, int n_stops) {
     return 0;
 }
 
+int inf_stop_set_end_after(inf_stop *s, const char *end_after) {
+    free(s->end_after);
+    s->end_after = NULL;
+    if (!end_after || !end_after[0]) return 0;
+    s->end_after = strdup(end_after);
+    return s->end_after ? 0 : -1;
+}
+
 void inf_stop_free(inf_stop *s) {
     for (int i = 0; i < s->n_stops; i++)
         free(s->stops[i]);
     free(s->stops);
+    free(s->end_after);
     inf_buf_free(&s->held);
     memset(s, 0, sizeof *s);
 }
@@ -114,17 +124,30 @@ int inf_stop_push(inf_stop *s, inf_buf *out, const char *text, size_t n) {
      * string that starts earlier but is not complete yet loses), so the
      * answer does not depend on how the text was cut into pieces. */
     size_t best = hn, best_end = SIZE_MAX;
+    int best_i = -1;
     for (int i = 0; i < s->n_stops; i++) {
         size_t len = strlen(s->stops[i]);
         const char *p = memmem(h, hn, s->stops[i], len);
         if (!p) continue;
         size_t at = (size_t)(p - h);
-        if (at + len < best_end || (at + len == best_end && at < best)) best = at, best_end = at + len;
+        if (at + len < best_end || (at + len == best_end && at < best))
+            best = at, best_end = at + len, best_i = i;
+    }
+    bool after = false;
+    if (s->end_after) { /* competes by the same rule; loses a full tie */
+        size_t len = strlen(s->end_after);
+        const char *p = memmem(h, hn, s->end_after, len);
+        size_t at = p ? (size_t)(p - h) : 0;
+        if (p && (at + len < best_end || (at + len == best_end && at < best)))
+            best = at, best_end = at + len, after = true;
     }
     if (best < hn) {
-        if (inf_buf_add(out, h, best)) return -1;
+        /* a stop string is dropped; end_after stays in the text */
+        if (inf_buf_add(out, h, after ? best_end : best)) return -1;
         inf_buf_clear(&s->held);
         s->done = true;
+        s->stop_index = after ? -1 : best_i;
+        s->after_matched = after;
         return 1;
     }
     size_t keep = 0;
@@ -132,6 +155,9 @@ int inf_stop_push(inf_stop *s, inf_buf *out, const char *text, size_t n) {
         size_t k = inf_suffix_prefix(h, hn, s->stops[i], strlen(s->stops[i]));
         if (k > keep) keep = k;
     }
+    /* A released prefix of end_after could not be found again: hold it too. */
+    size_t ka = s->end_after ? inf_suffix_prefix(h, hn, s->end_after, strlen(s->end_after)) : 0;
+    if (ka > keep) keep = ka;
     if (inf_buf_add(out, h, hn - keep)) return -1;
     inf_buf_consume(&s->held, hn - keep);
     return 0;

@@ -35,12 +35,25 @@ void inf_buf_free(inf_buf *b);
 typedef struct inf_stop {
     char **stops; /* [n_stops] owned copies, none empty */
     int n_stops;
+    /* A string that ends the text right after itself and stays in it (a
+     * tool call's "</tool_call>" when only one call is allowed); owned,
+     * NULL for none. It competes with the stop strings by the same rule:
+     * whichever completes first (on a tie, starts first; a stop string
+     * before it on a full tie). */
+    char *end_after;
     inf_buf held;
     bool done;
+    /* What ended the text once done: the index in stops of the stop string
+     * (-1 when it was not one), or end_after (after_matched). */
+    int stop_index;
+    bool after_matched;
 } inf_stop;
 
-/* Copies the stop strings (empty strings are ignored). -1 when out of memory. */
+/* Copies the stop strings (empty strings are ignored; a stop string's index
+ * counts only the kept ones). -1 when out of memory. */
 int inf_stop_init(inf_stop *s, const char *const *stops, int n_stops);
+/* Sets end_after (copied; NULL or "" for none). -1 when out of memory. */
+int inf_stop_set_end_after(inf_stop *s, const char *end_after);
 void inf_stop_free(inf_stop *s);
 /* Pushes text; appends what is safe to release to out. Returns 1 when a stop
  * string completed (nothing more must be pushed), 0 otherwise, -1 on OOM. */

@@ -79,8 +79,8 @@ static void task_error(const inf_task *t, srv_error *e) {
  * after the task is done). */
 static srv_outcome outcome(const inf_task *t, inf_finish fin, int n_prompt, int n_gen,
                            const inf_timings *tm, json_t *logprobs) {
-    (void)t;
     return (srv_outcome){.finish = fin,
+                         .stop_string = t->stop_index >= 0 ? t->p.stop[t->stop_index] : NULL,
                          .prompt_tokens = n_prompt,
                          .completion_tokens = n_gen,
                          .cached_tokens = tm->cache_n,
@@ -228,6 +228,10 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     int n = 0;
     bool in_think = false;
     int bad = api->parse(&r, body->data ? body->data : "", body->len, &e);
+    if (!bad && srv_request_check_vocab(&r, h->ex->n_vocab, &e)) {
+        srv_request_free(&r);
+        bad = 1;
+    }
     if (!bad && prompt_tokens(h, &r, &ids, &n, &in_think, &e)) {
         srv_request_free(&r);
         bad = 1;

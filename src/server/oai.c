@@ -94,55 +94,331 @@ static int get_bool(json_t *o, const char *name, bool *out, srv_error *e) {
 
 static const char *const ROLES[] = {"system", "developer", "user", "assistant", "tool"};
 
-/* Checks one message and returns a normalized copy whose content is a string
- * (text parts joined) or null. */
+static int oom(srv_error *e) {
+    return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+}
+
+/* A message's content as one string: a string, text parts joined, or
+ * (allow_null) null as "". NULL with a 400 naming `where` otherwise. */
+static json_t *content_string(json_t *content, bool allow_null, const char *where, srv_error *e) {
+    if (!content || json_is_null(content)) {
+        if (!allow_null) return bad(e, where, "'content' is required"), NULL;
+        return json_string("");
+    }
+    if (json_is_string(content)) return json_incref(content);
+    if (!json_is_array(content))
+        return bad(e, where, "'content' must be a string, an array of text parts, or null"), NULL;
+    inf_buf text = {0};
+    size_t k;
+    json_t *part;
+    json_array_foreach(content, k, part) {
+        json_t *type = json_object_get(part, "type");
+        json_t *t = json_object_get(part, "text");
+        const char *ty = json_string_value(type);
+        if (ty && (!strcmp(ty, "image_url") || !strcmp(ty, "input_image") ||
+                   !strcmp(ty, "input_audio") || !strcmp(ty, "file"))) {
+            inf_buf_free(&text);
+            return bad(e, where,
+                       "content part %zu is of type '%s': inferno runs the model's text part "
+                       "only (no vision or audio encoder), so images, audio and files cannot "
+                       "be read",
+                       k, ty),
+                   NULL;
+        }
+        if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
+            !json_is_string(t)) {
+            inf_buf_free(&text);
+            return bad(e, where,
+                       "content part %zu: only {\"type\": \"text\", \"text\": ...} "
+                       "parts are supported",
+                       k),
+                   NULL;
+        }
+        if (inf_buf_add(&text, json_string_value(t), json_string_length(t))) {
+            inf_buf_free(&text);
+            return oom(e), NULL;
+        }
+    }
+    json_t *j = json_stringn(text.data ? text.data : "", text.len);
+    inf_buf_free(&text);
+    if (!j) bad(e, where, "the text parts are not valid UTF-8");
+    return j;
+}
+
+/* An assistant's tool calls as templates read them: arguments an object.
+ * OpenAI sends arguments as a JSON string; one that does not hold an object
+ * is a 400 naming messages[i].tool_calls[k]. NULL with e set on failure. */
+static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
+    char where[96];
+    snprintf(where, sizeof where, "messages[%zu].tool_calls", i);
+    if (!json_is_array(calls)) return bad(e, where, "expected an array"), NULL;
+    json_t *out = json_array();
+    if (!out) return oom(e), NULL;
+    size_t k;
+    json_t *c;
+    json_array_foreach(calls, k, c) {
+        snprintf(where, sizeof where, "messages[%zu].tool_calls[%zu]", i, k);
+        json_t *type = json_object_get(c, "type"), *id = json_object_get(c, "id");
+        json_t *fn = json_object_get(c, "function");
+        const char *why = NULL;
+        if (!json_is_object(c))
+            why = "expected an object";
+        else if (type && !json_is_null(type) &&
+                 (!json_is_string(type) || strcmp(json_string_value(type), "function")))
+            why = "'type' must be \"function\"";
+        else if (id && !json_is_null(id) && !json_is_string(id))
+            why = "'id' must be a string";
+        else if (!json_is_object(fn))
+            why = "'function' must be an object with 'name' and 'arguments'";
+        else if (!json_is_string(json_object_get(fn, "name")) ||
+                 !json_string_length(json_object_get(fn, "name")))
+            why = "'function.name' must be a non-empty string";
+        if (why) {
+            json_decref(out);
+            return bad(e, where, "%s", why), NULL;
+        }
+        json_t *args = json_object_get(fn, "arguments"), *obj = NULL;
+        if (json_is_object(args)) {
+            obj = json_incref(args);
+        } else if (json_is_string(args)) {
+            const char *a = json_string_value(args);
+            size_t n = json_string_length(args), ws = 0;
+            while (ws < n && strchr(" \t\r\n", a[ws]))
+                ws++;
+            json_error_t je;
+            /* "" (a call without arguments, as some clients send it) is {} */
+            obj = ws == n ? json_object() : json_loadb(a, n, 0, &je);
+            if (!json_is_object(obj)) {
+                json_decref(obj);
+                json_decref(out);
+                return bad(e, where,
+                           "'function.arguments' must be a JSON object (as a string or an "
+                           "object)"),
+                       NULL;
+            }
+        } else if (!args || json_is_null(args)) {
+            obj = json_object();
+        } else {
+            json_decref(out);
+            return bad(e, where,
+                       "'function.arguments' must be a JSON object (as a string or an object)"),
+                   NULL;
+        }
+        json_t *f = json_object(), *call = json_object();
+        json_object_set(f, "name", json_object_get(fn, "name"));
+        json_object_set_new(f, "arguments", obj);
+        if (json_is_string(id)) json_object_set(call, "id", id);
+        json_object_set_new(call, "type", json_string("function"));
+        json_object_set_new(call, "function", f);
+        json_array_append_new(out, call);
+    }
+    return out;
+}
+
+/* Checks one message and returns it as templates read it (see `messages` in
+ * oai.h). */
 static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
     char where[64];
     snprintf(where, sizeof where, "messages[%zu]", i);
     if (!json_is_object(m)) return bad(e, where, "expected an object"), NULL;
     json_t *role = json_object_get(m, "role");
     if (!json_is_string(role)) return bad(e, where, "'role' must be a string"), NULL;
+    const char *rs = json_string_value(role);
     bool known = false;
     for (size_t k = 0; k < sizeof ROLES / sizeof ROLES[0]; k++)
-        known |= !strcmp(json_string_value(role), ROLES[k]);
-    if (!known) return bad(e, where, "unknown role '%s'", json_string_value(role)), NULL;
+        known |= !strcmp(rs, ROLES[k]);
+    if (!known) return bad(e, where, "unknown role '%s'", rs), NULL;
+    bool assistant = !strcmp(rs, "assistant");
 
     json_t *out = json_deep_copy(m);
-    if (!out) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory"), NULL;
-    json_t *content = json_object_get(m, "content");
-    if (!content || json_is_null(content)) {
-        bool has_calls = json_is_array(json_object_get(m, "tool_calls"));
-        if (!has_calls && strcmp(json_string_value(role), "assistant")) {
-            json_decref(out);
-            return bad(e, where, "'content' is required"), NULL;
-        }
-        json_object_set_new(out, "content", json_null());
-    } else if (json_is_array(content)) {
-        inf_buf text = {0};
-        size_t k;
-        json_t *part;
-        json_array_foreach(content, k, part) {
-            json_t *type = json_object_get(part, "type");
-            json_t *t = json_object_get(part, "text");
-            if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
-                !json_is_string(t)) {
-                inf_buf_free(&text);
-                json_decref(out);
-                return bad(e, where,
-                           "content part %zu: only {\"type\": \"text\", \"text\": ...} "
-                           "parts are supported",
-                           k),
-                       NULL;
-            }
-            inf_buf_add(&text, json_string_value(t), json_string_length(t));
-        }
-        json_object_set_new(out, "content", json_stringn(text.data ? text.data : "", text.len));
-        inf_buf_free(&text);
-    } else if (!json_is_string(content)) {
+    if (!out) return oom(e), NULL;
+    /* developer is OpenAI's newer name for system; Qwen3's template has no
+       branch for it and would drop it */
+    if (!strcmp(rs, "developer")) json_object_set_new(out, "role", json_string("system"));
+
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (calls && !json_is_null(calls) && !assistant) {
         json_decref(out);
-        return bad(e, where, "'content' must be a string, an array of text parts, or null"), NULL;
+        return bad(e, where, "only assistant messages carry 'tool_calls'"), NULL;
+    }
+    bool has_calls = json_is_array(calls) && json_array_size(calls) > 0;
+    json_t *content = content_string(json_object_get(m, "content"), assistant, where, e);
+    if (!content) {
+        json_decref(out);
+        return NULL;
+    }
+    json_object_set_new(out, "content", content);
+    json_object_del(out, "tool_calls");
+    if (has_calls) {
+        json_t *nc = normalize_tool_calls(calls, i, e);
+        if (!nc) {
+            json_decref(out);
+            return NULL;
+        }
+        json_object_set_new(out, "tool_calls", nc);
+    } else if (calls && !json_is_null(calls) && !json_is_array(calls)) {
+        json_decref(out);
+        return bad(e, where, "'tool_calls' must be an array"), NULL;
+    }
+
+    if (assistant) {
+        /* the reasoning given back: reasoning_content (DeepSeek, llama.cpp,
+           vLLM) or reasoning (OpenRouter, Ollama, vLLM's newer name) */
+        json_t *rc = json_object_get(m, "reasoning_content"), *rn = json_object_get(m, "reasoning");
+        if (rc && !json_is_null(rc) && !json_is_string(rc)) {
+            json_decref(out);
+            return bad(e, where, "'reasoning_content' must be a string or null"), NULL;
+        }
+        if (rn && !json_is_null(rn) && !json_is_string(rn)) {
+            json_decref(out);
+            return bad(e, where, "'reasoning' must be a string or null"), NULL;
+        }
+        json_object_del(out, "reasoning");
+        json_object_del(out, "reasoning_content");
+        json_t *r = json_is_string(rc) ? rc : json_is_string(rn) ? rn : NULL;
+        if (r) json_object_set(out, "reasoning_content", r);
+    }
+    if (!strcmp(rs, "tool")) {
+        json_t *id = json_object_get(m, "tool_call_id");
+        if (id && !json_is_null(id) && !json_is_string(id)) {
+            json_decref(out);
+            return bad(e, where, "'tool_call_id' must be a string"), NULL;
+        }
     }
     return out;
+}
+
+int srv_tools_check(const json_t *tools, const char *param, srv_error *e) {
+    if (!json_is_array(tools)) return bad(e, param, "expected an array");
+    size_t i;
+    json_t *t;
+    json_array_foreach((json_t *)tools, i, t) {
+        char where[96];
+        snprintf(where, sizeof where, "%s[%zu]", param, i);
+        json_t *type = json_object_get(t, "type");
+        if (!json_is_object(t)) return bad(e, where, "expected an object");
+        if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
+            return bad(e, where,
+                       "only {\"type\": \"function\", \"function\": {...}} tools are "
+                       "supported");
+        json_t *fn = json_object_get(t, "function");
+        if (!json_is_object(fn)) return bad(e, where, "'function' must be an object");
+        json_t *name = json_object_get(fn, "name"), *desc = json_object_get(fn, "description");
+        json_t *params = json_object_get(fn, "parameters"), *strict = json_object_get(fn, "strict");
+        if (!json_is_string(name) || !json_string_length(name))
+            return bad(e, where, "'function.name' must be a non-empty string");
+        if (desc && !json_is_null(desc) && !json_is_string(desc))
+            return bad(e, where, "'function.description' must be a string");
+        if (params && !json_is_null(params) && !json_is_object(params))
+            return bad(e, where, "'function.parameters' must be an object (a JSON Schema)");
+        if (strict && !json_is_null(strict) && !json_is_boolean(strict))
+            return bad(e, where, "'function.strict' must be true or false");
+        for (size_t k = 0; k < i; k++) {
+            json_t *other =
+                json_object_get(json_object_get(json_array_get(tools, k), "function"), "name");
+            if (json_equal(other, name))
+                return bad(e, where, "the function name '%s' is also tools[%zu]'s",
+                           json_string_value(name), k);
+        }
+    }
+    return 0;
+}
+
+int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e) {
+    if (r->tools && !json_array_size(r->tools)) { /* [] offers nothing */
+        json_decref(r->tools);
+        r->tools = NULL;
+    }
+    if (r->tool_choice == SRV_TOOLS_NONE) {
+        json_decref(r->tools);
+        r->tools = NULL;
+        return 0;
+    }
+    if (r->tool_choice == SRV_TOOLS_AUTO) return 0;
+    if (!r->tools)
+        return bad(e, param, "%s needs tools to call",
+                   r->tool_choice == SRV_TOOLS_NAMED ? "a named function" : "'required'");
+    if (r->tool_choice == SRV_TOOLS_NAMED) {
+        bool found = false;
+        size_t i;
+        json_t *t;
+        json_array_foreach(r->tools, i, t) {
+            json_t *fn = json_object_get(t, "function");
+            json_t *n = json_object_get(fn ? fn : t, "name");
+            found |= json_is_string(n) && !strcmp(json_string_value(n), r->tool_name);
+        }
+        if (!found)
+            return bad(e, param, "names the function '%s', which is not in tools", r->tool_name);
+    }
+    if (r->grammar)
+        return bad(e, param,
+                   "a forced tool call cannot be combined with response_format, grammar or "
+                   "json_schema");
+    inf_err err = {{0}};
+    if (inf_gram_tool_calls(&r->grammar, r->tools,
+                            r->tool_choice == SRV_TOOLS_NAMED ? r->tool_name : NULL,
+                            r->parallel_tool_calls, &err))
+        return bad(e, "tools", "%s", err.msg);
+    return 0;
+}
+
+int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv_error *e) {
+    if (!v || json_is_null(v)) return 0;
+    static const char *const KEEP[] = {"minimal", "low", "medium", "high", "xhigh"};
+    if (!json_is_string(v))
+        return bad(e, param, "expected one of none, minimal, low, medium, high, xhigh");
+    const char *s = json_string_value(v);
+    if (!strcmp(s, "none")) {
+        json_t *think = json_object_get(r->template_kwargs, "enable_thinking");
+        if (json_is_true(think))
+            return bad(e, param, "\"none\" contradicts chat_template_kwargs.enable_thinking: true");
+        r->enable_thinking = false;
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof KEEP / sizeof KEEP[0]; k++) {
+        if (strcmp(s, KEEP[k])) continue;
+        if (json_is_false(json_object_get(r->template_kwargs, "enable_thinking")))
+            return bad(e, param, "'%s' contradicts chat_template_kwargs.enable_thinking: false", s);
+        return 0;
+    }
+    return bad(e, param, "'%s' is not one of none, minimal, low, medium, high, xhigh", s);
+}
+
+/* OpenAI chat's tool_choice: "auto" | "none" | "required" | {"type":
+ * "function", "function": {"name"}}; absent: auto. */
+static int parse_tool_choice(srv_request *r, srv_error *e) {
+    json_t *tc = field(r->root, "tool_choice");
+    r->tool_choice = SRV_TOOLS_AUTO;
+    if (!tc) return 0;
+    if (json_is_string(tc)) {
+        const char *s = json_string_value(tc);
+        if (!strcmp(s, "auto"))
+            r->tool_choice = SRV_TOOLS_AUTO;
+        else if (!strcmp(s, "none"))
+            r->tool_choice = SRV_TOOLS_NONE;
+        else if (!strcmp(s, "required"))
+            r->tool_choice = SRV_TOOLS_REQUIRED;
+        else
+            return bad(e, "tool_choice", "'%s' is not one of auto, none, required", s);
+        return 0;
+    }
+    json_t *type = json_object_get(tc, "type");
+    json_t *name = json_object_get(json_object_get(tc, "function"), "name");
+    if (!json_is_object(tc) || !json_is_string(type))
+        return bad(e, "tool_choice",
+                   "expected \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
+                   "\"function\": {\"name\": ...}}");
+    if (strcmp(json_string_value(type), "function"))
+        return bad(e, "tool_choice", "type '%s' is not supported (only \"function\")",
+                   json_string_value(type));
+    if (!json_is_string(name) || !json_string_length(name))
+        return bad(e, "tool_choice", "'function.name' must be a non-empty string");
+    if (json_string_length(name) >= sizeof r->tool_name)
+        return bad(e, "tool_choice", "the function name is longer than %zu bytes",
+                   sizeof r->tool_name - 1);
+    snprintf(r->tool_name, sizeof r->tool_name, "%s", json_string_value(name));
+    r->tool_choice = SRV_TOOLS_NAMED;
+    return 0;
 }
 
 static int parse_messages(srv_request *r, srv_error *e) {
@@ -154,6 +430,7 @@ static int parse_messages(srv_request *r, srv_error *e) {
         return bad(e, "messages", "has %zu messages, more than the limit of %d",
                    json_array_size(msgs), SRV_MAX_MESSAGES);
     r->messages = json_array();
+    if (!r->messages) return oom(e);
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
@@ -162,8 +439,13 @@ static int parse_messages(srv_request *r, srv_error *e) {
         json_array_append_new(r->messages, n);
     }
     json_t *tools = field(r->root, "tools");
-    if (tools && !json_is_array(tools)) return bad(e, "tools", "expected an array");
+    if (tools && srv_tools_check(tools, "tools", e)) return -1;
     r->tools = json_incref(tools);
+    if (field(r->root, "functions") || field(r->root, "function_call"))
+        return bad(e, field(r->root, "functions") ? "functions" : "function_call",
+                   "the deprecated functions API is not supported: use tools and tool_choice");
+    if (parse_tool_choice(r, e)) return -1;
+    if (get_bool(r->root, "parallel_tool_calls", &r->parallel_tool_calls, e)) return -1;
     json_t *kw = field(r->root, "chat_template_kwargs");
     if (kw) {
         if (!json_is_object(kw)) return bad(e, "chat_template_kwargs", "expected an object");
@@ -173,7 +455,7 @@ static int parse_messages(srv_request *r, srv_error *e) {
         if (think) r->enable_thinking = json_is_true(think);
         r->template_kwargs = kw;
     }
-    return 0;
+    return srv_reasoning_effort(r, field(r->root, "reasoning_effort"), "reasoning_effort", e);
 }
 
 static int parse_prompt(srv_request *r, srv_error *e) {
@@ -284,6 +566,119 @@ static int parse_grammar(srv_request *r, srv_error *e) {
     return 0;
 }
 
+/* OpenAI's logit_bias: {"token id": bias in [-100, 100]}, added to the
+ * logits before sampling. The ids are checked against the vocabulary by
+ * srv_request_check_vocab. */
+static int parse_logit_bias(srv_request *r, srv_error *e) {
+    json_t *lb = field(r->root, "logit_bias");
+    if (!lb) return 0;
+    if (!json_is_object(lb))
+        return bad(e, "logit_bias", "expected an object mapping token ids to biases");
+    size_t n = json_object_size(lb);
+    if (n > INF_MAX_LOGIT_BIAS)
+        return bad(e, "logit_bias", "has %zu entries, more than the limit of %d", n,
+                   INF_MAX_LOGIT_BIAS);
+    if (!n) return 0;
+    r->logit_bias = calloc(n, sizeof *r->logit_bias);
+    if (!r->logit_bias) return oom(e);
+    const char *k;
+    json_t *v;
+    json_object_foreach(lb, k, v) {
+        char *end;
+        long long id = (k[0] >= '0' && k[0] <= '9') ? strtoll(k, &end, 10) : -1;
+        if (id < 0 || *end || id > INT32_MAX)
+            return bad(e, "logit_bias", "key '%s' is not a token id (a non-negative integer)", k);
+        if (!json_is_number(v))
+            return bad(e, "logit_bias", "the bias of token %lld must be a number", id);
+        double b = json_number_value(v);
+        if (!(b >= -100 && b <= 100))
+            return bad(e, "logit_bias", "the bias of token %lld, %g, is out of range [-100, 100]",
+                       id, b);
+        r->logit_bias[r->n_logit_bias++] = (inf_logit_bias){(int32_t)id, (float)b};
+    }
+    return 0;
+}
+
+/* OpenAI fields that would change the result and that inferno does not do:
+ * a 400 rather than a reply that silently ignores them. Fields with no
+ * effect on the text (user, store, metadata, service_tier, ...) are
+ * ignored. */
+static int refuse_unsupported(srv_request *r, srv_error *e) {
+    json_t *o = r->root, *v;
+    if (r->kind == SRV_CHAT) {
+        if ((v = field(o, "modalities"))) {
+            bool text_only = json_is_array(v) && json_array_size(v) > 0;
+            size_t i;
+            json_t *m;
+            json_array_foreach(v, i, m) text_only &=
+                json_is_string(m) && !strcmp(json_string_value(m), "text");
+            if (!text_only) return bad(e, "modalities", "only [\"text\"] is supported");
+        }
+        if (field(o, "audio")) return bad(e, "audio", "audio output is not supported");
+        if (field(o, "web_search_options"))
+            return bad(e, "web_search_options", "web search is not supported");
+        if ((v = field(o, "verbosity")) &&
+            (!json_is_string(v) || strcmp(json_string_value(v), "medium")))
+            return bad(e, "verbosity",
+                       "only \"medium\" is supported (Qwen3 has no verbosity control)");
+    } else {
+        if ((v = field(o, "echo")) && !json_is_false(v))
+            return bad(e, "echo", "echoing the prompt is not supported");
+        if ((v = field(o, "best_of")) && (!json_is_integer(v) || json_integer_value(v) != 1))
+            return bad(e, "best_of", "only best_of = 1 is supported");
+        if ((v = field(o, "suffix")) && (!json_is_string(v) || json_string_length(v)))
+            return bad(e, "suffix", "a suffix (insertion) is not supported");
+    }
+    return 0;
+}
+
+/* llama.cpp's own request fields: n_predict (max_tokens when that is not
+ * given; -1: no limit) and repeat_last_n are done; its other samplers are
+ * accepted only at the value that turns them off, a 400 otherwise. */
+static int parse_llamacpp(srv_request *r, srv_error *e) {
+    json_t *o = r->root;
+    long long x;
+    bool have = false;
+    if (get_int(o, "n_predict", -1, INT32_MAX, &x, &have, e)) return -1;
+    if (have && x == 0) return bad(e, "n_predict", "must be -1 (no limit) or at least 1");
+    if (have && !field(o, "max_tokens") && !field(o, "max_completion_tokens"))
+        r->max_tokens = (int)x;
+    if (get_int(o, "repeat_last_n", -1, INT32_MAX, &x, &have, e)) return -1;
+    if (have) r->samp.penalty_last_n = (int)x;
+    static const struct {
+        const char *name;
+        double off; /* the value that turns the sampler off */
+        bool off_at_or_below;
+    } OFF[] = {{"typical_p", 1, false},       {"tfs_z", 1, false},
+               {"mirostat", 0, false},        {"dynatemp_range", 0, false},
+               {"xtc_probability", 0, false}, {"dry_multiplier", 0, false},
+               {"top_n_sigma", 0, true},      {"n_probs", 0, false}};
+    for (size_t i = 0; i < sizeof OFF / sizeof OFF[0]; i++) {
+        json_t *v = field(o, OFF[i].name);
+        if (!v) continue;
+        double d = json_is_number(v) ? json_number_value(v) : NAN;
+        bool off = OFF[i].off_at_or_below ? d <= OFF[i].off : d == OFF[i].off;
+        if (!off)
+            return bad(e, OFF[i].name, "this llama.cpp sampler is not supported (only %s%g, off)",
+                       OFF[i].off_at_or_below ? "<= " : "", OFF[i].off);
+    }
+    return 0;
+}
+
+json_t *srv_request_template_kwargs(const srv_request *r) {
+    json_t *kw = r->template_kwargs ? json_deep_copy(r->template_kwargs) : json_object();
+    if (kw) json_object_set_new(kw, "enable_thinking", json_boolean(r->enable_thinking));
+    return kw;
+}
+
+int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e) {
+    for (int i = 0; i < r->n_logit_bias; i++)
+        if (r->logit_bias[i].id >= n_vocab)
+            return bad(e, "logit_bias", "token id %d is not below n_vocab %d",
+                       (int)r->logit_bias[i].id, n_vocab);
+    return 0;
+}
+
 static int parse_fields(srv_request *r, srv_error *e) {
     json_t *o = r->root;
     json_t *model = field(o, "model");
@@ -350,7 +745,9 @@ static int parse_fields(srv_request *r, srv_error *e) {
     json_t *n = field(o, "n");
     if (n && (!json_is_integer(n) || json_integer_value(n) != 1))
         return bad(e, "n", "only n = 1 is supported");
-    return parse_grammar(r, e);
+    if (parse_logit_bias(r, e) || refuse_unsupported(r, e) || parse_llamacpp(r, e)) return -1;
+    if (parse_grammar(r, e)) return -1;
+    return r->kind == SRV_CHAT ? srv_request_apply_tools(r, "tool_choice", e) : 0;
 }
 
 json_t *srv_json_parse_body(const char *body, size_t len, json_error_t *je) {
@@ -426,6 +823,7 @@ void srv_request_free(srv_request *r) {
     json_decref(r->tools);
     json_decref(r->root);
     free(r->prompt_tokens);
+    free(r->logit_bias);
     inf_gram_free(r->grammar);
     memset(r, 0, sizeof *r);
 }
@@ -449,6 +847,11 @@ void srv_request_gen_params(srv_request *r, inf_gen_params *p) {
     p->logprobs = r->logprobs;
     p->top_logprobs = r->top_logprobs;
     p->ignore_eos = r->ignore_eos;
+    p->logit_bias = r->logit_bias;
+    p->n_logit_bias = r->n_logit_bias;
+    /* One call at most: end right after the first; a forced call's grammar
+       (several = false) ends there too. */
+    if (r->tools && !r->parallel_tool_calls) p->end_after = "</tool_call>";
     p->grammar = r->grammar;
     r->grammar = NULL;
     p->grammar_start = r->kind == SRV_CHAT && r->enable_thinking ? INF_GRAM_UNLESS_THINK

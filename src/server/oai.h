@@ -64,9 +64,11 @@ typedef struct srv_request {
     json_t *root;     /* the parsed body (owned) */
     /* chat: the conversation as Hugging Face templates read it (owned):
      * roles system/user/assistant/tool (developer becomes system); content
-     * a string or null; an assistant's `tool_calls` as [{type: "function",
-     * function: {name, arguments}}] with arguments an object (parsed from
-     * OpenAI's JSON string) and its reasoning as `reasoning_content`; a tool
+     * a string (text parts joined; an assistant's null content becomes "",
+     * which Qwen3's template needs); an assistant's `tool_calls` as [{id,
+     * type: "function", function: {name, arguments}}] with arguments an
+     * object (parsed from OpenAI's JSON string) and its reasoning as
+     * `reasoning_content` (from `reasoning_content` or `reasoning`); a tool
      * message's `tool_call_id` kept. Every API's input becomes this. */
     json_t *messages;
     /* chat: the tools in OpenAI chat's shape ({type: "function", function:
@@ -79,7 +81,8 @@ typedef struct srv_request {
     char tool_name[128];      /* SRV_TOOLS_NAMED: the function */
     bool parallel_tool_calls; /* false: the reply ends after its first call */
     json_t *template_kwargs; /* chat_template_kwargs, borrowed, or NULL */
-    bool enable_thinking;    /* chat_template_kwargs.enable_thinking, default true */
+    bool enable_thinking;    /* chat_template_kwargs.enable_thinking, default true;
+                                reasoning_effort "none" sets it false */
     const char *prompt;      /* completion: text prompt (borrowed), or NULL */
     int32_t *prompt_tokens;  /* completion: [n_prompt_tokens] when given as ids (owned) */
     int n_prompt_tokens;
@@ -92,6 +95,8 @@ typedef struct srv_request {
     bool logprobs;
     int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
     bool ignore_eos;  /* llama.cpp's extension: end-of-generation tokens do not stop */
+    inf_logit_bias *logit_bias; /* [n_logit_bias] owned; ids checked by srv_request_check_vocab */
+    int n_logit_bias;
     /* response_format json_object / json_schema, or llama.cpp's `grammar` /
      * `json_schema`: compiled here (owned until srv_request_gen_params). */
     inf_gram *grammar;
@@ -104,6 +109,34 @@ typedef struct srv_request {
 #define SRV_MAX_JSON_VALUES 262144
 #define SRV_MAX_MESSAGES 16384
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e);
+
+/* The chat template's keywords for a parsed chat request: its
+ * chat_template_kwargs with enable_thinking set (new reference; NULL when
+ * out of memory). The template renders r->messages and r->tools with them. */
+json_t *srv_request_template_kwargs(const srv_request *r);
+
+/* Checks what only the model can: logit_bias token ids below n_vocab. A 400
+ * naming the field otherwise. Call after parsing, before submitting. */
+int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e);
+
+/* Pieces every API's parser shares (param: the field's name in that API,
+ * for errors).
+ * srv_tools_check: tools in OpenAI chat's shape: an array of {type:
+ *   "function", function: {name (a non-empty string, each once), description
+ *   (a string), parameters (an object), strict (a bool)}}.
+ * srv_request_apply_tools: with r->tools (chat shape, owned, may be NULL),
+ *   tool_choice, tool_name and parallel_tool_calls set: "none" drops the
+ *   tools; required or named without tools, or naming a function not in
+ *   them, is a 400 naming param; required and named compile the forced-call
+ *   grammar into r->grammar (a 400 when r already has one: response_format
+ *   and a forced tool call cannot both hold).
+ * srv_reasoning_effort: "none" turns thinking off (a 400 when the template
+ *   kwargs turned it on explicitly); "minimal", "low", "medium", "high" and
+ *   "xhigh" keep it on (Qwen3 has no budget to set; a 400 when the kwargs
+ *   turned it off explicitly); anything else is a 400. */
+int srv_tools_check(const json_t *tools, const char *param, srv_error *e);
+int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e);
+int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv_error *e);
 
 /* Parses a request body as JSON (jansson), refusing a body with a NUL byte
  * (jansson would read only up to it). NULL with je filled on failure. */

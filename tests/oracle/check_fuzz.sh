@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Fuzzing the model file parsers (libFuzzer + ASan/UBSan, built by
-# `make fuzz`): each target first replays its seed corpus fuzz/corpus/NAME/,
-# then fuzzes for FUZZ_SECONDS (default 30) starting from it. A target passes
+# Fuzzing the parsers (libFuzzer + ASan/UBSan, built by `make fuzz`): each
+# target first replays its seed corpus fuzz/corpus/NAME/, then fuzzes for
+# FUZZ_SECONDS starting from it (default: FUZZ_TOTAL_SECONDS, 210, shared
+# evenly by the targets, so a new target does not lengthen CI). A target passes
 # when neither step finds a crash, leak or sanitizer report. New inputs go to
 # fuzz/corpus-NAME/ (ignored by git); crashes to build-fuzz/crash-*.
 # fuzz_api and fuzz_server share one target's time (half each), so adding
 # fuzz_api left the total unchanged (CI is near its limit).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-secs=${FUZZ_SECONDS:-30}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 if ! command -v clang >/dev/null; then
     echo "check_fuzz: clang is not installed (make deps)"; echo "0 passed, 1 failed"; exit 1
@@ -18,9 +18,11 @@ if ! make -s fuzz >/tmp/inferno-fuzz-build.$$ 2>&1; then
     echo "check_fuzz: make fuzz failed"; echo "0 passed, 1 failed"; exit 1
 fi
 rm -f /tmp/inferno-fuzz-build.$$
+targets=(build-fuzz/fuzz/fuzz_*)
+secs=${FUZZ_SECONDS:-$(( ${FUZZ_TOTAL_SECONDS:-210} / ${#targets[@]} ))}
 
 pass=0 fail=0
-for bin in build-fuzz/fuzz/fuzz_*; do
+for bin in "${targets[@]}"; do
     name=${bin##*/fuzz_}
     seeds=fuzz/corpus/$name
     work=fuzz/corpus-$name

@@ -10,7 +10,9 @@
 #    (check_inspect.mjs); the metadata of a GGUF input is copied with
 #    general.file_type rewritten;
 # 4. inferno runs the quantized files and gives the maker's files' tokens;
-# 5. bad inputs fail with a message: a quantized input, an unknown type.
+# 5. bad inputs fail with a message: a quantized input, an unknown type;
+# 6. qwen3moe folders in both expert layouts: the experts stacked into 3-D
+#    tensors equal the maker's GGUF files; norm_topk_prob false is refused.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 INF=build/inferno
@@ -71,17 +73,10 @@ actual() {
 }
 
 lc() { echo "$1" | tr 'A-Z' 'a-z'; }
-for mix in Q4_K_M Q5_K_M Q3_K_M Q4_K_S Q2_K IQ4_XS Q4_1 Q6_K Q8_0; do
-    out=$tmp/hf-$mix.gguf
-    if ! $INF quantize models/tiny-f32-hf "$out" $mix 2 >"$tmp/log.txt" 2>&1; then
-        cat "$tmp/log.txt"; bad "quantize HF folder to $mix"; continue
-    fi
-    got=$(actual "$out") want=$(expect $mix)
-    [ "$got" = "$want" ] && ok "$mix from the HF folder: llama.cpp's per-tensor types" ||
-        bad "$mix types: got [$got], llama.cpp gives [$want]"
-    maker=models/tiny-$(lc $mix).gguf
-    if [ -f "$maker" ]; then
-        line=$($PY - "$out" "$maker" <<'PYEOF'
+# same_tensors A B: the two GGUF files hold the same tensors, byte for byte,
+# and the same general.file_type; prints what it compared
+same_tensors() {
+    $PY - "$1" "$2" <<'PYEOF'
 import sys
 sys.path.insert(0, "tests/reference")
 import numpy as np, qwen3_ref as R
@@ -97,9 +92,40 @@ diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 print(f"{len(a)} tensors, {len(diff)} differ {diff[:3]}; file_type {ma.get('general.file_type')} vs {mb.get('general.file_type')}")
 sys.exit(1 if diff or ma.get('general.file_type') != mb.get('general.file_type') else 0)
 PYEOF
-        ) && ok "$mix from the HF folder == the maker's $maker: $line" || bad "$mix vs $maker: $line"
+}
+
+for mix in Q4_K_M Q5_K_M Q3_K_M Q4_K_S Q2_K IQ4_XS Q4_1 Q6_K Q8_0; do
+    out=$tmp/hf-$mix.gguf
+    if ! $INF quantize models/tiny-f32-hf "$out" $mix 2 >"$tmp/log.txt" 2>&1; then
+        cat "$tmp/log.txt"; bad "quantize HF folder to $mix"; continue
+    fi
+    got=$(actual "$out") want=$(expect $mix)
+    [ "$got" = "$want" ] && ok "$mix from the HF folder: llama.cpp's per-tensor types" ||
+        bad "$mix types: got [$got], llama.cpp gives [$want]"
+    maker=models/tiny-$(lc $mix).gguf
+    if [ -f "$maker" ]; then
+        line=$(same_tensors "$out" "$maker") && ok "$mix from the HF folder == the maker's $maker: $line" || bad "$mix vs $maker: $line"
     fi
 done
+
+# qwen3moe folders (one tensor per expert; transformers v5's fused gate_up_proj):
+# the experts stacked into ffn_{gate,up,down}_exps equal the maker's GGUF files
+for f in tiny-moe-f32-hf tiny-moe-f32-hf-fused; do
+    for mix in Q8_0 Q4_K_M; do
+        out=$tmp/$f-$mix.gguf maker=models/tiny-moe-$(lc $mix).gguf
+        if ! $INF quantize models/$f "$out" $mix >"$tmp/log.txt" 2>&1; then
+            cat "$tmp/log.txt"; bad "quantize $f to $mix"; continue
+        fi
+        line=$(same_tensors "$out" "$maker") && ok "$mix from $f == the maker's $maker: $line" ||
+            bad "$mix from $f vs $maker: $line"
+    done
+done
+cp -r models/tiny-moe-f32-hf "$tmp/no-norm"
+$PY -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['norm_topk_prob']=False; json.dump(c,open(p,'w'))" "$tmp/no-norm/config.json"
+$INF quantize "$tmp/no-norm" "$tmp/no-norm.gguf" Q8_0 >"$tmp/err.txt" 2>&1
+[ $? -ne 0 ] && grep -q "norm_topk_prob" "$tmp/err.txt" && [ ! -e "$tmp/no-norm.gguf" ] &&
+    ok "norm_topk_prob false (GGUF always renormalizes) is refused: $(tail -1 "$tmp/err.txt")" ||
+    bad "norm_topk_prob false: $(cat "$tmp/err.txt")"
 
 # from the BF16 GGUF: metadata copied (file type rewritten), @huggingface/gguf agrees, it runs
 for mix in Q4_K_M IQ4_XS; do

@@ -94,6 +94,7 @@ run_suite() { # file
     pass=$((pass + p)); fail=$((fail + f))
 }
 run_suite suite.mjs
+run_suite tools.mjs
 run_suite apis.mjs
 run_suite load.mjs
 run_suite prefix.mjs

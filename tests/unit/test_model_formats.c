@@ -44,20 +44,37 @@ static void same_tensor(const inf_tensor *a, const inf_tensor *b, const char *sl
               b ? b->name : "(none)");
 }
 
-/* Every tensor of the folder, by its GGUF name (the architecture's mapping),
- * equals the GGUF file's; and the two hold the same number of tensors. */
+/* The folder as GGUF (the architecture's plan: names mapped, experts stacked)
+ * equals the GGUF file: the same tensors, shapes and rows. */
 static void same_slots(const inf_model_file *g, const inf_model_file *h) {
-    CHECK_INT(g->n_tensors, h->n_tensors);
-    for (int i = 0; i < h->n_tensors; i++) {
-        char name[96];
-        int layer;
-        inf_err err;
-        if (inf_model_gguf_name(h, h->tensors[i].name, name, sizeof name, &layer, &err)) {
-            CHECK_MSG(0, "%s", err.msg);
+    inf_gguf_plan plan;
+    inf_err err;
+    if (inf_model_gguf_plan(h, &plan, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    CHECK_INT(g->n_tensors, plan.n);
+    for (int i = 0; i < plan.n; i++) {
+        const inf_gguf_tensor *t = &plan.t[i];
+        const inf_tensor *a = inf_model_find(g, t->name);
+        if (t->n_runs == 1 && t->runs[0].row0 == 0) {
+            same_tensor(a, t->runs[0].src, t->name, t->layer);
             continue;
         }
-        same_tensor(inf_model_find(g, name), &h->tensors[i], name, layer);
+        /* stacked: row by row, in the GGUF file's type */
+        bool ok = a && a->n_dims == t->n_dims && !memcmp(a->ne, t->ne, sizeof a->ne);
+        size_t off = 0;
+        for (int k = 0; ok && k < t->n_runs; k++) {
+            const inf_rows *r = &t->runs[k];
+            const size_t rb = r->src->nbytes / (size_t)(r->src->ne[1] * r->src->ne[2] * r->src->ne[3]);
+            const size_t n = rb * (size_t)r->n_rows;
+            ok = r->src->type == a->type && off + n <= a->nbytes &&
+                 !memcmp((const char *)a->data + off, (const char *)r->src->data + rb * (size_t)r->row0, n);
+            off += n;
+        }
+        CHECK_MSG(ok && off == a->nbytes, "stacked tensor %s differs from the GGUF file's", t->name);
     }
+    inf_gguf_plan_free(&plan);
 }
 
 static void same_hparams(const inf_hparams *a, const inf_hparams *b) {
@@ -120,6 +137,14 @@ int main(void) {
             CHECK_INT(g->vocab.n_tokens, g->hp.n_vocab);
             if (i == 0) ref = g->hp;
         }
+        inf_model_close(g);
+        inf_model_close(h);
+    }
+    /* qwen3moe: both expert layouts stack into the GGUF file's 3-D tensors */
+    static const char *const moe_folders[] = {"models/tiny-moe-f32-hf", "models/tiny-moe-f32-hf-fused"};
+    for (int i = 0; i < 2; i++) {
+        inf_model_file *g = open_or_report("models/tiny-moe-f32.gguf"), *h = open_or_report(moe_folders[i]);
+        if (g && h) same_slots(g, h);
         inf_model_close(g);
         inf_model_close(h);
     }

@@ -81,7 +81,9 @@ static void test_chat_ok(void) {
     CHECK_INT(r.max_tokens, 3);
     CHECK_INT(r.n_stop, 1);
     CHECK_STR(json_string_value(json_object_get(json_array_get(r.messages, 0), "content")), "ab");
-    CHECK(json_is_null(json_object_get(json_array_get(r.messages, 1), "content")));
+    /* an assistant's null content is "" (Qwen3's template needs a string) */
+    CHECK_STR(json_string_value(json_object_get(json_array_get(r.messages, 1), "content")), "");
+    CHECK(!json_object_get(json_array_get(r.messages, 1), "tool_calls")); /* [] dropped */
     srv_request_free(&r);
 }
 
@@ -109,6 +111,16 @@ static void test_chat_bad(void) {
         "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{}}]}"
         "]}",
         "messages[0]");
+    {
+        /* an image: the 400 says why (the text model only), not just "bad part" */
+        srv_request r;
+        srv_error e;
+        const char *img = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                          "\"text\":\"what is this?\"},{\"type\":\"image_url\",\"image_url\":"
+                          "{\"url\":\"data:image/png;base64,AA==\"}}]}]}";
+        CHECK(parse(&r, SRV_CHAT, img, &e) == -1);
+        CHECK_MSG(strstr(e.msg, "image_url") && strstr(e.msg, "text part only"), "%s", e.msg);
+    }
     bad(SRV_CHAT, "{" MSG ",\"model\":3}", "model");
     bad(SRV_CHAT, "{" MSG ",\"max_tokens\":\"10\"}", "max_tokens");
     bad(SRV_CHAT, "{" MSG ",\"max_tokens\":1.5}", "max_tokens");
@@ -160,6 +172,382 @@ static void test_chat_bad(void) {
         "json_schema");
     bad(SRV_CHAT, "{" MSG ",\"response_format\":\"json\"}", "response_format");
     bad(SRV_CHAT, "{" MSG ",\"tools\":{}}", "tools");
+}
+
+/* ---- tools, tool_choice, messages as templates read them, reasoning ---- */
+
+/* Whether s is a whole sentence of g (a vocabulary of the 256 bytes). */
+static int byte_piece(void *ud, int32_t id, char *buf, int cap) {
+    buf[0] = (char)id;
+    return 1;
+}
+static inf_gram_tok_kind byte_kind(void *ud, int32_t id) {
+    return INF_GRAM_TOK_TEXT;
+}
+static bool gram_accepts(const inf_gram *g, const char *s, size_t n) {
+    inf_gram_vocab *v;
+    inf_gram_matcher *m;
+    inf_err err;
+    if (inf_gram_vocab_create(&v, 256, byte_piece, byte_kind, NULL, &err)) return false;
+    bool ok = false;
+    if (!inf_gram_matcher_create(&m, g, v, &err)) {
+        ok = !inf_gram_matcher_accept_bytes(m, s, n) && inf_gram_matcher_can_end(m);
+        inf_gram_matcher_free(m);
+    }
+    inf_gram_vocab_free(v);
+    return ok;
+}
+
+#define TOOL(name, params)                                                                         \
+    "{\"type\":\"function\",\"function\":{\"name\":\"" name "\",\"description\":\"d\","            \
+    "\"parameters\":" params "}}"
+#define WEATHER                                                                                    \
+    TOOL("get_weather", "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"                 \
+                        "\"string\"}},\"required\":[\"city\"]}")
+#define OAI_TOOLS "\"tools\":[" WEATHER "," TOOL("search", "{\"type\":\"object\"}") "]"
+
+static void test_tools(void) {
+    srv_request r;
+    srv_error e;
+    /* auto (the default): tools offered, no grammar, parallel calls allowed */
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG "," OAI_TOOLS "}", &e), 0);
+    CHECK(r.tools && json_array_size(r.tools) == 2);
+    CHECK_INT(r.tool_choice, SRV_TOOLS_AUTO);
+    CHECK(r.parallel_tool_calls && !r.grammar);
+    inf_gen_params gp;
+    srv_request_gen_params(&r, &gp);
+    CHECK(gp.end_after == NULL);
+    srv_request_free(&r);
+
+    /* none: no tools in the prompt */
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":\"none\"}", &e), 0);
+    CHECK(r.tools == NULL && r.tool_choice == SRV_TOOLS_NONE && !r.grammar);
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG ",\"tools\":[]}", &e), 0); /* [] offers none */
+    CHECK(r.tools == NULL);
+    srv_request_free(&r);
+
+    /* required: a grammar over every tool; parallel_tool_calls false also
+     * ends the reply after its first call */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG "," OAI_TOOLS
+                    ",\"tool_choice\":\"required\",\"parallel_tool_calls\":false}",
+                    &e),
+              0);
+    CHECK_INT(r.tool_choice, SRV_TOOLS_REQUIRED);
+    CHECK(r.grammar != NULL && !r.parallel_tool_calls);
+    srv_request_gen_params(&r, &gp);
+    CHECK_STR(gp.end_after, "</tool_call>");
+    CHECK(gp.grammar != NULL && gp.grammar_start == INF_GRAM_UNLESS_THINK);
+    inf_gram_free(gp.grammar);
+    srv_request_free(&r);
+    /* with thinking off the grammar starts at once */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG "," OAI_TOOLS
+                    ",\"tool_choice\":\"required\",\"reasoning_effort\":\"none\"}",
+                    &e),
+              0);
+    CHECK(!r.enable_thinking);
+    srv_request_gen_params(&r, &gp);
+    CHECK(gp.grammar_start == INF_GRAM_AT_ONCE && gp.end_after == NULL);
+    inf_gram_free(gp.grammar);
+    srv_request_free(&r);
+
+    /* named: the grammar allows that function only */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{"
+                    "\"name\":\"search\"}}}",
+                    &e),
+              0);
+    CHECK_INT(r.tool_choice, SRV_TOOLS_NAMED);
+    CHECK_STR(r.tool_name, "search");
+    CHECK(r.grammar != NULL);
+    if (r.grammar) {
+        static const char ok[] =
+            "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>";
+        static const char no[] = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                                 "{\"city\": \"x\"}}\n</tool_call>";
+        CHECK(gram_accepts(r.grammar, ok, sizeof ok - 1));
+        CHECK(!gram_accepts(r.grammar, no, sizeof no - 1));
+    }
+    srv_request_free(&r);
+
+    bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":\"sometimes\"}", "tool_choice");
+    bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":3}", "tool_choice");
+    bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"function\"}}", "tool_choice");
+    bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"custom\",\"custom\":{}}}",
+        "tool_choice");
+    bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"allowed_tools\"}}",
+        "tool_choice");
+    { /* a named function that is not in tools: a 400 naming it */
+        const char *body =
+            "{" MSG "," OAI_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":"
+            "{\"name\":\"launch\"}}}";
+        CHECK_INT(parse(&r, SRV_CHAT, body, &e), -1);
+        CHECK_STR(e.param, "tool_choice");
+        CHECK(strstr(e.msg, "'launch'") != NULL);
+    }
+    bad(SRV_CHAT, "{" MSG ",\"tool_choice\":\"required\"}", "tool_choice"); /* no tools */
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[],\"tool_choice\":\"required\"}", "tool_choice");
+    bad(SRV_CHAT,
+        "{" MSG "," OAI_TOOLS ",\"tool_choice\":\"required\",\"response_format\":{\"type\":"
+        "\"json_object\"}}",
+        "tool_choice");
+    bad(SRV_CHAT, "{" MSG "," OAI_TOOLS ",\"parallel_tool_calls\":\"no\"}", "parallel_tool_calls");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[1]}", "tools[0]");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[{\"type\":\"custom\",\"custom\":{\"name\":\"x\"}}]}",
+        "tools[0]");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[{\"function\":{\"name\":\"x\"}}]}", "tools[0]");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools[0]");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"\"}}]}",
+        "tools[0]");
+    bad(SRV_CHAT,
+        "{" MSG ",\"tools\":[" WEATHER ",{\"type\":\"function\",\"function\":{\"name\":"
+        "7}}]}",
+        "tools[1]");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[" TOOL("f", "[]") "]}", "tools[0]");
+    bad(SRV_CHAT, "{" MSG ",\"tools\":[" TOOL("f", "{}") "," TOOL("f", "{}") "]}", "tools[1]");
+    bad(SRV_CHAT,
+        "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"strict\":1}}]}",
+        "tools[0]");
+    bad(SRV_CHAT,
+        "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+        "\"description\":[]}}]}",
+        "tools[0]");
+    /* a schema the grammar cannot hold, when the call is forced */
+    bad(SRV_CHAT,
+        "{" MSG ",\"tools\":[" TOOL(
+            "f", "{\"type\":\"object\",\"not\":{}}") "],"
+                                                     "\"tool_choice\":\"required\"}",
+        "tools");
+    bad(SRV_CHAT, "{" MSG ",\"functions\":[{\"name\":\"f\"}]}", "functions");
+    bad(SRV_CHAT, "{" MSG ",\"function_call\":\"auto\"}", "function_call");
+}
+
+static json_t *msg_at(srv_request *r, size_t i) {
+    return json_array_get(r->messages, i);
+}
+
+static void test_messages(void) {
+    srv_request r;
+    srv_error e;
+    /* A two-step tool loop as the openai client sends it back. */
+    const char *body =
+        "{\"messages\":["
+        "{\"role\":\"developer\",\"content\":[{\"type\":\"text\",\"text\":\"Be \"},{\"type\":"
+        "\"text\",\"text\":\"brief.\"}]},"
+        "{\"role\":\"user\",\"content\":\"Weather in Paris?\"},"
+        "{\"role\":\"assistant\",\"content\":null,\"refusal\":null,\"reasoning\":\"need a tool\","
+        "\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":"
+        "\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Paris\\\", \\\"days\\\": [1, 2]}\"}},"
+        "{\"id\":\"call_2\",\"type\":\"function\",\"function\":{\"name\":\"search\","
+        "\"arguments\":\"\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":[{\"type\":\"text\","
+        "\"text\":\"18 C\"}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"call_2\",\"content\":\"none\"},"
+        "{\"role\":\"assistant\",\"content\":\"It is 18 C.\",\"reasoning_content\":\"r1\","
+        "\"reasoning\":\"r2\"}]," OAI_TOOLS "}";
+    CHECK_INT(parse(&r, SRV_CHAT, body, &e), 0);
+    if (!r.messages) return;
+    CHECK_INT(json_array_size(r.messages), 6);
+    CHECK_STR(json_string_value(json_object_get(msg_at(&r, 0), "role")), "system");
+    CHECK_STR(json_string_value(json_object_get(msg_at(&r, 0), "content")), "Be brief.");
+    json_t *a = msg_at(&r, 2);
+    CHECK_STR(json_string_value(json_object_get(a, "content")), "");
+    CHECK_STR(json_string_value(json_object_get(a, "reasoning_content")), "need a tool");
+    CHECK(!json_object_get(a, "reasoning"));
+    json_t *calls = json_object_get(a, "tool_calls");
+    CHECK_INT(json_array_size(calls), 2);
+    json_t *c0 = json_array_get(calls, 0), *f0 = json_object_get(c0, "function");
+    CHECK_STR(json_string_value(json_object_get(c0, "id")), "call_1");
+    CHECK_STR(json_string_value(json_object_get(c0, "type")), "function");
+    CHECK_STR(json_string_value(json_object_get(f0, "name")), "get_weather");
+    json_t *args = json_object_get(f0, "arguments");
+    CHECK(json_is_object(args));
+    CHECK_STR(json_string_value(json_object_get(args, "city")), "Paris");
+    CHECK_INT(json_array_size(json_object_get(args, "days")), 2);
+    json_t *a1 =
+        json_object_get(json_object_get(json_array_get(calls, 1), "function"), "arguments");
+    CHECK(json_is_object(a1) && json_object_size(a1) == 0); /* "" is {} */
+    CHECK_STR(json_string_value(json_object_get(msg_at(&r, 3), "content")), "18 C");
+    CHECK_STR(json_string_value(json_object_get(msg_at(&r, 3), "tool_call_id")), "call_1");
+    /* reasoning_content wins over reasoning */
+    CHECK_STR(json_string_value(json_object_get(msg_at(&r, 5), "reasoning_content")), "r1");
+    srv_request_free(&r);
+
+    /* arguments given as an object are kept */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"function\","
+                    "\"function\":{\"name\":\"f\",\"arguments\":{\"k\":1}}}]}]}",
+                    &e),
+              0);
+    json_t *ao = json_object_get(
+        json_object_get(json_array_get(json_object_get(msg_at(&r, 0), "tool_calls"), 0),
+                        "function"),
+        "arguments");
+    CHECK_INT(json_integer_value(json_object_get(ao, "k")), 1);
+    srv_request_free(&r);
+
+#define CALL(args)                                                                                 \
+    "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[" args "]}]}"
+    bad(SRV_CHAT,
+        CALL("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1]\"}}"),
+        "messages[0].tool_calls[0]");
+    bad(SRV_CHAT,
+        CALL("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},"
+             "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{bad\"}}"),
+        "messages[0].tool_calls[1]");
+    bad(SRV_CHAT, CALL("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":5}}"),
+        "messages[0].tool_calls[0]");
+    bad(SRV_CHAT, CALL("{\"type\":\"function\",\"function\":{\"arguments\":\"{}\"}}"),
+        "messages[0].tool_calls[0]");
+    bad(SRV_CHAT, CALL("{\"type\":\"custom\",\"custom\":{\"name\":\"f\",\"input\":\"x\"}}"),
+        "messages[0].tool_calls[0]");
+    bad(SRV_CHAT, CALL("{\"id\":5,\"type\":\"function\",\"function\":{\"name\":\"f\"}}"),
+        "messages[0].tool_calls[0]");
+    bad(SRV_CHAT, CALL("7"), "messages[0].tool_calls[0]");
+    bad(SRV_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"tool_calls\":{}}]}",
+        "messages[0]");
+    bad(SRV_CHAT,
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{\"type\":"
+        "\"function\",\"function\":{\"name\":\"f\"}}]}]}",
+        "messages[0]");
+    bad(SRV_CHAT, "{\"messages\":[{\"role\":\"tool\",\"tool_call_id\":\"c\"}]}", "messages[0]");
+    bad(SRV_CHAT, "{\"messages\":[{\"role\":\"tool\",\"tool_call_id\":3,\"content\":\"x\"}]}",
+        "messages[0]");
+    bad(SRV_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"reasoning\":1}]}",
+        "messages[0]");
+    bad(SRV_CHAT,
+        "{\"messages\":[{\"role\":\"assistant\",\"content\":\"x\",\"reasoning_content\":[]}]}",
+        "messages[0]");
+    bad(SRV_CHAT, "{\"messages\":[{\"role\":\"developer\"}]}", "messages[0]");
+}
+
+static void test_reasoning_and_bias(void) {
+    srv_request r;
+    srv_error e;
+    static const char *const keep[] = {"minimal", "low", "medium", "high", "xhigh"};
+    for (int i = 0; i < 5; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{" MSG ",\"reasoning_effort\":\"%s\"}", keep[i]);
+        CHECK_INT(parse(&r, SRV_CHAT, body, &e), 0);
+        CHECK_MSG(r.enable_thinking, "reasoning_effort %s turned thinking off", keep[i]);
+        srv_request_free(&r);
+    }
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG ",\"reasoning_effort\":\"none\"}", &e), 0);
+    CHECK(!r.enable_thinking);
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG ",\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{"
+                    "\"enable_thinking\":false}}",
+                    &e),
+              0);
+    CHECK(!r.enable_thinking);
+    srv_request_free(&r);
+    /* the template's keywords: the request's, with enable_thinking set */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG ",\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"x\":1}}",
+                    &e),
+              0);
+    json_t *kw = srv_request_template_kwargs(&r);
+    CHECK(json_is_false(json_object_get(kw, "enable_thinking")));
+    CHECK_INT(json_integer_value(json_object_get(kw, "x")), 1);
+    CHECK(!json_object_get(r.template_kwargs, "enable_thinking")); /* the request is untouched */
+    json_decref(kw);
+    srv_request_free(&r);
+    bad(SRV_CHAT, "{" MSG ",\"reasoning_effort\":\"max\"}", "reasoning_effort");
+    bad(SRV_CHAT,
+        "{" MSG ",\"reasoning_effort\":\"high\",\"chat_template_kwargs\":{\"enable_thinking\":"
+        "false}}",
+        "reasoning_effort");
+    bad(SRV_CHAT, "{" MSG ",\"reasoning_effort\":1}", "reasoning_effort");
+    bad(SRV_CHAT,
+        "{" MSG ",\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"enable_thinking\":"
+        "true}}",
+        "reasoning_effort");
+
+    /* logit_bias: token id strings -> [-100, 100]; ids checked against the vocabulary */
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG ",\"logit_bias\":{\"5\":-100,\"70\":2.5}}", &e), 0);
+    CHECK_INT(r.n_logit_bias, 2);
+    if (r.n_logit_bias == 2) {
+        CHECK(r.logit_bias[0].id == 5 && r.logit_bias[0].bias == -100);
+        CHECK(r.logit_bias[1].id == 70 && r.logit_bias[1].bias == 2.5f);
+    }
+    CHECK_INT(srv_request_check_vocab(&r, 71, &e), 0);
+    CHECK_INT(srv_request_check_vocab(&r, 70, &e), -1);
+    CHECK_STR(e.param, "logit_bias");
+    CHECK_INT(e.status, 400);
+    inf_gen_params gp;
+    srv_request_gen_params(&r, &gp);
+    CHECK(gp.n_logit_bias == 2 && gp.logit_bias == r.logit_bias);
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":{}}", &e), 0);
+    CHECK_INT(r.n_logit_bias, 0);
+    srv_request_free(&r);
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":[1]}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"x\":1}}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"-1\":1}}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"1a\":1}}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"\":1}}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"99999999999\":1}}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"1\":101}}", "logit_bias");
+    bad(SRV_CHAT, "{" MSG ",\"logit_bias\":{\"1\":\"2\"}}", "logit_bias");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":{\"1\":-100.5}}", "logit_bias");
+
+    /* fields that would change the result and are not done: refused */
+    bad(SRV_CHAT, "{" MSG ",\"modalities\":[\"text\",\"audio\"]}", "modalities");
+    bad(SRV_CHAT, "{" MSG ",\"audio\":{\"voice\":\"alloy\",\"format\":\"wav\"}}", "audio");
+    bad(SRV_CHAT, "{" MSG ",\"web_search_options\":{}}", "web_search_options");
+    bad(SRV_CHAT, "{" MSG ",\"verbosity\":\"low\"}", "verbosity");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"echo\":true}", "echo");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"best_of\":3}", "best_of");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"suffix\":\"end\"}", "suffix");
+    /* ... and accepted at their neutral values, with fields that change nothing */
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG ",\"modalities\":[\"text\"],\"verbosity\":\"medium\",\"user\":\"u\","
+                    "\"store\":false,\"metadata\":{\"a\":\"b\"},\"service_tier\":\"auto\"}",
+                    &e),
+              0);
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_COMPLETION,
+                    "{\"prompt\":\"x\",\"echo\":false,\"best_of\":1,\"suffix\":\"\"}", &e),
+              0);
+    srv_request_free(&r);
+
+    /* llama.cpp's fields: n_predict and repeat_last_n are done, its other
+     * samplers accepted only when off */
+    CHECK_INT(
+        parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"n_predict\":7,\"repeat_last_n\":-1}", &e),
+        0);
+    CHECK_INT(r.max_tokens, 7);
+    CHECK_INT(r.samp.penalty_last_n, -1);
+    inf_gen_params g2;
+    srv_request_gen_params(&r, &g2);
+    CHECK_INT(g2.sampling.repeat_last_n, -1);
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_COMPLETION, "{\"prompt\":\"x\",\"n_predict\":-1}", &e), 0);
+    CHECK_INT(r.max_tokens, -1); /* no limit, not completions' 16 */
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_CHAT, "{" MSG ",\"n_predict\":9,\"max_tokens\":3}", &e), 0);
+    CHECK_INT(r.max_tokens, 3); /* OpenAI's field wins */
+    srv_request_free(&r);
+    CHECK_INT(parse(&r, SRV_CHAT,
+                    "{" MSG ",\"typical_p\":1,\"tfs_z\":1.0,\"mirostat\":0,\"dynatemp_range\":0,"
+                    "\"xtc_probability\":0,\"dry_multiplier\":0,\"top_n_sigma\":-1,\"n_probs\":0}",
+                    &e),
+              0);
+    srv_request_free(&r);
+    bad(SRV_CHAT, "{" MSG ",\"n_predict\":0}", "n_predict");
+    bad(SRV_CHAT, "{" MSG ",\"n_predict\":\"5\"}", "n_predict");
+    bad(SRV_CHAT, "{" MSG ",\"repeat_last_n\":-2}", "repeat_last_n");
+    bad(SRV_CHAT, "{" MSG ",\"typical_p\":0.9}", "typical_p");
+    bad(SRV_CHAT, "{" MSG ",\"mirostat\":2}", "mirostat");
+    bad(SRV_CHAT, "{" MSG ",\"dry_multiplier\":0.8}", "dry_multiplier");
+    bad(SRV_CHAT, "{" MSG ",\"xtc_probability\":\"0\"}", "xtc_probability");
+    bad(SRV_CHAT, "{" MSG ",\"top_n_sigma\":1.5}", "top_n_sigma");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"n_probs\":3}", "n_probs");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"tfs_z\":0.5}", "tfs_z");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"dynatemp_range\":0.5}", "dynatemp_range");
 }
 
 static void test_completion(void) {
@@ -464,6 +852,9 @@ static void test_tool_calls(void) {
 int main(void) {
     test_chat_ok();
     test_chat_bad();
+    test_tools();
+    test_messages();
+    test_reasoning_and_bias();
     test_completion();
     test_error_json();
     test_stream_chat();

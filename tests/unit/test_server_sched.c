@@ -94,6 +94,7 @@ static void check_task(inf_task *t, const int32_t *prompt, int n_prompt, int max
     CHECK_MSG(t->text.data && !strcmp(t->text.data, want), "%s: text \"%s\", expected \"%s\"", what,
               t->text.data ? t->text.data : "(null)", want);
     CHECK_MSG(t->n_gen == n, "%s: n_gen %d, expected %d", what, t->n_gen, n);
+    CHECK_INT(t->stop_index, -1);
     CHECK_MSG(t->finish == (eog ? INF_FINISH_STOP : INF_FINISH_LENGTH), "%s: finish %d", what,
               t->finish);
     free(want);
@@ -327,6 +328,42 @@ static void test_stop_and_utf8(void) {
         CHECK_MSG(t->text.len == cut && !memcmp(t->text.data ? t->text.data : "", full, cut),
                   "stop \"%s\" in \"%s\": got \"%s\"", stop, full, t->text.data);
         CHECK_INT(t->finish, INF_FINISH_STOP);
+        CHECK_INT(t->stop_index, 0);
+        inf_task_release(t);
+
+        /* Which stop string ended it, when several are given; an empty one
+         * does not count. */
+        inf_gen_params g = inf_gen_defaults();
+        g.sampling.temp = 0;
+        g.max_tokens = 30;
+        g.stop[0] = "\x01never";
+        g.stop[1] = "";
+        g.stop[2] = stop;
+        g.n_stop = 3;
+        int32_t *copy = malloc(sizeof p);
+        memcpy(copy, p, sizeof p);
+        t = inf_task_new(copy, 12, &g);
+        inf_sched_submit(s, t, NULL);
+        CHECK(wait_done(t, 10));
+        CHECK_INT(t->text.len, cut);
+        CHECK_INT(t->stop_index, 1);
+        CHECK_STR(t->p.stop[t->stop_index], stop);
+        inf_task_release(t);
+
+        /* The same string as end_after: the text ends right after it. */
+        g.n_stop = 0;
+        g.end_after = stop;
+        copy = malloc(sizeof p);
+        memcpy(copy, p, sizeof p);
+        t = inf_task_new(copy, 12, &g);
+        inf_sched_submit(s, t, NULL);
+        CHECK(wait_done(t, 10));
+        CHECK_MSG(t->text.len == cut + 2 &&
+                      !memcmp(t->text.data ? t->text.data : "", full, cut + 2),
+                  "end_after \"%s\" in \"%s\": got \"%s\"", stop, full, t->text.data);
+        CHECK_INT(t->finish, INF_FINISH_STOP);
+        CHECK_INT(t->stop_index, -1);
+        CHECK(t->stop.after_matched);
         inf_task_release(t);
         free(head);
         free(full);
@@ -485,7 +522,57 @@ static void test_nan_logits(void) {
     inf_sched_free(s);
 }
 
+/* logit_bias: added to the logits before sampling; ids checked at submit. */
+static void test_logit_bias(void) {
+    fake f;
+    inf_exec e = make_engine(&f, 1, 128, 16);
+    inf_sched *s;
+    inf_err err;
+    CHECK_INT(inf_sched_create(&s, &e, 16, &err), 0);
+    int32_t p[5] = {3, 1, 4, 1, 5}, ref[16];
+    int n;
+    bool eog;
+    reference(p, 5, 8, 128, ref, &n, &eog);
+    /* +100 on 'f' (5): the fake's logits lie in [0, 8), so greedy takes it
+     * every time; -100 on the reference's first token: another one. */
+    inf_logit_bias up[1] = {{5, 100}}, down[1] = {{ref[0], -100}};
+    const inf_logit_bias *which[2] = {up, down};
+    for (int k = 0; k < 2; k++) {
+        inf_gen_params g = inf_gen_defaults();
+        g.sampling.temp = 0;
+        g.max_tokens = 8;
+        g.logit_bias = which[k];
+        g.n_logit_bias = 1;
+        g.logprobs = true;
+        int32_t *copy = malloc(sizeof p);
+        memcpy(copy, p, sizeof p);
+        inf_task *t = inf_task_new(copy, 5, &g);
+        CHECK_INT(inf_sched_submit(s, t, &err), 0);
+        CHECK(wait_done(t, 10));
+        if (k == 0) {
+            CHECK_STR(t->text.data, "ffffffff");
+            CHECK_INT(t->n_gen, 8);
+        } else {
+            CHECK(t->n_lp > 0 && t->lp[0].id != ref[0]);
+        }
+        inf_task_release(t);
+    }
+    /* An id the vocabulary does not have is refused at submit. */
+    inf_logit_bias far[1] = {{V, 1}};
+    inf_gen_params g = inf_gen_defaults();
+    g.logit_bias = far;
+    g.n_logit_bias = 1;
+    int32_t *copy = malloc(sizeof p);
+    memcpy(copy, p, sizeof p);
+    inf_task *t = inf_task_new(copy, 5, &g);
+    CHECK_INT(inf_sched_submit(s, t, &err), -1);
+    CHECK(strstr(err.msg, "logit_bias") != NULL);
+    inf_task_release(t);
+    inf_sched_free(s);
+}
+
 int main(void) {
+    test_logit_bias();
     test_nan_logits();
     test_prefix_hooks();
     test_logprobs();

@@ -116,6 +116,95 @@ static void test_stop(void) {
     inf_stop_free(&s);
 }
 
+/* The stop matcher with end_after, over text cut at the given offsets:
+ * the released text (malloc'd); *how = -2 none, -1 end_after, else the
+ * index of the stop string that ended it. Checks at every push that what
+ * was released is a prefix of the final answer. */
+static char *run_after(const char *const *stops, int n_stops, const char *after, const char *text,
+                       const size_t *cuts, int n_cuts, int *how, const char *expect) {
+    inf_stop s;
+    inf_stop_init(&s, stops, n_stops);
+    inf_stop_set_end_after(&s, after);
+    inf_buf out = {0};
+    size_t at = 0, len = strlen(text);
+    int rc = 0;
+    for (int i = 0; i <= n_cuts && rc == 0; i++) {
+        size_t end = i < n_cuts ? cuts[i] : len;
+        rc = inf_stop_push(&s, &out, text + at, end - at);
+        at = end;
+        CHECK_MSG(out.len <= strlen(expect) && !memcmp(out.data ? out.data : "", expect, out.len),
+                  "released \"%.*s\" is not a prefix of \"%s\"", (int)out.len,
+                  out.data ? out.data : "", expect);
+    }
+    *how = rc != 1 ? -2 : s.after_matched ? -1 : s.stop_index;
+    if (rc == 1) CHECK(s.done && (s.after_matched != (s.stop_index >= 0)));
+    if (rc == 0) inf_stop_flush(&s, &out);
+    inf_stop_free(&s);
+    if (!out.data) inf_buf_add(&out, "", 0);
+    return out.data;
+}
+
+/* Whole, every split into two and three pieces, and byte by byte: the same. */
+static void after_all_splits(const char *const *stops, int n_stops, const char *after,
+                             const char *text, const char *expect, int expect_how) {
+    int how;
+    size_t len = strlen(text);
+    char *r = run_after(stops, n_stops, after, text, NULL, 0, &how, expect);
+    CHECK_MSG(!strcmp(r, expect) && how == expect_how,
+              "\"%s\": got \"%s\" (%d), expected \"%s\" (%d)", text, r, how, expect, expect_how);
+    free(r);
+    for (size_t a = 0; a <= len; a++) {
+        for (size_t b = a; b <= len; b++) {
+            size_t cuts[2] = {a, b};
+            r = run_after(stops, n_stops, after, text, cuts, 2, &how, expect);
+            bool ok = !strcmp(r, expect) && how == expect_how;
+            if (!ok)
+                CHECK_MSG(0, "split %zu,%zu of \"%s\": got \"%s\" (%d), expected \"%s\" (%d)", a, b,
+                          text, r, how, expect, expect_how);
+            free(r);
+            if (!ok) return;
+        }
+    }
+    size_t *cuts = malloc((len + 1) * sizeof *cuts);
+    for (size_t i = 0; i < len; i++)
+        cuts[i] = i;
+    r = run_after(stops, n_stops, after, text, cuts, (int)len, &how, expect);
+    CHECK_STR(r, expect);
+    CHECK_INT(how, expect_how);
+    free(r);
+    free(cuts);
+}
+
+static void test_end_after(void) {
+    const char *T = "</tool_call>";
+    /* The reply ends right after the first call; the tag stays. */
+    after_all_splits(
+        NULL, 0, T,
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{}",
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", -1);
+    after_all_splits(NULL, 0, T, "no call </tool_cal> here </", "no call </tool_cal> here </", -2);
+    after_all_splits(NULL, 0, T, "<</</tool_call>x", "<</</tool_call>", -1);
+    after_all_splits(NULL, 0, "", "text", "text", -2); /* "" is none */
+    /* Against stop strings: whichever completes first. */
+    const char *s1[] = {"STOP"};
+    after_all_splits(s1, 1, T, "a STOP b </tool_call>", "a ", 0);
+    after_all_splits(s1, 1, T, "a </tool_call> STOP", "a </tool_call>", -1);
+    /* A stop string inside end_after completes first: it wins. */
+    const char *s2[] = {"tool"};
+    after_all_splits(s2, 1, T, "x </tool_call>", "x </", 0);
+    /* end_after inside a longer stop string that is not complete yet. */
+    const char *s3[] = {"</tool_call> and more"};
+    after_all_splits(s3, 1, T, "y </tool_call> and", "y </tool_call>", -1);
+    /* The same string as stop and as end_after: the stop string wins. */
+    const char *s4[] = {"zz", T};
+    after_all_splits(s4, 2, T, "q</tool_call>r", "q", 1);
+    /* Multi-byte, split inside characters. */
+    after_all_splits(NULL, 0, "é!", "café! ok", "café!", -1);
+    /* Which stop string: the index among the non-empty ones. */
+    const char *s5[] = {"", "aa", "bb"};
+    after_all_splits(s5, 3, NULL, "xbbyaa", "x", 1);
+}
+
 /* Pushes s[0..n) into a fresh stream in pieces of `step` bytes; the released text. */
 static char *stream_all(const char *s, size_t n, size_t step, size_t *held_after_last) {
     inf_utf8_stream st = {{0}, 0};
@@ -195,5 +284,6 @@ int main(void) {
     test_buf();
     test_utf8();
     test_stop();
+    test_end_after();
     return th_report();
 }

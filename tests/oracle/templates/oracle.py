@@ -10,7 +10,8 @@ reasoning_content, tools with tool calls and tool responses, generation prompt
 on and off, enable_thinking true/false/absent) over Qwen3's real template and
 the Llama-3-style and Mistral-style templates kept beside this file; plus
 small templates for single constructs. A case where Jinja2 raises passes when
-inferno fails too. Prints mismatches with the first differing byte and a
+inferno fails too. Then OpenAI chat requests of a tool loop (see OPENAI_LOOPS),
+parsed by the server's parser, against Jinja2 on the Hugging Face form. Prints mismatches with the first differing byte and a
 closing "N passed, N failed" line.
 """
 import itertools
@@ -255,6 +256,78 @@ def construct_cases():
         yield f"construct/{i:02d}", src, c, None
 
 
+# ---- OpenAI requests, as `serve` normalizes them -------------------------------
+# The conversations of a tool loop in Hugging Face's shape (what transformers
+# documents: arguments a dict, reasoning as reasoning_content, system), and
+# the same turns as OpenAI clients send them (arguments a JSON string, the
+# assistant's content null beside tool calls, developer, reasoning, text
+# parts). `inferno template --openai` parses the request with the server's
+# parser; Jinja2 renders the Hugging Face form; the bytes must be equal.
+A_TOOLS_REASON = {"role": "assistant", "content": "", "reasoning_content": "I need the weather.", "tool_calls": [CALL1, CALL2]}
+A_FINAL_REASON = {"role": "assistant", "content": "Paris: 18 °C; Tōkyō: 24 °C.", "reasoning_content": "Both came back."}
+CALL_FLOATS = {"id": "call00004", "type": "function",
+               "function": {"name": "search", "arguments": {"query": "q", "limit": 3.0, "nested": {"a": [], "b": {}}}}}
+OPENAI_LOOPS = {
+    # step 1: the question; step 2: the call and its result; step 3: the answer and a new question
+    "loop_step1": [SYS, U_WEATHER],
+    "loop_step2": [SYS, U_WEATHER, A_CALL1, T1],
+    "loop_step3": [SYS, U_WEATHER, A_CALL1, T1, A_FINAL, U2],
+    "parallel_reasoning": [SYS, U_WEATHER, A_TOOLS_REASON, T1, T2],
+    "parallel_answered": [SYS, U_WEATHER, A_TOOLS_REASON, T1, T2, A_FINAL_REASON],
+    "floats_no_system": [U1, {"role": "assistant", "content": "", "tool_calls": [CALL_FLOATS]}, T_STR],
+}
+
+
+def to_openai(msg, parts):
+    """A Hugging Face message as an OpenAI client sends it."""
+    m = dict(msg)
+    if m["role"] == "system":
+        m["role"] = "developer"
+    if "reasoning_content" in m:
+        m["reasoning"] = m.pop("reasoning_content")
+    if m.get("tool_calls"):
+        m["tool_calls"] = [{**c, "function": {"name": c["function"]["name"],
+                                              "arguments": json.dumps(c["function"]["arguments"])}}
+                           for c in m["tool_calls"]]
+        if m["content"] == "":
+            m["content"] = None
+            m["refusal"] = None
+    if parts and isinstance(m.get("content"), str) and m["content"]:
+        c = m["content"]
+        m["content"] = [{"type": "text", "text": c[:len(c) // 2]}, {"type": "text", "text": c[len(c) // 2:]}]
+    return m
+
+
+def openai_cases():
+    models = [None] + [os.path.join(ROOT, p) for p in ("models/tiny-q8_0.gguf",) if os.path.exists(os.path.join(ROOT, p))]
+    for (cname, msgs), parts, think, choice, model in itertools.product(
+            OPENAI_LOOPS.items(), [False, True], [None, False], ["auto", "none"], models):
+        req = {"model": "m", "messages": [to_openai(m, parts) for m in msgs], "tools": TOOLS, "tool_choice": choice}
+        ctx = {"messages": msgs, "add_generation_prompt": True, "enable_thinking": think is not False}
+        if think is False:
+            req["reasoning_effort"] = "none"
+        if choice != "none":
+            ctx["tools"] = TOOLS
+        ctx.update(SPECIAL["qwen3"])
+        where = "@" + os.path.relpath(model, ROOT) if model else ""
+        yield (f"openai{where}/{cname}/parts={int(parts)}/think={think}/tool_choice={choice}",
+               TEMPLATES["qwen3"], ctx, model, req)
+
+
+def inferno_render_request(src, req, tmpdir, model=None):
+    tpath = os.path.join(tmpdir, "t.jinja")
+    rpath = os.path.join(tmpdir, "r.json")
+    with open(tpath, "w", encoding="utf-8", newline="") as f:
+        f.write(src)
+    with open(rpath, "w", encoding="utf-8") as f:
+        json.dump(req, f)
+    cmd = [INFERNO, "template", "--openai"] + (["-m", model] if model else ["--template", tpath, "--set", 'eos_token="<|im_end|>"']) + [rpath]
+    p = subprocess.run(cmd, capture_output=True, timeout=30)
+    if p.returncode != 0:
+        return None, p.stderr.decode("utf-8", "replace").strip()
+    return p.stdout.decode("utf-8"), None
+
+
 # ---- comparison -------------------------------------------------------------
 def jinja_render(src, ctx):
     # transformers always passes tools and documents (None when absent)
@@ -318,6 +391,20 @@ def main():
                 print(f"    jinja2 failed: {werr}\n    inferno rendered: {got[:200]!r}")
             elif gerr is not None:
                 print(f"    inferno failed: {gerr}\n    jinja2 rendered: {want[:200]!r}")
+            else:
+                print(first_difference(want, got))
+        for name, src, ctx, model, req in openai_cases():
+            if only and only not in name:
+                continue
+            want, werr = jinja_render(src, ctx)
+            got, gerr = inferno_render_request(src, req, tmpdir, model)
+            if werr is None and gerr is None and want == got:  # both must render
+                passed += 1
+                continue
+            failed += 1
+            print(f"MISMATCH {name}")
+            if werr is not None or gerr is not None:
+                print(f"    jinja2: {werr}\n    inferno: {gerr}")
             else:
                 print(first_difference(want, got))
     print(f"{passed} passed, {failed} failed")
