@@ -320,24 +320,6 @@ static int parse_tools(srv_request *r, srv_error *e) {
             return -1;
         r->parallel_tool_calls = !dis;
     }
-    if (r->tool_choice == SRV_TOOLS_NONE) {
-        json_decref(r->tools);
-        r->tools = NULL;
-        return 0;
-    }
-    if (r->tool_choice == SRV_TOOLS_AUTO) return 0;
-    if (!r->tools) return srv_bad(e, "tool_choice", "forcing a tool call needs 'tools'");
-    if (r->tool_choice == SRV_TOOLS_NAMED) {
-        bool found = false;
-        size_t i;
-        json_t *t;
-        json_array_foreach(r->tools, i, t) {
-            found |=
-                !strcmp(json_string_value(json_object_get(json_object_get(t, "function"), "name")),
-                        r->tool_name);
-        }
-        if (!found) return srv_bad(e, "tool_choice.name", "no tool '%s' in 'tools'", r->tool_name);
-    }
     return 0;
 }
 
@@ -346,7 +328,6 @@ static int parse_constraint(srv_request *r, srv_error *e) {
     json_t *oc = srv_field(r->root, "output_config");
     json_t *fmt = NULL;
     inf_err err = {{0}};
-    bool forced = r->tool_choice == SRV_TOOLS_REQUIRED || r->tool_choice == SRV_TOOLS_NAMED;
     if (oc) {
         if (!json_is_object(oc)) return srv_bad(e, "output_config", "expected an object");
         json_t *eff = srv_field(oc, "effort");
@@ -362,17 +343,14 @@ static int parse_constraint(srv_request *r, srv_error *e) {
         json_t *schema = srv_field(fmt, "schema");
         if (!json_is_object(schema))
             return srv_bad(e, "output_config.format.schema", "a JSON Schema object is required");
-        if (forced)
-            return srv_bad(e, "output_config.format",
-                           "cannot be combined with a forced tool_choice");
         if (inf_gram_from_json_schema(&r->grammar, schema, &err))
             return srv_bad(e, "output_config.format.schema", "%s", err.msg);
     }
-    if (forced && inf_gram_tool_calls(&r->grammar, r->tools,
-                                      r->tool_choice == SRV_TOOLS_NAMED ? r->tool_name : NULL,
-                                      r->parallel_tool_calls, &err))
-        return srv_bad(e, "tools", "%s", err.msg);
-    return 0;
+    /* the tools (each name once) and tool_choice as chat applies them: "none"
+       drops them, required and named force a call through its grammar (a 400
+       beside the format's grammar) */
+    if (r->tools && srv_tools_check(r->tools, "tools", e)) return -1;
+    return srv_request_apply_tools(r, "tool_choice", e);
 }
 
 static int parse_fields(srv_request *r, bool count, srv_error *e) {

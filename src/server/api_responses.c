@@ -315,25 +315,6 @@ static int parse_tools(srv_request *r, srv_error *e) {
     if (srv_get_int(r->root, "max_tool_calls", NULL, 1, 1, &mtc, &have, e)) return -1;
     if (have) r->parallel_tool_calls = false;
 
-    if (r->tool_choice == SRV_TOOLS_NONE) {
-        json_decref(r->tools);
-        r->tools = NULL;
-        return 0;
-    }
-    if (r->tool_choice == SRV_TOOLS_AUTO) return 0;
-    if (!r->tools) return srv_bad(e, "tool_choice", "forcing a tool call needs 'tools'");
-    if (r->tool_choice == SRV_TOOLS_NAMED) {
-        bool found = false;
-        size_t i;
-        json_t *t;
-        json_array_foreach(r->tools, i, t) {
-            found |=
-                !strcmp(json_string_value(json_object_get(json_object_get(t, "function"), "name")),
-                        r->tool_name);
-        }
-        if (!found)
-            return srv_bad(e, "tool_choice.name", "no function '%s' in 'tools'", r->tool_name);
-    }
     return 0;
 }
 
@@ -343,12 +324,12 @@ static int parse_format(srv_request *r, srv_error *e) {
     json_t *fmt = NULL;
     if (text) {
         if (!json_is_object(text)) return srv_bad(e, "text", "expected an object");
+        /* as chat's verbosity: Qwen3 has no such control, so only the default */
         json_t *verb = srv_field(text, "verbosity");
-        if (verb && !is(verb, "low") && !is(verb, "medium") && !is(verb, "high"))
-            return srv_bad(e, "text.verbosity", "expected low, medium or high");
+        if (verb && !is(verb, "medium"))
+            return srv_bad(e, "text.verbosity", "only \"medium\" is supported");
         fmt = srv_field(text, "format");
     }
-    bool forced = r->tool_choice == SRV_TOOLS_REQUIRED || r->tool_choice == SRV_TOOLS_NAMED;
     inf_err err = {{0}};
     if (fmt) {
         json_t *type = json_object_get(fmt, "type");
@@ -358,8 +339,6 @@ static int parse_format(srv_request *r, srv_error *e) {
         if (!strcmp(t, "text")) {
             fmt = NULL;
         } else if (!strcmp(t, "json_object")) {
-            if (forced)
-                return srv_bad(e, "text.format", "cannot be combined with a forced tool_choice");
             if (inf_gram_json_object(&r->grammar, &err))
                 return srv_bad(e, "text.format", "%s", err.msg);
         } else if (!strcmp(t, "json_schema")) {
@@ -372,8 +351,6 @@ static int parse_format(srv_request *r, srv_error *e) {
             json_t *schema = srv_field(fmt, "schema");
             if (!json_is_object(schema))
                 return srv_bad(e, "text.format.schema", "a JSON Schema object is required");
-            if (forced)
-                return srv_bad(e, "text.format", "cannot be combined with a forced tool_choice");
             if (inf_gram_from_json_schema(&r->grammar, schema, &err))
                 return srv_bad(e, "text.format.schema", "%s", err.msg);
         } else {
@@ -381,11 +358,11 @@ static int parse_format(srv_request *r, srv_error *e) {
                            "'%s' is not supported (text, json_object, json_schema)", t);
         }
     }
-    if (forced && inf_gram_tool_calls(&r->grammar, r->tools,
-                                      r->tool_choice == SRV_TOOLS_NAMED ? r->tool_name : NULL,
-                                      r->parallel_tool_calls, &err))
-        return srv_bad(e, "tools", "%s", err.msg);
-    return 0;
+    /* the tools (each name once) and tool_choice as chat applies them: "none"
+       drops them, required and named force a call through its grammar (a 400
+       beside the format's grammar) */
+    if (r->tools && srv_tools_check(r->tools, "tools", e)) return -1;
+    return srv_request_apply_tools(r, "tool_choice", e);
 }
 
 static int parse_fields(srv_request *r, srv_error *e) {
@@ -445,17 +422,7 @@ static int parse_fields(srv_request *r, srv_error *e) {
     json_t *rs = srv_field(o, "reasoning");
     if (rs) {
         if (!json_is_object(rs)) return srv_bad(e, "reasoning", "expected an object");
-        json_t *eff = srv_field(rs, "effort");
-        static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
-        if (eff) {
-            size_t i = 0;
-            while (i < 6 && !is(eff, efforts[i]))
-                i++;
-            if (i == 6)
-                return srv_bad(e, "reasoning.effort",
-                               "expected none, minimal, low, medium, high or xhigh");
-            r->enable_thinking = i != 0;
-        }
+        if (srv_reasoning_effort(r, srv_field(rs, "effort"), "reasoning.effort", e)) return -1;
         static const char *const sums[] = {"summary", "generate_summary"};
         for (int k = 0; k < 2; k++) {
             json_t *sm = srv_field(rs, sums[k]);

@@ -71,7 +71,7 @@ static void test_responses_ok(void) {
         "\"max_output_tokens\":9,\"temperature\":1.5,\"top_p\":0.25,\"seed\":7,"
         "\"reasoning\":{\"effort\":\"none\",\"summary\":\"auto\"},\"stream\":true,"
         "\"store\":false,\"metadata\":{\"k\":\"v\"},\"user\":\"u\",\"truncation\":\"disabled\","
-        "\"include\":[\"reasoning.encrypted_content\"],\"text\":{\"verbosity\":\"low\"},"
+        "\"include\":[\"reasoning.encrypted_content\"],\"text\":{\"verbosity\":\"medium\"},"
         "\"unknown\":1}";
     CHECK_INT(parse(A, &r, body, &e), 0);
     if (!r.root) {
@@ -260,7 +260,10 @@ static void test_responses_bad(void) {
          "tool_choice.type"},
         {"{\"input\":\"x\"," TOOLF ",\"tool_choice\":{\"type\":\"function\"}}", "tool_choice.name"},
         {"{\"input\":\"x\"," TOOLF ",\"tool_choice\":{\"type\":\"function\",\"name\":\"g\"}}",
-         "tool_choice.name"},
+         "tool_choice"},
+        {"{\"input\":\"x\",\"tools\":[{\"type\":\"function\",\"name\":\"f\"},{\"type\":"
+         "\"function\",\"name\":\"f\"}]}",
+         "tools[1]"},
         {"{\"input\":\"x\",\"tool_choice\":\"required\"}", "tool_choice"},
         {"{\"input\":\"x\",\"parallel_tool_calls\":\"no\"}", "parallel_tool_calls"},
         {"{\"input\":\"x\",\"max_tool_calls\":3}", "max_tool_calls"},
@@ -279,6 +282,7 @@ static void test_responses_bad(void) {
          "stream_options.include_obfuscation"},
         {"{\"input\":\"x\",\"text\":1}", "text"},
         {"{\"input\":\"x\",\"text\":{\"verbosity\":\"loud\"}}", "text.verbosity"},
+        {"{\"input\":\"x\",\"text\":{\"verbosity\":\"low\"}}", "text.verbosity"},
         {"{\"input\":\"x\",\"text\":{\"format\":1}}", "text.format"},
         {"{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"yaml\"}}}", "text.format.type"},
         {"{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\"}}}",
@@ -294,7 +298,7 @@ static void test_responses_bad(void) {
          "text.format.schema"},
         {"{\"input\":\"x\"," TOOLF ",\"tool_choice\":\"required\",\"text\":{\"format\":{"
          "\"type\":\"json_object\"}}}",
-         "text.format"},
+         "tool_choice"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad(A, cases[i].body, cases[i].param);
@@ -489,7 +493,10 @@ static void test_messages_bad(void) {
         {"{" MT "," UMSG "," TOOLA ",\"tool_choice\":{\"type\":\"some\"}}", "tool_choice.type"},
         {"{" MT "," UMSG "," TOOLA ",\"tool_choice\":{\"type\":\"tool\"}}", "tool_choice.name"},
         {"{" MT "," UMSG "," TOOLA ",\"tool_choice\":{\"type\":\"tool\",\"name\":\"g\"}}",
-         "tool_choice.name"},
+         "tool_choice"},
+        {"{" MT "," UMSG ",\"tools\":[{\"name\":\"f\",\"input_schema\":{}},{\"name\":\"f\","
+         "\"input_schema\":{}}]}",
+         "tools[1]"},
         {"{" MT "," UMSG "," TOOLA ",\"tool_choice\":{\"type\":\"auto\","
          "\"disable_parallel_tool_use\":1}}",
          "tool_choice.disable_parallel_tool_use"},
@@ -533,7 +540,7 @@ static void test_messages_bad(void) {
          "output_config.format.schema"},
         {"{" MT "," UMSG "," TOOLA ",\"tool_choice\":{\"type\":\"any\"},\"output_config\":{"
          "\"format\":{\"type\":\"json_schema\",\"schema\":{}}}}",
-         "output_config.format"},
+         "tool_choice"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad(M, cases[i].body, cases[i].param);

@@ -381,8 +381,8 @@ await test('messages: stop_sequences end the text before them', async () => {
   const cut = m.content[0]?.text ?? '';
   check(text.startsWith(cut) && cut.length < text.length && !cut.includes(stop),
         'the text ends before the stop sequence', `${JSON.stringify(cut)} / ${JSON.stringify(stop)}`);
-  // TODO(issue 15): stop_reason "stop_sequence" and the matched string once the
-  // task reports which stop string ended it (srv_outcome.stop_string).
+  checkEq(m.stop_reason, 'stop_sequence', 'stop_reason');
+  checkEq(m.stop_sequence, stop, 'stop_sequence is the matched string');
 });
 
 await test('messages: a request shaped as Claude Code sends it, streamed', async () => {
