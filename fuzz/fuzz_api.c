@@ -7,8 +7,7 @@
  * role. Then the body's own bytes play the reply: cut into reasoning, text
  * and tool-call parts by its bytes, streamed in polls of the chosen size;
  * every SSE frame must be `event: NAME` + valid JSON, and for Responses the
- * final event's response must equal the whole body. (Fuzzing time: this
- * target and fuzz_server share one target's time in check_fuzz.sh.) */
+ * final event's response must equal the whole body. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>

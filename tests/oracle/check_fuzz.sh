@@ -5,8 +5,6 @@
 # evenly by the targets, so a new target does not lengthen CI). A target passes
 # when neither step finds a crash, leak or sanitizer report. New inputs go to
 # fuzz/corpus-NAME/ (ignored by git); crashes to build-fuzz/crash-*.
-# fuzz_api and fuzz_server share one target's time (half each), so adding
-# fuzz_api left the total unchanged (CI is near its limit).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
@@ -38,13 +36,11 @@ for bin in "${targets[@]}"; do
         fail=$((fail + 1)); continue
     fi
     # A fixed seed: CI explores the same inputs each run (FUZZ_SEED=0 for a random one).
-    t=$secs
-    case $name in api | server) t=$(((secs + 1) / 2)) ;; esac
-    opts=(-seed="${FUZZ_SEED:-1}" -max_total_time="$t" -max_len=65536 -rss_limit_mb=1024 -timeout=10
+    opts=(-seed="${FUZZ_SEED:-1}" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 -timeout=10
           -artifact_prefix=build-fuzz/ -print_final_stats=1)
     [ -f "$dict" ] && opts+=(-dict="$dict")
     if "$bin" "${opts[@]}" "$work" "$seeds" >"build-fuzz/fuzz-$name.log" 2>&1; then
-        echo "fuzz_$name: $t s clean ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' \
+        echo "fuzz_$name: $secs s clean ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' \
             "build-fuzz/fuzz-$name.log" | grep -o '[0-9]*$') runs)"
         pass=$((pass + 1))
     else
