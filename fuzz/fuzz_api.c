@@ -74,7 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     srv_request r;
     srv_error e;
-    int rc = which == 2 ? srv_messages_count_parse(&r, body, n, &e) : api->parse(&r, body, n, &e);
+    int rc =
+        which == 2 ? srv_messages_count_parse(&r, body, n, &e) : api->parse(&r, body, n, NULL, &e);
     if (rc) {
         if (e.status < 400 || e.status >= 500) abort();
         char *j = api->error_body(&e);

@@ -1,18 +1,22 @@
 /* libFuzzer target: what a client controls on the server's pure paths.
- * The input is a request body for /v1/chat/completions or /v1/completions
- * (first byte picks which); when it parses, the text after a NUL byte (or,
- * without one, the body itself) plays the generated text: it runs through the stop matcher (stop strings
- * from the request, text cut at input-chosen points), the reply parser
- * (reasoning, tool calls when the request offers tools) and the API's SSE
- * writer, and every frame must be valid JSON. Checks: no crash, no
- * out-of-bounds access, the stop matcher never releases more than the
- * one-piece answer, the streamed parts equal the parts of the whole text,
- * every JSON payload parses. */
+ * The input is a request body for /v1/chat/completions, /v1/completions or
+ * /v1/embeddings (the first byte picks which; an embeddings request that
+ * parses is answered with vectors of its inputs' ids, float or base64, and
+ * the answer must be valid JSON); when a generation request parses, the
+ * text after a NUL byte (or, without one, the body itself) plays the
+ * generated text: it runs through the stop matcher (stop strings from the
+ * request, text cut at input-chosen points), the reply parser (reasoning,
+ * tool calls when the request offers tools) and the API's SSE writer, and
+ * every frame must be valid JSON. Checks: no crash, no out-of-bounds
+ * access, the stop matcher never releases more than the one-piece answer,
+ * the streamed parts equal the parts of the whole text, every JSON payload
+ * parses. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/embd.h"
 #include "server/oai.h"
 #include "server/api.h"
 #include "runtime/text.h"
@@ -33,12 +37,52 @@ static void check_frames(const inf_buf *out) {
     }
 }
 
+/* Embeddings: a tokenizer of one id per byte. */
+static int byte_tokenize(void *ctx, const char *text, size_t n, bool special, int32_t **ids,
+                         int *n_ids, inf_err *err) {
+    *ids = malloc((n ? n : 1) * sizeof **ids);
+    if (!*ids) return inf_fail(err, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        (*ids)[i] = (unsigned char)text[i];
+    *n_ids = (int)n;
+    return 0;
+}
+
+static void fuzz_embeddings(const char *body, size_t n) {
+    static const inf_exec ex = {
+        .n_vocab = 300, .n_ctx = 64, .n_embd = 16, .embd_eos = 299, .tokenize = byte_tokenize};
+    srv_embd_request r;
+    srv_error e;
+    char *j;
+    if (srv_embd_parse(&r, &ex, body, n, &e)) {
+        j = srv_error_json(&e);
+    } else {
+        float *embs[SRV_MAX_EMBD_INPUTS], vecs[4][16];
+        for (int i = 0; i < r.n_inputs; i++) {
+            embs[i] = vecs[i % 4];
+            for (int k = 0; k < 16; k++)
+                vecs[i % 4][k] = (float)r.ids[i][k % r.n_ids[i]] - 100.0f;
+            srv_embd_normalize(embs[i], r.dimensions);
+        }
+        j = srv_embd_response(&r, embs, "fuzz");
+        srv_embd_request_free(&r);
+    }
+    json_t *p = j ? json_loads(j, 0, NULL) : NULL;
+    if (!p) abort();
+    json_decref(p);
+    free(j);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     srv_kind kind = data[0] & 1 ? SRV_CHAT : SRV_COMPLETION;
     size_t cut = data[1] % 8; /* the generated text is fed in pieces of 1..8 bytes */
     const char *body = (const char *)data + 2;
     size_t n = size - 2;
+    if ((data[0] & 6) == 6) {
+        fuzz_embeddings(body, n);
+        return 0;
+    }
     /* "BODY\0TEXT": TEXT plays the generated text; without a NUL byte the
        body plays it too */
     const char *text = body;
@@ -52,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     srv_request r;
     srv_error e;
-    if (srv_request_parse(&r, kind, body, n, &e)) {
+    if (srv_request_parse(&r, kind, body, n, NULL, &e)) {
         char *j = srv_error_json(&e);
         json_t *p = json_loads(j, 0, NULL);
         if (!p) abort();

@@ -45,7 +45,12 @@ static void usage(FILE *f) {
             "  --max-conns-per-client N  from one address (default: half of --max-conns)\n"
             "  --sse-ping-interval S   a stream with nothing new for S seconds gets a ping, so\n"
             "                          clients do not give up during a long prefill (default 5;\n"
-            "                          0: never)\n",
+            "                          0: never)\n"
+            "  --embeddings            serve /v1/embeddings (last-token pooling, normalized); the\n"
+            "                          generation endpoints then answer 501, as llama.cpp's\n"
+            "  --cors-origins LIST     origins whose pages may call the server, comma-separated,\n"
+            "                          '*' for any (default: http://localhost, http://127.0.0.1,\n"
+            "                          http://[::1] on any port)\n",
             INF_DEFAULT_MODEL);
 }
 
@@ -75,6 +80,10 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--embeddings")) {
+            cfg.embeddings = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "inferno serve: unknown flag or missing value: %s\n", a);
@@ -127,6 +136,8 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_long(v, 1, 65536, &x), cfg.max_conns = (unsigned)x;
         else if (IS("--max-conns-per-client"))
             bad = parse_long(v, 1, 65536, &x), cfg.max_conns_per_client = (unsigned)x;
+        else if (IS("--cors-origins"))
+            cfg.cors_origins = v;
         else if (IS("--header-timeout"))
             bad = parse_long(v, 1, 3600, &x), cfg.header_timeout_s = (unsigned)x;
         else if (IS("--sse-ping-interval"))
@@ -191,6 +202,19 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (eng->note[0]) fprintf(stderr, "inferno serve: %s\n", eng->note);
+    const char *why = NULL;
+    if (eng->ex.no_head && !cfg.embeddings)
+        why = "the model has no output head (an embedding model): start it with --embeddings";
+    else if (cfg.embeddings && eng->ex.pooling != INF_POOL_UNSPECIFIED &&
+             eng->ex.pooling != INF_POOL_LAST)
+        why = "--embeddings: the model file asks for a pooling other than the last token's "
+              "(pooling_type / 1_Pooling), which inferno does not compute";
+    if (why) {
+        fprintf(stderr, "inferno serve: %s: %s\n", model, why);
+        inf_engine_close(eng);
+        srv_http_stop(http);
+        return 1;
+    }
     srv_http_ready(http, &eng->ex, eng->sched);
     fprintf(stderr,
             "inferno serve: ready: model %s, %d slots x %d positions, %s KV cache (K %s, V %s, "

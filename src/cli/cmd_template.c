@@ -140,7 +140,7 @@ static int render_request(const char *source, const char *path, json_t *kwargs) 
     srv_request r;
     srv_error e;
     int rc = 1;
-    if (srv_request_parse(&r, SRV_CHAT, body, len, &e)) {
+    if (srv_request_parse(&r, SRV_CHAT, body, len, NULL, &e)) {
         fprintf(stderr, "inferno template: %s: %d %s\n", path, e.status, e.msg);
         free(body);
         return 1;

@@ -142,11 +142,12 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         else if (IS("-c") || IS("--ctx-size")) bad = parse_int(v, &a->n_ctx) || a->n_ctx < 0;
         else if (IS("-b") || IS("--batch-size")) bad = parse_int(v, &a->n_batch) || a->n_batch < 1;
         else if (IS("-t") || IS("--threads")) bad = parse_int(v, &a->n_threads) || a->n_threads < 0;
-        else if (IS("--temp")) bad = parse_float(v, &a->sp.temp);
-        else if (IS("--top-k")) bad = parse_int(v, &a->sp.top_k);
-        else if (IS("--top-p")) bad = parse_float(v, &a->sp.top_p);
-        else if (IS("--min-p")) bad = parse_float(v, &a->sp.min_p);
-        else if (IS("--repeat-penalty")) bad = parse_float(v, &a->sp.repeat_penalty);
+        else if (IS("--temp")) bad = parse_float(v, &a->sp.temp), a->sp_set |= INF_REC_TEMP;
+        else if (IS("--top-k")) bad = parse_int(v, &a->sp.top_k), a->sp_set |= INF_REC_TOP_K;
+        else if (IS("--top-p")) bad = parse_float(v, &a->sp.top_p), a->sp_set |= INF_REC_TOP_P;
+        else if (IS("--min-p")) bad = parse_float(v, &a->sp.min_p), a->sp_set |= INF_REC_MIN_P;
+        else if (IS("--repeat-penalty"))
+            bad = parse_float(v, &a->sp.repeat_penalty), a->sp_set |= INF_REC_REPEAT_PENALTY;
         else if (IS("--repeat-last-n")) bad = parse_int(v, &a->sp.repeat_last_n);
         else if (IS("--presence-penalty")) bad = parse_float(v, &a->sp.presence_penalty);
         else if (IS("--frequency-penalty")) bad = parse_float(v, &a->sp.frequency_penalty);
@@ -236,6 +237,14 @@ static void dump_logits(void *ud, const float *logits, int n_vocab) {
 inf_gen_params gen_params(gen_ctx *g, const gen_args *a) {
     inf_gen_params p = inf_gen_defaults();
     p.sampling = a->sp;
+    /* A flag the user did not give takes the model file's recommendation
+     * (the engine's defaults), as llama.cpp does. */
+    const inf_sampler_params *m = &g->e->ex.sampling;
+    if (!(a->sp_set & INF_REC_TEMP)) p.sampling.temp = m->temp;
+    if (!(a->sp_set & INF_REC_TOP_K)) p.sampling.top_k = m->top_k;
+    if (!(a->sp_set & INF_REC_TOP_P)) p.sampling.top_p = m->top_p;
+    if (!(a->sp_set & INF_REC_MIN_P)) p.sampling.min_p = m->min_p;
+    if (!(a->sp_set & INF_REC_REPEAT_PENALTY)) p.sampling.repeat_penalty = m->repeat_penalty;
     p.max_tokens = a->n_predict;
     p.ignore_eos = a->ignore_eos;
     if (g->dump) p.on_logits = dump_logits, p.ud = g;

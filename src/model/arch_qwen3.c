@@ -125,8 +125,9 @@ int inf_qwen3_bind_head(const inf_model_file *mf, const inf_backend *be,
     const inf_tensor *head = blk_output_tensor(mf, inf_qwen3_embd, inf_qwen3_output);
     blk_name_fmt(name, sizeof name, mf, inf_qwen3_output_norm, -1, -1);
     const inf_tensor *norm = inf_model_find(mf, name);
-    if (!head) return inf_fail(err, "%s: tensor output is missing", mf->path);
     if (!norm) return inf_fail(err, "%s: tensor output_norm is missing", mf->path);
+    if (hp->no_head) return blk_bind_vector(output_norm, mf, norm, hp->n_embd, err);
+    if (!head) return inf_fail(err, "%s: tensor output is missing", mf->path);
     /* a tied head is the embedding table, which embed reads as stored */
     return (hp->tied_output ? blk_bind_matrix_shared : blk_bind_matrix)(output, mf, be, head,
                                                                         hp->n_vocab, hp->n_embd,

@@ -84,10 +84,15 @@ int blk_bind_embedding(inf_model_file *mf, blk_name embd, blk_name output, inf_e
     if (has_tie < 0) return -1;
     if (has_tie && tie) {
         out = NULL;
-    } else if (blk_find(&out, mf, output, -1, -1, 2, shape, false, !has_tie, err)) {
+    } else if (blk_find(&out, mf, output, -1, -1, 2, shape, false, true, err)) {
         return -1;
     }
-    mf->hp.tied_output = out == NULL;
+    /* No head tensor: GGUF and a config without tie_word_embeddings tie it
+     * to the embedding (llama.cpp, transformers' default). A config that
+     * says untied and has none is an embedding model saved from the base
+     * model (Qwen3-Embedding-8B): it opens without a head. */
+    mf->hp.tied_output = out == NULL && !(has_tie && !tie);
+    mf->hp.no_head = out == NULL && has_tie && !tie;
     return 0;
 }
 
@@ -434,18 +439,31 @@ int blk_logits(const inf_model *m, blk_acts *a, const inf_batch *b, const float 
                const inf_weight *output, float *logits, inf_err *err) {
     const inf_backend *be = m->be;
     const int T = b->n_rows, E = m->hp.n_embd;
-    /* Only the rows that need logits go through the final norm and the head:
-     * in a prefill that is one row out of T, and the head is the biggest matmul. */
-    int n_sel = 0;
+    /* Only the rows that hand something back go through the final norm, and
+     * only the logits rows through the head: in a prefill that is one row out
+     * of T, and the head is the biggest matmul. The norm is per row, so a
+     * row's bits do not depend on which others share the call. */
+    int n_sel = 0, n_hidden = 0;
     for (int r = 0; r < T; r++) {
-        if (b->logits ? b->logits[r] : r == T - 1) {
-            memcpy(a->xl + (int64_t)n_sel * E, a->x + (int64_t)r * E, E * sizeof(float));
-            n_sel++;
-        }
+        int want = b->logits ? b->logits[r] : (r == T - 1 ? INF_OUT_LOGITS : INF_OUT_NONE);
+        if (want == INF_OUT_NONE) continue;
+        memcpy(a->xl + (int64_t)n_sel * E, a->x + (int64_t)r * E, E * sizeof(float));
+        n_sel++;
     }
     if (n_sel == 0) return 0;
     be->rmsnorm(be, a->xl, a->xl, norm, n_sel, E, m->hp.rms_eps);
-    be->matmul(be, logits, a->xl, output, n_sel);
+    /* hidden rows out, logits rows packed to the front for the head */
+    int n_logits = 0;
+    for (int r = 0, k = 0; r < T; r++) {
+        int want = b->logits ? b->logits[r] : (r == T - 1 ? INF_OUT_LOGITS : INF_OUT_NONE);
+        if (want == INF_OUT_NONE) continue;
+        const float *row = a->xl + (int64_t)k++ * E;
+        if (want == INF_OUT_HIDDEN)
+            memcpy(b->hidden + (int64_t)n_hidden++ * E, row, E * sizeof(float));
+        else if (n_logits++ != k - 1)
+            memmove(a->xl + (int64_t)(n_logits - 1) * E, row, E * sizeof(float));
+    }
+    if (n_logits) be->matmul(be, logits, a->xl, output, n_logits);
     if (be->take_error(be, err)) return -1;
     return 0;
 }

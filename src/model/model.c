@@ -144,6 +144,15 @@ static int check_batch(const inf_model *m, const inf_batch *b, const inf_kv_view
                             m->n_ctx - 1);
         if (b->seq[r] < 0 || b->seq[r] >= n_seq)
             return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r], n_seq - 1);
+        int want = b->logits ? b->logits[r] : INF_OUT_LOGITS;
+        if (want > INF_OUT_HIDDEN || (want == INF_OUT_HIDDEN && !b->hidden))
+            return inf_fail(err, "row %d: output kind %d (expected INF_OUT_*, hidden rows need "
+                                 "b->hidden)", r, want);
+        if (want == INF_OUT_LOGITS && m->hp.no_head && (b->logits || r == b->n_rows - 1))
+            return inf_fail(err,
+                            "%s has no output head (an embedding model): it cannot generate "
+                            "text, only embed",
+                            m->file->path);
         int cap = kv[(int64_t)b->seq[r] * m->hp.n_layer].capacity;
         if (cap > 0 && b->pos[r] >= cap)
             return inf_fail(

@@ -60,6 +60,13 @@ int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backen
                      int max_rows, inf_err *err);
 void inf_model_free(inf_model *m);
 
+/* What a row of a batch hands back (inf_batch.logits[r]). */
+enum {
+    INF_OUT_NONE = 0,   /* nothing: the row only enters the cache */
+    INF_OUT_LOGITS = 1, /* its logits (the head over the final-normed state) */
+    INF_OUT_HIDDEN = 2, /* its final-normed hidden state (embeddings: last-token pooling) */
+};
+
 /* One forward call's rows. Rows of the same sequence at consecutive
  * positions form a span whose attention runs as one (flash prefill when it
  * has more than one row, fused decode for one row). */
@@ -68,16 +75,19 @@ typedef struct inf_batch {
     const int32_t *tokens; /* [n_rows] */
     const int32_t *pos;    /* [n_rows] position of the row in its sequence */
     const int32_t *seq;    /* [n_rows] which sequence: index into the kv views */
-    const uint8_t *logits; /* [n_rows] nonzero: compute logits for this row;
-                              NULL: only for the last row */
+    const uint8_t *logits; /* [n_rows] INF_OUT_*; NULL: logits for the last row only */
+    float *hidden; /* out [n_hidden][n_embd]: the INF_OUT_HIDDEN rows in batch order (NULL
+                      when no row asks) */
 } inf_batch;
 
 /* Runs the model over the batch. kv[s * n_layer + l] is sequence s's cache
  * at layer l; it must already hold positions 0..p-1 of every span starting at
  * position p, and room for the batch's rows, which the call writes.
- * logits receives [n_selected][n_vocab] floats, the selected rows in batch
- * order. Nothing is allocated here (the backend's ops may grow their scratch
- * on the first use of a larger batch). Returns 0, or -1 with a message for a
+ * logits receives [n_logits][n_vocab] floats, the INF_OUT_LOGITS rows in
+ * batch order; b->hidden the INF_OUT_HIDDEN rows' final-normed states. A
+ * model without an output head (hp.no_head: an embedding model) refuses
+ * logits rows. Nothing is allocated here (the backend's ops may grow their
+ * scratch on the first use of a larger batch). Returns 0, or -1 with a message for a
  * batch that does not fit (row count, token id, position, sequence index) or
  * for memory the backend could not get ("out of memory: ..."). After -1 the
  * logits and the cache rows at the batch's positions are unspecified (the

@@ -122,6 +122,48 @@ static int load_hparams(inf_model_file *m, const gguf_file *g, inf_err *err) {
     return 0;
 }
 
+/* <arch>.pooling_type (llama.cpp's enum) and general.sampling.* (the
+ * authors' recommended sampling, llama.cpp's keys: top_k an integer, the
+ * others floats). */
+static int load_extras(inf_model_file *m, const gguf_file *g, inf_err *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.pooling_type", m->arch);
+    int64_t pool;
+    if (gguf_find(g, key)) {
+        if (gguf_get_int(g, key, &pool, err)) return -1;
+        if (pool < INF_POOL_NONE || pool > INF_POOL_RANK)
+            return inf_fail(err, "%s: %s is %lld, expected 0..4 (none, mean, cls, last, rank)",
+                            g->name, key, (long long)pool);
+        m->pooling = (inf_pooling)pool;
+    }
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } fields[] = {{"general.sampling.temp", INF_REC_TEMP},
+                  {"general.sampling.top_k", INF_REC_TOP_K},
+                  {"general.sampling.top_p", INF_REC_TOP_P},
+                  {"general.sampling.min_p", INF_REC_MIN_P},
+                  {"general.sampling.penalty_repeat", INF_REC_REPEAT_PENALTY}};
+    inf_sampling_rec *r = &m->sampling;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (!gguf_find(g, fields[i].key)) continue;
+        double x;
+        int64_t k;
+        if (fields[i].bit == INF_REC_TOP_K) {
+            if (gguf_get_int(g, fields[i].key, &k, err)) return -1;
+            r->top_k = k > INT32_MAX ? INT32_MAX : k < INT32_MIN ? INT32_MIN : (int)k;
+        } else {
+            if (gguf_get_float(g, fields[i].key, &x, err)) return -1;
+            if (fields[i].bit == INF_REC_TEMP) r->temp = (float)x;
+            if (fields[i].bit == INF_REC_TOP_P) r->top_p = (float)x;
+            if (fields[i].bit == INF_REC_MIN_P) r->min_p = (float)x;
+            if (fields[i].bit == INF_REC_REPEAT_PENALTY) r->repeat_penalty = (float)x;
+        }
+        r->set |= fields[i].bit;
+    }
+    return 0;
+}
+
 /* Copies a string array into v->tokens-like storage. */
 static int copy_str_array(const gguf_file *g, const char *key, const gguf_value *arr, char ***out,
                           int *n_out, inf_err *err) {
@@ -196,6 +238,13 @@ static int load_vocab(inf_vocab_desc *v, const gguf_file *g, inf_err *err) {
     if (gguf_find(g, "tokenizer.ggml.add_bos_token") &&
         gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos, err))
         return -1;
+    if (gguf_find(g, "tokenizer.ggml.add_eos_token") &&
+        gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &v->add_eos, err))
+        return -1;
+    if (v->add_eos && v->eos_id < 0)
+        return inf_fail(err, "%s: tokenizer.ggml.add_eos_token is true but there is no eos token",
+                        g->name);
+    v->add_eos_id = v->eos_id;
     if (gguf_find(g, "tokenizer.chat_template") &&
         get_str_dup(g, "tokenizer.chat_template", &v->chat_template, err))
         return -1;
@@ -303,7 +352,7 @@ int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
         inf_fail(err, "%s: out of memory", g->name);
         goto fail;
     }
-    if (load_hparams(m, g, err)) goto fail;
+    if (load_hparams(m, g, err) || load_extras(m, g, err)) goto fail;
     if (add_tensors(m, g, 0, err)) goto fail;
     if (gguf_find(g, "split.count") && open_splits(m, g, err)) goto fail;
     if (load_vocab(&m->vocab, g, err)) goto fail;

@@ -345,10 +345,113 @@ static int load_weights(inf_model_file *m, const char *dir, inf_err *err) {
             t->file_index = s;
         }
     }
+    /* A folder saved from the base model (transformers' AutoModel, as the
+     * Qwen3-Embedding checkpoints are) names its tensors without the
+     * causal-LM wrapper's base_model_prefix "model.": index them as
+     * transformers loads them, so that both layouts read alike. */
+    bool flat = m->n_tensors > 0;
+    for (int i = 0; i < m->n_tensors && flat; i++)
+        if (!strncmp(m->tensors[i].name, "model.", 6) ||
+            !strcmp(m->tensors[i].name, "lm_head.weight"))
+            flat = false;
+    for (int i = 0; i < m->n_tensors && flat; i++) {
+        char *name = malloc(strlen(m->tensors[i].name) + 7);
+        if (!name) {
+            inf_fail(err, "%s: out of memory", dir);
+            goto done;
+        }
+        sprintf(name, "model.%s", m->tensors[i].name);
+        free(m->tensors[i].name);
+        m->tensors[i].name = name;
+    }
     rc = 0;
 done:
     free(index);
     free(single);
+    return rc;
+}
+
+/* sentence-transformers' pooling module (modules.json → 1_Pooling/config.json
+ * for Qwen3-Embedding): which token's state is the text's embedding. */
+static int load_pooling(inf_model_file *m, const char *dir, inf_err *err) {
+    char *path = join(dir, "1_Pooling/config.json");
+    if (!path) return inf_fail(err, "%s: out of memory", dir);
+    int rc = 0;
+    if (is_file(path)) {
+        json_t *cfg = load_json(path, err);
+        if (!cfg) {
+            free(path);
+            return -1;
+        }
+        static const struct {
+            const char *key;
+            inf_pooling kind;
+        } modes[] = {{"pooling_mode_lasttoken", INF_POOL_LAST},
+                     {"pooling_mode_mean_tokens", INF_POOL_MEAN},
+                     {"pooling_mode_cls_token", INF_POOL_CLS},
+                     {"pooling_mode_max_tokens", INF_POOL_OTHER},
+                     {"pooling_mode_mean_sqrt_len_tokens", INF_POOL_OTHER},
+                     {"pooling_mode_weightedmean_tokens", INF_POOL_OTHER}};
+        m->pooling = INF_POOL_NONE;
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            json_t *v = json_object_get(cfg, modes[i].key);
+            if (v && !json_is_boolean(v)) {
+                rc = inf_fail(err, "%s: %s: expected true or false", path, modes[i].key);
+                break;
+            }
+            if (json_is_true(v) && m->pooling == INF_POOL_NONE) m->pooling = modes[i].kind;
+        }
+        json_decref(cfg);
+    }
+    free(path);
+    return rc;
+}
+
+/* generation_config.json: the sampling the model's authors recommend. */
+static int load_generation_config(inf_model_file *m, const char *dir, inf_err *err) {
+    char *path = join(dir, "generation_config.json");
+    if (!path) return inf_fail(err, "%s: out of memory", dir);
+    if (!is_file(path)) {
+        free(path);
+        return 0;
+    }
+    json_t *cfg = load_json(path, err);
+    int rc = cfg ? 0 : -1;
+    inf_sampling_rec *r = &m->sampling;
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } fields[] = {{"temperature", INF_REC_TEMP},
+                  {"top_k", INF_REC_TOP_K},
+                  {"top_p", INF_REC_TOP_P},
+                  {"min_p", INF_REC_MIN_P},
+                  {"repetition_penalty", INF_REC_REPEAT_PENALTY}};
+    for (size_t i = 0; cfg && !rc && i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *v = json_object_get(cfg, fields[i].key);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_number(v) || (fields[i].bit == INF_REC_TOP_K && !json_is_integer(v))) {
+            rc = inf_fail(err, "%s: %s: expected a number%s", path, fields[i].key,
+                          fields[i].bit == INF_REC_TOP_K ? " (an integer)" : "");
+            break;
+        }
+        double x = json_number_value(v);
+        r->set |= fields[i].bit;
+        if (fields[i].bit == INF_REC_TEMP) r->temp = (float)x;
+        if (fields[i].bit == INF_REC_TOP_K) r->top_k = x > INT32_MAX ? INT32_MAX : (int)x;
+        if (fields[i].bit == INF_REC_TOP_P) r->top_p = (float)x;
+        if (fields[i].bit == INF_REC_MIN_P) r->min_p = (float)x;
+        if (fields[i].bit == INF_REC_REPEAT_PENALTY) r->repeat_penalty = (float)x;
+    }
+    /* do_sample false: transformers decodes greedily whatever the others say */
+    json_t *ds = cfg ? json_object_get(cfg, "do_sample") : NULL;
+    if (!rc && ds && !json_is_boolean(ds))
+        rc = inf_fail(err, "%s: do_sample: expected true or false", path);
+    if (!rc && json_is_false(ds)) {
+        r->set |= INF_REC_TEMP;
+        r->temp = 0;
+    }
+    json_decref(cfg);
+    free(path);
     return rc;
 }
 
@@ -383,7 +486,7 @@ int hf_model_open(inf_model_file **out, const char *dir, inf_err *err) {
         return inf_fail(err, "%s: out of memory", dir);
     }
     if (load_config(m, dir, err) || load_weights(m, dir, err) || load_tokenizer(m, dir, err) ||
-        model_index(m, err)) {
+        load_pooling(m, dir, err) || load_generation_config(m, dir, err) || model_index(m, err)) {
         inf_model_close(m);
         return -1;
     }

@@ -282,6 +282,36 @@ out:
     return rc;
 }
 
+/* The post-processor's trailing special token: a TemplateProcessing (alone
+ * or in a Sequence) whose "single" template ends with a SpecialToken after
+ * the text, as Qwen3-Embedding appends <|endoftext|>. */
+static int hf_post_processor(inf_vocab_desc *v, json_t *pp, const char *path, inf_err *err) {
+    if (!json_is_object(pp)) return 0;
+    const char *type = json_string_value(json_object_get(pp, "type"));
+    if (type && !strcmp(type, "Sequence")) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(pp, "processors"), i, p) {
+            if (hf_post_processor(v, p, path, err)) return -1;
+        }
+        return 0;
+    }
+    if (!type || strcmp(type, "TemplateProcessing")) return 0;
+    json_t *single = json_object_get(pp, "single");
+    size_t n = json_array_size(single);
+    if (n < 2 || !json_object_get(json_array_get(single, n - 2), "Sequence")) return 0;
+    json_t *sp = json_object_get(json_array_get(single, n - 1), "SpecialToken");
+    if (!sp) return 0;
+    const char *name = json_string_value(json_object_get(sp, "id"));
+    int id = name ? hf_find(v, name) : -1;
+    if (id < 0)
+        return inf_fail(err, "%s: post_processor: the special token it appends (%s) is not in the "
+                             "vocabulary", path, name ? name : "?");
+    v->add_eos = true;
+    v->add_eos_id = id;
+    return 0;
+}
+
 int inf_vocab_from_hf(inf_vocab_desc *v, const char *tokenizer_json_path,
                       const char *tokenizer_config_path, inf_err *err) {
     const char *path = tokenizer_json_path;
@@ -314,6 +344,7 @@ int inf_vocab_from_hf(inf_vocab_desc *v, const char *tokenizer_json_path,
     }
     for (size_t i = 0; i < sizeof eot_names / sizeof eot_names[0] && v->eot_id < 0; i++)
         v->eot_id = hf_find(v, eot_names[i]);
+    if (hf_post_processor(v, json_object_get(root, "post_processor"), path, err)) goto out;
     if (tokenizer_config_path && hf_config(v, tokenizer_config_path, err)) goto out;
     rc = 0;
 out:

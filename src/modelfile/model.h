@@ -37,6 +37,8 @@ typedef struct inf_hparams {
     float rope_attn_factor; /* cos/sin are scaled by it: YaRN's 0.1 ln(factor) + 1; 1 without */
     float rms_eps;      /* 1e-6 */
     bool tied_output;   /* output head is token_embd (set by the architecture) */
+    bool no_head;       /* no output head at all (an embedding model saved without lm_head and
+                           untied): it embeds, it cannot generate (set by the architecture) */
     /* Mixture of experts (0 for a dense model; set by the architecture) */
     int n_expert;        /* experts per MoE layer, 128 for Qwen3-30B-A3B */
     int n_expert_used;   /* experts each token goes through, 8 */
@@ -52,6 +54,36 @@ int inf_vocab_from_hf(inf_vocab_desc *v, const char *tokenizer_json_path,
 
 typedef enum inf_format { INF_FORMAT_GGUF, INF_FORMAT_HF } inf_format;
 
+/* How the file says a text's embedding is pooled from its tokens' states:
+ * GGUF <arch>.pooling_type (llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last,
+ * 4 rank), sentence-transformers' 1_Pooling/config.json. */
+typedef enum inf_pooling {
+    INF_POOL_UNSPECIFIED = -1, /* the file does not say (last-token, as Qwen3-Embedding) */
+    INF_POOL_NONE = 0,
+    INF_POOL_MEAN = 1,
+    INF_POOL_CLS = 2,
+    INF_POOL_LAST = 3,
+    INF_POOL_RANK = 4,
+    INF_POOL_OTHER = 5, /* a sentence-transformers mode llama.cpp has no name for (max, ...) */
+} inf_pooling;
+
+/* The sampling the model's authors recommend: GGUF general.sampling.* (temp,
+ * top_k, top_p, min_p, penalty_repeat), HF generation_config.json
+ * (temperature, top_k, top_p, min_p, repetition_penalty; do_sample false is
+ * temperature 0). Only the fields in `set` were stated. */
+enum {
+    INF_REC_TEMP = 1u << 0,
+    INF_REC_TOP_K = 1u << 1,
+    INF_REC_TOP_P = 1u << 2,
+    INF_REC_MIN_P = 1u << 3,
+    INF_REC_REPEAT_PENALTY = 1u << 4,
+};
+typedef struct inf_sampling_rec {
+    unsigned set; /* INF_REC_* */
+    float temp, top_p, min_p, repeat_penalty;
+    int top_k;
+} inf_sampling_rec;
+
 typedef struct inf_model_file {
     inf_format format;
     char *path;
@@ -63,6 +95,8 @@ typedef struct inf_model_file {
     inf_tensor *tensors; /* [n_tensors] in file order */
 
     inf_vocab_desc vocab;
+    inf_pooling pooling;       /* as the file states it */
+    inf_sampling_rec sampling; /* the authors' recommended sampling */
 
     struct inf_model_file_priv *priv; /* reader-specific: mappings, metadata */
 } inf_model_file;

@@ -22,6 +22,7 @@ int model_alloc(inf_model_file **out, inf_format format, const char *path, inf_e
         return inf_fail(err, "%s: out of memory", path);
     }
     m->format = format;
+    m->pooling = INF_POOL_UNSPECIFIED;
     m->vocab = (inf_vocab_desc){.bos_id = -1, .eos_id = -1, .pad_id = -1, .eot_id = -1};
     *out = m;
     return 0;

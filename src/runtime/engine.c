@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,8 @@ static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err
                     .tokens = b->tokens,
                     .pos = b->pos,
                     .seq = b->seq,
-                    .logits = b->logits};
+                    .logits = b->logits,
+                    .hidden = b->hidden};
     if (inf_model_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++)
         inf_kv_cache_commit(e->kv, b->seq[r], b->pos[r], b->tokens[r]);
@@ -91,6 +93,41 @@ static void ex_sampler_free(void *s) {
 }
 
 /* ---- open / close ---- */
+
+/* llama.cpp's sampling defaults with the model file's recommendation over
+ * them (as llama.cpp's common_init_from_params applies general.sampling.*
+ * to what the user did not set); a value out of range names the key. */
+static int model_sampling(inf_sampler_params *p, const inf_model_file *mf, inf_err *err) {
+    const inf_sampling_rec *r = &mf->sampling;
+    const bool gguf = mf->format == INF_FORMAT_GGUF;
+    *p = inf_sampler_defaults();
+    static const struct {
+        unsigned bit;
+        const char *gguf, *hf, *want;
+    } keys[] = {
+        {INF_REC_TEMP, "general.sampling.temp", "temperature", "a finite number"},
+        {INF_REC_TOP_K, "general.sampling.top_k", "top_k", ">= 0 (0: off)"},
+        {INF_REC_TOP_P, "general.sampling.top_p", "top_p", "in [0, 1]"},
+        {INF_REC_MIN_P, "general.sampling.min_p", "min_p", "in [0, 1]"},
+        {INF_REC_REPEAT_PENALTY, "general.sampling.penalty_repeat", "repetition_penalty",
+         "> 0 (1: off)"},
+    };
+    const double v[5] = {r->temp, r->top_k, r->top_p, r->min_p, r->repeat_penalty};
+    const bool ok[5] = {isfinite(r->temp), r->top_k >= 0, r->top_p >= 0 && r->top_p <= 1,
+                        r->min_p >= 0 && r->min_p <= 1,
+                        r->repeat_penalty > 0 && isfinite(r->repeat_penalty)};
+    for (int i = 0; i < 5; i++)
+        if ((r->set & keys[i].bit) && !ok[i])
+            return inf_fail(err, "%s: %s%s is %g, expected %s", mf->path,
+                            gguf ? "" : "generation_config.json: ",
+                            gguf ? keys[i].gguf : keys[i].hf, v[i], keys[i].want);
+    if (r->set & INF_REC_TEMP) p->temp = r->temp;
+    if (r->set & INF_REC_TOP_K) p->top_k = r->top_k;
+    if (r->set & INF_REC_TOP_P) p->top_p = r->top_p;
+    if (r->set & INF_REC_MIN_P) p->min_p = r->min_p;
+    if (r->set & INF_REC_REPEAT_PENALTY) p->repeat_penalty = r->repeat_penalty;
+    return 0;
+}
 
 /* The context when -c is not given: the model's training length, or what
  * the memory left after the weights holds (e->note says so). A paged pool
@@ -186,13 +223,23 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
                             err))
         goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
+    inf_sampler_params sampling;
+    if (model_sampling(&sampling, e->mf, err)) goto fail;
     e->ex = (inf_exec){
         .ctx = e,
         .n_seq = n_seq,
         .n_ctx = n_ctx,
         .n_vocab = hp->n_vocab,
         .max_rows = max_rows,
+        .n_embd = hp->n_embd,
+        .no_head = hp->no_head,
+        .embd_eos = inf_tok_add_eos(e->tok),
+        .pooling = e->mf->pooling,
+        .sampling = sampling,
+        .rec_set = e->mf->sampling.set,
         .model_name = e->name,
+        .model_path = o->model_path,
+        .chat_template = e->mf->vocab.chat_template,
         .backend_name = e->backend_name,
         .forward = ex_forward,
         .seq_match = ex_seq_match,

@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kv/kv_cache.h" /* inf_kv_stats */
+#include "kv/kv_cache.h"   /* inf_kv_stats */
+#include "model/model.h"    /* INF_OUT_* */
+#include "modelfile/model.h" /* inf_pooling */
 #include "runtime/sampler.h"
 #include "util/err.h"
 
@@ -26,7 +28,8 @@ typedef struct inf_exec_batch {
     const int32_t *tokens; /* [n_rows] */
     const int32_t *pos;    /* [n_rows] */
     const int32_t *seq;    /* [n_rows] slot index 0..n_seq-1 */
-    const uint8_t *logits; /* [n_rows] nonzero: this row's logits are wanted */
+    const uint8_t *logits; /* [n_rows] INF_OUT_*: what the row hands back */
+    float *hidden; /* out [n_hidden][n_embd]: the final-normed states of the INF_OUT_HIDDEN rows */
 } inf_exec_batch;
 
 /* What a chat prompt is rendered from: the messages (an array of
@@ -44,12 +47,23 @@ typedef struct inf_exec {
     int n_ctx; /* positions per sequence */
     int n_vocab;
     int max_rows; /* rows one forward call may carry */
+    int n_embd;       /* the hidden state's width; 0: cannot embed */
+    bool no_head;     /* an embedding model: it cannot generate */
+    int32_t embd_eos; /* appended to a text to embed (the tokenizer's add_eos rule); -1: none */
+    inf_pooling pooling; /* as the model file states it */
+    /* The sampling a request gets when it names none: the model file's
+     * recommendation (rec_set: INF_REC_* it stated) over llama.cpp's. */
+    inf_sampler_params sampling;
+    unsigned rec_set;
     const char *model_name;
-    const char *backend_name; /* e.g. "pool-avx2 x2"; may be NULL */
+    const char *model_path;    /* may be NULL */
+    const char *chat_template; /* the model's Jinja source; may be NULL */
+    const char *backend_name;  /* e.g. "pool-avx2 x2"; may be NULL */
 
     /* Runs the rows; sequence s must hold positions 0..p-1 before a row at
      * position p, and have room reserved for it. The rows' tokens enter the
-     * caches. logits receives [n_selected][n_vocab]. 0 or -1 + err. */
+     * caches. logits receives [n_logits][n_vocab], b->hidden [n_hidden][n_embd]
+     * (rows in batch order). 0 or -1 + err. */
     int (*forward)(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err);
 
     /* The cache of sequence seq, across requests:

@@ -80,6 +80,7 @@ void inf_task_release(inf_task *t) {
     free(t->bias);
     inf_buf_free(&t->text);
     free(t->lp);
+    free(t->embd);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -202,6 +203,7 @@ struct inf_sched {
     float *logits;            /* [n_slots][n_vocab] */
     float *scratch;           /* [n_vocab] raw logits kept for logprobs */
     float *gscratch;          /* [n_vocab] raw logits kept to resample under a mask */
+    float *hidden;            /* [n_slots][n_embd] embedding rows of a step (n_embd > 0) */
     inf_gram_vocab *gvocab;   /* the vocabulary's byte trie, built at the first grammar */
 };
 
@@ -256,7 +258,7 @@ static void start_slot(inf_sched *s, slot *sl, inf_task *t) {
         sp.seed = splitmix(inf_now_ns() ^ splitmix(++s->seed_counter));
         if (sp.seed == INF_SEED_RANDOM) sp.seed ^= 1;
     }
-    sl->smpl = e->sampler_new(e->ctx, &sp);
+    sl->smpl = t->p.embed ? NULL : e->sampler_new(e->ctx, &sp);
     for (int i = 0; sl->smpl && i < t->n_prompt; i++)
         e->sampler_accept(sl->smpl, t->prompt[i]);
     s->m.cache_tokens_reused += (uint64_t)lcp;
@@ -509,7 +511,9 @@ static int build_batch(inf_sched *s) {
             s->tok[n] = next->task->prompt[from + j];
             s->pos[n] = from + j;
             s->seq[n] = next->id;
-            s->want[n] = from + j == next->task->n_prompt - 1;
+            s->want[n] = from + j < next->task->n_prompt - 1 ? INF_OUT_NONE
+                         : next->task->p.embed                ? INF_OUT_HIDDEN
+                                                              : INF_OUT_LOGITS;
             s->row_slot[n] = (int)(next - s->slots);
             n++;
         }
@@ -541,13 +545,17 @@ static void step_rows(inf_sched *s) {
         if (sl->state == SLOT_IDLE) continue;
         if (atomic_load(&sl->task->cancelled))
             finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_OK, NULL);
-        else if (!sl->smpl)
+        else if (!sl->smpl && !sl->task->p.embed)
             fail_slot(s, sl, INF_TASK_UNAVAILABLE, "out of memory: cannot create the sampler");
     }
     int n = build_batch(s);
     if (n == 0) return;
-    inf_exec_batch b = {
-        .n_rows = n, .tokens = s->tok, .pos = s->pos, .seq = s->seq, .logits = s->want};
+    inf_exec_batch b = {.n_rows = n,
+                        .tokens = s->tok,
+                        .pos = s->pos,
+                        .seq = s->seq,
+                        .logits = s->want,
+                        .hidden = s->hidden};
     inf_err err = {{0}};
     int busy = 0;
     for (int i = 0; i < s->n_slots; i++)
@@ -573,14 +581,24 @@ static void step_rows(inf_sched *s) {
     s->m.n_decode_total++;
     s->m.n_busy_slots_total += (uint64_t)busy;
     pthread_mutex_unlock(&s->mu);
-    int sel = 0;
+    int sel = 0, hsel = 0;
     for (int r = 0; r < n; r++) {
         slot *sl = &s->slots[s->row_slot[r]];
         INF_ASSERT(sl->n_cache == s->pos[r]);
         sl->n_cache++;
         if (sl->state == SLOT_PREFILL) sl->n_prompt_done++;
-        if (!s->want[r]) continue;
+        if (s->want[r] == INF_OUT_NONE) continue;
         if (sl->state == SLOT_PREFILL) e->seq_publish(e->ctx, sl->id);
+        if (s->want[r] == INF_OUT_HIDDEN) {
+            /* an embedding: its prompt's last state is the whole result */
+            inf_task *t = sl->task;
+            pthread_mutex_lock(&t->mu);
+            memcpy(t->embd, s->hidden + (size_t)hsel++ * e->n_embd,
+                   (size_t)e->n_embd * sizeof *t->embd);
+            pthread_mutex_unlock(&t->mu);
+            finish_slot(s, sl, INF_FINISH_STOP, INF_TASK_OK, NULL);
+            continue;
+        }
         sample_and_emit(s, sl, s->logits + (size_t)sel * e->n_vocab);
         sel++;
     }
@@ -676,8 +694,10 @@ int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf
     s->logits = malloc((size_t)s->n_slots * (size_t)ex->n_vocab * sizeof *s->logits);
     s->scratch = malloc((size_t)ex->n_vocab * sizeof *s->scratch);
     s->gscratch = malloc((size_t)ex->n_vocab * sizeof *s->gscratch);
+    if (ex->n_embd > 0)
+        s->hidden = malloc((size_t)s->n_slots * (size_t)ex->n_embd * sizeof *s->hidden);
     bool ok = s->slots && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
-              s->logits && s->scratch && s->gscratch;
+              s->logits && s->scratch && s->gscratch && (ex->n_embd <= 0 || s->hidden);
     for (int i = 0; ok && i < s->n_slots; i++)
         s->slots[i].id = i;
     pthread_mutex_init(&s->mu, NULL);
@@ -714,6 +734,7 @@ void inf_sched_free(inf_sched *s) {
     free(s->logits);
     free(s->scratch);
     free(s->gscratch);
+    free(s->hidden);
     inf_gram_vocab_free(s->gvocab);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -722,7 +743,19 @@ void inf_sched_free(inf_sched *s) {
 
 int inf_sched_submit(inf_sched *s, inf_task *t, inf_err *err) {
     if (t->n_prompt < 1) return inf_fail(err, "the prompt is empty");
-    if (t->n_prompt >= s->ex->n_ctx)
+    if (t->p.embed && s->ex->n_embd <= 0) return inf_fail(err, "this model cannot embed");
+    if (!t->p.embed && s->ex->no_head)
+        return inf_fail(err, "this model has no output head (an embedding model): it cannot "
+                             "generate text, only embed");
+    if (t->p.embed && t->n_prompt > s->ex->n_ctx)
+        return inf_fail(err, "the input has %d tokens but the context holds %d", t->n_prompt,
+                        s->ex->n_ctx);
+    if (t->p.embed && !t->embd) {
+        t->embd = calloc((size_t)s->ex->n_embd, sizeof *t->embd);
+        if (!t->embd) return inf_fail(err, "out of memory: an embedding");
+        t->n_embd = s->ex->n_embd;
+    }
+    if (!t->p.embed && t->n_prompt >= s->ex->n_ctx)
         return inf_fail(err,
                         "the prompt has %d tokens but the context holds %d (one position must "
                         "remain for the reply)",

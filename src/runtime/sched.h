@@ -62,6 +62,10 @@ typedef struct inf_gen_params {
     int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
     bool ignore_eos;  /* end-of-generation tokens do not stop */
     bool no_reuse;    /* prefill the whole prompt, reusing no cached prefix (bench) */
+    /* Embed rather than generate: the task's result is the last prompt
+     * token's final-normed hidden state (inf_task.embd, not normalized);
+     * nothing is sampled. The prompt may fill the whole context. */
+    bool embed;
     /* The output must be a sentence of this grammar (NULL: free). Owned by
      * the task from inf_task_new on (freed with it, or on its failure). */
     inf_gram *grammar;
@@ -123,6 +127,8 @@ typedef struct inf_task {
     pthread_cond_t cv;
     inf_buf text;    /* released text so far */
     inf_logprob *lp; /* [n_lp] one per generated token (when p.logprobs) */
+    float *embd;     /* [n_embd] p.embed: the hidden state, once done */
+    int n_embd;
     int n_lp, cap_lp;
     int n_gen;     /* tokens generated */
     uint64_t seed; /* the seed its sampler used */

@@ -69,8 +69,10 @@ struct srv_api {
     const char *name;      /* for logs: "chat.completions", "responses", "messages" */
     srv_kind kind;         /* SRV_CHAT: a conversation rendered through the template */
     const char *id_prefix; /* "chatcmpl-", "cmpl-", "resp_", "msg_" */
-    /* The body → r (see srv_request); on failure -1 with a 4xx in e and r empty. */
-    int (*parse)(srv_request *r, const char *body, size_t len, srv_error *e);
+    /* The body → r (see srv_request), its sampling defaulting to the
+     * model's (defaults); on failure -1 with a 4xx in e and r empty. */
+    int (*parse)(srv_request *r, const char *body, size_t len, const inf_sampler_params *defaults,
+                 srv_error *e);
     /* Fields to echo back in meta->echo (NULL: none). Called before r is freed. */
     json_t *(*echo)(const srv_request *r);
     /* The whole response body (malloc'd). */

@@ -184,12 +184,14 @@ static int stream_error(inf_buf *out, const srv_error *e) {
     return rc ? rc : inf_buf_adds(out, "data: [DONE]\n\n");
 }
 
-static int parse_chat(srv_request *r, const char *b, size_t n, srv_error *e) {
-    return srv_request_parse(r, SRV_CHAT, b, n, e);
+static int parse_chat(srv_request *r, const char *b, size_t n, const inf_sampler_params *d,
+                      srv_error *e) {
+    return srv_request_parse(r, SRV_CHAT, b, n, d, e);
 }
 
-static int parse_completion(srv_request *r, const char *b, size_t n, srv_error *e) {
-    return srv_request_parse(r, SRV_COMPLETION, b, n, e);
+static int parse_completion(srv_request *r, const char *b, size_t n, const inf_sampler_params *d,
+                            srv_error *e) {
+    return srv_request_parse(r, SRV_COMPLETION, b, n, d, e);
 }
 
 const srv_api srv_api_chat = {

@@ -424,12 +424,17 @@ static int parse_fields(srv_request *r, bool count, srv_error *e) {
     return parse_constraint(r, e);
 }
 
-static int parse_common(srv_request *r, const char *body, size_t len, bool count, srv_error *e) {
+static int parse_common(srv_request *r, const char *body, size_t len,
+                        const inf_sampler_params *defaults, bool count, srv_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = SRV_CHAT;
     r->max_tokens = -1;
     r->parallel_tool_calls = true;
-    srv_sampling_default(&r->samp);
+    /* what the request leaves out: the model's recommended sampling */
+    if (defaults)
+        srv_sampling_from(&r->samp, defaults);
+    else
+        srv_sampling_default(&r->samp);
     r->root = srv_parse_object(body, len, e);
     if (!r->root) return -1;
     if (parse_fields(r, count, e)) {
@@ -439,12 +444,13 @@ static int parse_common(srv_request *r, const char *body, size_t len, bool count
     return 0;
 }
 
-static int messages_parse(srv_request *r, const char *body, size_t len, srv_error *e) {
-    return parse_common(r, body, len, false, e);
+static int messages_parse(srv_request *r, const char *body, size_t len,
+                          const inf_sampler_params *defaults, srv_error *e) {
+    return parse_common(r, body, len, defaults, false, e);
 }
 
 int srv_messages_count_parse(srv_request *r, const char *body, size_t len, srv_error *e) {
-    return parse_common(r, body, len, true, e);
+    return parse_common(r, body, len, NULL, true, e);
 }
 
 /* ---- the response ---- */

@@ -68,7 +68,7 @@ static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *
 }
 
 /* A failed task's error in OpenAI's shape. */
-static void task_error(const inf_task *t, srv_error *e) {
+void srv_task_error(const inf_task *t, srv_error *e) {
     if (t->status == INF_TASK_UNAVAILABLE)
         srv_error_set(e, 503, "unavailable_error", NULL, NULL, "%s", t->err);
     else
@@ -131,7 +131,7 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
     inf_finish fin = t->finish;
     srv_error err = {0};
     bool failed = t->status != INF_TASK_OK;
-    if (failed) task_error(t, &err);
+    if (failed) srv_task_error(t, &err);
     inf_timings tm = t->timings;
     int n_gen = t->n_gen;
     pthread_mutex_unlock(&t->mu);
@@ -227,7 +227,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     int32_t *ids = NULL;
     int n = 0;
     bool in_think = false;
-    int bad = api->parse(&r, body->data ? body->data : "", body->len, &e);
+    int bad = api->parse(&r, body->data ? body->data : "", body->len, &h->ex->sampling, &e);
     if (!bad && srv_request_check_vocab(&r, h->ex->n_vocab, &e)) {
         srv_request_free(&r);
         bad = 1;
@@ -289,6 +289,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
         }
         MHD_add_response_header(resp, "Content-Type", "text/event-stream");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        srv_add_cors(h, c, resp);
         pthread_mutex_lock(&h->mu);
         h->counts.requests_total++;
         pthread_mutex_unlock(&h->mu);
@@ -319,7 +320,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     enum MHD_Result ok;
     if (t->status != INF_TASK_OK) {
         srv_error err;
-        task_error(t, &err);
+        srv_task_error(t, &err);
         ok = send_api_error(h, c, api, &err);
     } else {
         json_t *lp = take_logprobs(h, kind, t->lp, 0, t->n_lp, 0);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "server/http_int.h"
+#include "server/embd.h"
 #include "server/metrics.h"
 
 void srv_deadline_in(struct timespec *ts, int ms) {
@@ -96,6 +97,51 @@ static void *reaper_main(void *arg) {
     return NULL;
 }
 
+/* ---- CORS ---- */
+
+/* A browser page may read a response only when it carries its origin in
+ * Access-Control-Allow-Origin. Allowed: an origin --cors-origins lists (or
+ * any, with "*"); without the flag the loopback origins on any port. */
+static bool origin_allowed(const srv_http *h, const char *origin) {
+    if (!origin || !*origin) return false;
+    if (!h->cfg.cors_origins) {
+        static const char *const loop[] = {"http://localhost", "http://127.0.0.1",
+                                           "http://[::1]"};
+        for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++) {
+            size_t n = strlen(loop[i]);
+            if (strncasecmp(origin, loop[i], n)) continue;
+            const char *p = origin + n;
+            if (!*p) return true;
+            if (*p++ != ':' || !*p) continue;
+            while (*p >= '0' && *p <= '9')
+                p++;
+            if (!*p) return true;
+        }
+        return false;
+    }
+    size_t no = strlen(origin);
+    for (const char *p = h->cfg.cors_origins; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && *p == ' ')
+            p++, n--;
+        while (n && p[n - 1] == ' ')
+            n--;
+        if ((n == 1 && *p == '*') || (n == no && !strncasecmp(p, origin, n))) return true;
+        p += end ? (size_t)(end - p) + 1 : n;
+        if (!end) break;
+    }
+    return false;
+}
+
+/* Every response to an allowed origin names it (and varies by it). */
+void srv_add_cors(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r) {
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin_allowed(h, origin)) return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(r, "Vary", "Origin");
+}
+
 /* ---- small helpers ---- */
 
 enum MHD_Result srv_send_body(srv_http *h, struct MHD_Connection *c, int status, char *body,
@@ -117,6 +163,7 @@ enum MHD_Result srv_send_body(srv_http *h, struct MHD_Connection *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    srv_add_cors(h, c, r);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok;
@@ -178,6 +225,36 @@ int srv_piece_cb(void *ctx, int32_t id, char *buf, int cap) {
 
 /* ---- GET endpoints ---- */
 
+static json_t *sampling_json(const inf_sampler_params *p) {
+    json_t *j = json_object();
+    json_object_set_new(j, "temperature", json_real(p->temp));
+    json_object_set_new(j, "top_k", json_integer(p->top_k));
+    json_object_set_new(j, "top_p", json_real(p->top_p));
+    json_object_set_new(j, "min_p", json_real(p->min_p));
+    json_object_set_new(j, "repeat_penalty", json_real(p->repeat_penalty));
+    json_object_set_new(j, "repeat_last_n", json_integer(p->repeat_last_n));
+    json_object_set_new(j, "presence_penalty", json_real(p->presence_penalty));
+    json_object_set_new(j, "frequency_penalty", json_real(p->frequency_penalty));
+    json_object_set_new(j, "seed", json_integer((json_int_t)p->seed));
+    return j;
+}
+
+/* Which of the defaults the model file stated (the rest are llama.cpp's). */
+static json_t *sampling_source_json(unsigned set) {
+    json_t *j = json_array();
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } f[] = {{INF_REC_TEMP, "temperature"},
+             {INF_REC_TOP_K, "top_k"},
+             {INF_REC_TOP_P, "top_p"},
+             {INF_REC_MIN_P, "min_p"},
+             {INF_REC_REPEAT_PENALTY, "repeat_penalty"}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (set & f[i].bit) json_array_append_new(j, json_string(f[i].name));
+    return j;
+}
+
 static enum MHD_Result do_health(srv_http *h, struct MHD_Connection *c) {
     if (!atomic_load(&h->ready)) {
         srv_error e;
@@ -200,7 +277,12 @@ static enum MHD_Result do_models(srv_http *h, struct MHD_Connection *c) {
     json_object_set_new(meta, "n_vocab", json_integer(h->ex->n_vocab));
     json_object_set_new(meta, "n_slots", json_integer(h->ex->n_seq));
     if (h->ex->backend_name) json_object_set_new(meta, "backend", json_string(h->ex->backend_name));
+    json_object_set_new(meta, "n_embd", json_integer(h->ex->n_embd));
     json_object_set_new(m, "meta", meta);
+    /* the sampling a request gets when it names none, and which of it the model file stated */
+    json_t *ds = sampling_json(&h->ex->sampling);
+    json_object_set_new(ds, "from_model", sampling_source_json(h->ex->rec_set));
+    json_object_set_new(m, "default_sampling", ds);
     json_t *data = json_array();
     json_array_append_new(data, m);
     json_t *j = json_object();
@@ -293,6 +375,185 @@ static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, cons
     json_object_set_new(j, "content", srv_json_stringn(text.data ? text.data : "", text.len));
     inf_buf_free(&text);
     return srv_send_json(h, c, 200, j);
+}
+
+/* ---- /v1/embeddings ---- */
+
+static enum MHD_Result do_embeddings(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
+    if (!h->cfg.embeddings)
+        return srv_fail(h, c, 501, "not_supported_error", NULL, "%s",
+                    "This server does not support embeddings. Start it with `--embeddings`");
+    srv_embd_request r;
+    srv_error e;
+    /* parsed and tokenized within the same bound on concurrent parses as
+     * the generation requests (MAX_PARSING) */
+    pthread_mutex_lock(&h->parse_mu);
+    while (h->parsing >= MAX_PARSING)
+        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
+    h->parsing++;
+    pthread_mutex_unlock(&h->parse_mu);
+    int bad = srv_embd_parse(&r, h->ex, body->data ? body->data : "", body->len, &e);
+    pthread_mutex_lock(&h->parse_mu);
+    h->parsing--;
+    pthread_cond_signal(&h->parse_cv);
+    pthread_mutex_unlock(&h->parse_mu);
+    if (bad) return srv_send_error(h, c, &e);
+    /* every input is a task: the scheduler runs them across its slots */
+    inf_task **tasks = calloc((size_t)r.n_inputs, sizeof *tasks);
+    enum MHD_Result ok = MHD_NO;
+    int n_sub = 0;
+    srv_error err = {0};
+    if (!tasks) {
+        srv_error_set(&err, 503, "unavailable_error", NULL, NULL, "out of memory");
+        goto reply;
+    }
+    inf_gen_params gp = inf_gen_defaults();
+    gp.embed = true;
+    for (; n_sub < r.n_inputs; n_sub++) {
+        inf_err serr = {{0}};
+        inf_task *t = inf_task_new(r.ids[n_sub], r.n_ids[n_sub], &gp);
+        r.ids[n_sub] = NULL; /* the task owns it, even on failure */
+        if (!t || inf_sched_submit(h->sched, t, &serr)) {
+            inf_task_release(t);
+            srv_error_set(&err, 503, "unavailable_error", NULL, NULL, "%s",
+                          t ? serr.msg : "out of memory");
+            goto reply;
+        }
+        tasks[n_sub] = t;
+    }
+    for (int i = 0; i < n_sub; i++) {
+        inf_task *t = tasks[i];
+        pthread_mutex_lock(&t->mu);
+        while (!t->done) {
+            struct timespec ts;
+            srv_deadline_in(&ts, WAIT_TICK_MS);
+            pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+            if (t->done) break;
+            pthread_mutex_unlock(&t->mu);
+            if (atomic_load(&h->closing) || srv_client_gone(c)) goto gone;
+            pthread_mutex_lock(&t->mu);
+        }
+        pthread_mutex_unlock(&t->mu);
+        if (t->status != INF_TASK_OK) {
+            srv_task_error(t, &err);
+            goto reply;
+        }
+    }
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->cfg.timeout_s);
+    float **embs = malloc((size_t)r.n_inputs * sizeof *embs);
+    if (!embs) {
+        srv_error_set(&err, 503, "unavailable_error", NULL, NULL, "out of memory");
+        goto reply;
+    }
+    for (int i = 0; i < r.n_inputs; i++) {
+        embs[i] = tasks[i]->embd;
+        srv_embd_normalize(embs[i], r.dimensions);
+    }
+    ok = srv_send_body(h, c, 200, srv_embd_response(&r, embs, srv_model_id(h)), "application/json");
+    free(embs);
+    goto done;
+reply:
+    ok = srv_send_error(h, c, &err);
+    goto done;
+gone:
+    ok = MHD_NO;
+done:
+    for (int i = 0; i < n_sub; i++) {
+        inf_sched_cancel(h->sched, tasks[i]);
+        inf_task_release(tasks[i]);
+    }
+    free(tasks);
+    srv_embd_request_free(&r);
+    return ok;
+}
+
+/* ---- /props, /apply-template (llama.cpp's) ---- */
+
+static enum MHD_Result do_props(srv_http *h, struct MHD_Connection *c) {
+    const inf_exec *ex = h->ex;
+    json_t *params = sampling_json(&ex->sampling);
+    json_object_set_new(params, "n_predict", json_integer(-1));
+    json_t *dgs = json_object();
+    json_object_set_new(dgs, "n_ctx", json_integer(ex->n_ctx));
+    json_object_set_new(dgs, "params", params);
+    json_object_set_new(dgs, "sampling_from_model", sampling_source_json(ex->rec_set));
+    json_t *j = json_object();
+    json_object_set_new(j, "default_generation_settings", dgs);
+    json_object_set_new(j, "total_slots", json_integer(ex->n_seq));
+    json_object_set_new(j, "model_alias", json_string(srv_model_id(h)));
+    json_object_set_new(j, "model_path", json_string(ex->model_path ? ex->model_path : ""));
+    json_object_set_new(j, "chat_template",
+                        srv_json_stringn(ex->chat_template ? ex->chat_template : "",
+                                         ex->chat_template ? strlen(ex->chat_template) : 0));
+    json_object_set_new(j, "modalities", json_pack("{s:b,s:b}", "vision", 0, "audio", 0));
+    json_object_set_new(j, "embedding", json_boolean(h->cfg.embeddings));
+    json_object_set_new(j, "build_info", json_string("inferno"));
+    return srv_send_json(h, c, 200, j);
+}
+
+static enum MHD_Result do_apply_template(srv_http *h, struct MHD_Connection *c,
+                                         const inf_buf *body) {
+    srv_request r;
+    srv_error e;
+    if (srv_request_parse(&r, SRV_CHAT, body->data ? body->data : "", body->len,
+                          &h->ex->sampling, &e))
+        return srv_send_error(h, c, &e);
+    json_t *kw = r.template_kwargs ? json_deep_copy(r.template_kwargs) : json_object();
+    if (!kw) {
+        srv_request_free(&r);
+        return srv_fail(h, c, 503, "unavailable_error", NULL, "%s", "out of memory");
+    }
+    json_object_set_new(kw, "enable_thinking", json_boolean(r.enable_thinking));
+    inf_chat_input in = {.messages = r.messages, .tools = r.tools, .kwargs = kw};
+    char *text = NULL;
+    inf_err err = {{0}};
+    int rc = h->ex->render(h->ex->ctx, &in, &text, &err);
+    json_decref(kw);
+    srv_request_free(&r);
+    if (rc) return srv_fail(h, c, 400, "invalid_request_error", NULL, "%s", err.msg);
+    json_t *j = json_object();
+    json_object_set_new(j, "prompt", srv_json_stringn(text, strlen(text)));
+    free(text);
+    return srv_send_json(h, c, 200, j);
+}
+
+/* An OPTIONS request: a CORS preflight from an allowed origin gets what it
+ * may send; from another origin a 403 (and no CORS headers). */
+static enum MHD_Result do_preflight(srv_http *h, struct MHD_Connection *c) {
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (origin && !origin_allowed(h, origin))
+        return srv_fail(h, c, 403, "permission_error", NULL,
+                    "CORS: the origin %s may not call this server (allow it with --cors-origins)",
+                    origin);
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Allow", "GET, HEAD, POST, OPTIONS");
+    if (origin) {
+        char allow[512] = "Authorization, Content-Type, x-api-key, anthropic-version";
+        const char *want =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+        /* echo the header names asked for: tokens, commas and spaces only */
+        size_t n = strlen(allow);
+        if (want && *want && n + 2 + strlen(want) < sizeof allow) {
+            bool clean = true;
+            for (const char *q = want; *q; q++)
+                clean &= (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                         (*q >= '0' && *q <= '9') || *q == '-' || *q == '_' || *q == ',' ||
+                         *q == ' ';
+            if (clean) snprintf(allow + n, sizeof allow - n, ", %s", want);
+        }
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", allow);
+        MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    }
+    pthread_mutex_lock(&h->mu);
+    h->counts.requests_total++;
+    pthread_mutex_unlock(&h->mu);
+    enum MHD_Result ok = MHD_queue_response(c, 204, r);
+    MHD_destroy_response(r);
+    return ok;
 }
 
 /* ---- request checks before the body ---- */
@@ -408,6 +669,7 @@ static enum MHD_Result fail_head(srv_http *h, struct MHD_Connection *c, int stat
     }
     MHD_add_response_header(r, "Content-Type", "application/json");
     MHD_add_response_header(r, "Connection", "close");
+    srv_add_cors(h, c, r);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok;
@@ -452,9 +714,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         bool post;
     } routes[] = {{"/health", false},         {"/models", false},    {"/metrics", false},
                   {"/tokenize", true},        {"/detokenize", true}, {"/completions", true},
-                  {"/chat/completions", true}, {"/responses", true},  {"/messages", true},
+                  {"/chat/completions", true}, {"/embeddings", true}, {"/props", false},
+                  {"/apply-template", true},   {"/responses", true},  {"/messages", true},
                   {"/messages/count_tokens", true}};
-    enum { R_RESPONSES = 7, R_MESSAGES, R_COUNT_TOKENS };
+    enum { R_RESPONSES = 10, R_MESSAGES, R_COUNT_TOKENS };
+    bool options = !strcmp(method, "OPTIONS");
     int route = -1;
     for (int i = 0; i < (int)(sizeof routes / sizeof routes[0]); i++)
         if (!strcmp(path, routes[i].path)) route = i;
@@ -477,6 +741,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     conn_set_state(h, c, CONN_BUSY);
 
     if (route < 0) return srv_fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
+    if (options) return do_preflight(h, c); /* a browser sends no key with it */
     if (routes[route].post ? !post : !get)
         return srv_fail(h, c, 405, "invalid_request_error", NULL, "%s is not allowed here", method);
     if (route == 0) return do_health(h, c);
@@ -508,17 +773,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return do_tokenize(h, c, &rc->body);
     case 4:
         return do_detokenize(h, c, &rc->body);
-    case 5:
-        return srv_generate(h, c, &srv_api_completions, &rc->body);
-    case R_RESPONSES:
-        return srv_generate(h, c, &srv_api_responses, &rc->body);
-    case R_MESSAGES:
-        return srv_generate(h, c, &srv_api_messages, &rc->body);
-    case R_COUNT_TOKENS:
-        return srv_count_tokens(h, c, &rc->body);
-    default:
-        return srv_generate(h, c, &srv_api_chat, &rc->body);
+    case 7:
+        return do_embeddings(h, c, &rc->body);
+    case 8:
+        return do_props(h, c);
+    case 9:
+        return do_apply_template(h, c, &rc->body);
     }
+    if (h->cfg.embeddings) { /* llama.cpp: an embeddings server does not generate */
+        srv_error_set(&e, 501, "not_supported_error", NULL, NULL, "%s",
+                      "This server does not support completions. Start it without `--embeddings`");
+        return srv_send_body(h, c, 501, shape->error_body(&e), "application/json");
+    }
+    if (route == R_RESPONSES) return srv_generate(h, c, &srv_api_responses, &rc->body);
+    if (route == R_MESSAGES) return srv_generate(h, c, &srv_api_messages, &rc->body);
+    if (route == R_COUNT_TOKENS) return srv_count_tokens(h, c, &rc->body);
+    return srv_generate(h, c, route == 5 ? &srv_api_completions : &srv_api_chat, &rc->body);
 }
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,

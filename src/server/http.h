@@ -1,7 +1,9 @@
 /* The HTTP server (libmicrohttpd, one thread per connection): routing, API
  * key check, body size limit, OpenAI error responses, and the endpoints
- *   GET  /health  /v1/models  /metrics
- *   POST /v1/chat/completions  /v1/completions  /tokenize  /detokenize
+ *   GET  /health  /v1/models  /metrics  /props
+ *   POST /v1/chat/completions  /v1/completions  /v1/embeddings  /tokenize  /detokenize
+ *        /apply-template
+ * and OPTIONS (CORS preflight) on each.
  * It starts before the model is loaded (/health answers 503 "loading") and
  * serves once srv_http_ready hands it the engine and the scheduler. */
 #ifndef INF_SERVER_HTTP_H
@@ -24,6 +26,11 @@ typedef struct srv_config {
     unsigned max_conns_per_client; /* from one address; 0: max_conns */
     unsigned header_timeout_s;     /* a request's headers must arrive within this (0: 10 s) */
     unsigned sse_ping_s;           /* a stream with nothing new this long gets a ping (0: never) */
+    bool embeddings; /* --embeddings: /v1/embeddings on, generation endpoints off (llama.cpp) */
+    /* --cors-origins: comma-separated origins ("http://host:port", "*" for
+     * any) whose pages may call the server; NULL: the loopback origins
+     * http://localhost, http://127.0.0.1, http://[::1] on any port. */
+    const char *cors_origins;
 } srv_config;
 
 typedef struct srv_http srv_http;

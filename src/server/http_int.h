@@ -75,6 +75,8 @@ enum MHD_Result srv_send_json(srv_http *h, struct MHD_Connection *c, int status,
 enum MHD_Result srv_send_error(srv_http *h, struct MHD_Connection *c, const srv_error *e);
 enum MHD_Result srv_fail(srv_http *h, struct MHD_Connection *c, int status, const char *type,
                          const char *code, const char *fmt, const char *arg);
+/* The CORS headers for the request's Origin when it is allowed. */
+void srv_add_cors(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r);
 /* True when the connection is broken (reset) while we work. */
 bool srv_client_gone(struct MHD_Connection *c);
 /* The model id shown to clients: --alias, else the model's name. */
@@ -83,6 +85,9 @@ const char *srv_model_id(srv_http *h);
 int srv_piece_cb(void *ctx, int32_t id, char *buf, int cap);
 /* ts = CLOCK_REALTIME now + ms (for pthread_cond_timedwait). */
 void srv_deadline_in(struct timespec *ts, int ms);
+
+/* A failed task's error: 503 when it may succeed later, else 500. */
+void srv_task_error(const inf_task *t, srv_error *e);
 
 /* POST of a generating endpoint: the body parsed by api, the prompt rendered
  * and submitted, the reply written by api, whole or streamed. */

@@ -43,6 +43,18 @@ void srv_sampling_default(srv_sampling *s) {
     };
 }
 
+void srv_sampling_from(srv_sampling *s, const inf_sampler_params *p) {
+    srv_sampling_default(s);
+    s->temperature = p->temp;
+    s->top_k = p->top_k;
+    s->top_p = p->top_p;
+    s->min_p = p->min_p;
+    s->repeat_penalty = p->repeat_penalty;
+    s->penalty_last_n = p->repeat_last_n;
+    s->presence_penalty = p->presence_penalty;
+    s->frequency_penalty = p->frequency_penalty;
+}
+
 /* ---- field validation ---- */
 
 static int bad(srv_error *e, const char *field, const char *fmt, ...)
@@ -785,7 +797,8 @@ static size_t json_values_bound(const char *p, size_t n) {
     return k;
 }
 
-int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e) {
+int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len,
+                      const inf_sampler_params *defaults, srv_error *e) {
     memset(r, 0, sizeof *r);
     /* 6.6 MB of empty messages would expand into hundreds of MB of JSON tree
        and template values: the limit is on the values, not only the bytes */
@@ -799,7 +812,10 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
     r->max_tokens = -1;
     r->enable_thinking = true;
     r->parallel_tool_calls = true;
-    srv_sampling_default(&r->samp);
+    if (defaults)
+        srv_sampling_from(&r->samp, defaults);
+    else
+        srv_sampling_default(&r->samp);
     json_error_t je;
     r->root = srv_json_parse_body(body, len, &je);
     if (!r->root)
@@ -958,4 +974,8 @@ json_t *srv_logprobs_json(srv_kind kind, const inf_logprob *lp, int n, int text_
     json_object_set_new(j, "top_logprobs", top);
     json_object_set_new(j, "text_offset", off);
     return j;
+}
+
+size_t srv_json_values(const char *body, size_t len) {
+    return body ? json_values_bound(body, len) : 1;
 }

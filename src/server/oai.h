@@ -45,6 +45,8 @@ typedef struct srv_sampling {
 } srv_sampling;
 
 void srv_sampling_default(srv_sampling *s);
+/* The same from an engine's defaults (repeat_last_n, penalties included). */
+void srv_sampling_from(srv_sampling *s, const inf_sampler_params *p);
 
 typedef enum srv_kind { SRV_CHAT, SRV_COMPLETION } srv_kind;
 
@@ -108,7 +110,14 @@ typedef struct srv_request {
  * body (arrays, objects and their members) and chat messages. */
 #define SRV_MAX_JSON_VALUES 262144
 #define SRV_MAX_MESSAGES 16384
-int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len, srv_error *e);
+/* Fields the request leaves out take `defaults` (the model's recommended
+ * sampling over llama.cpp's: inf_exec.sampling; NULL: llama.cpp's). */
+int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len,
+                      const inf_sampler_params *defaults, srv_error *e);
+
+/* An upper bound on the JSON values (arrays, objects, their members) body
+ * expands into, counted without parsing it (SRV_MAX_JSON_VALUES bounds it). */
+size_t srv_json_values(const char *body, size_t len);
 
 /* The chat template's keywords for a parsed chat request: its
  * chat_template_kwargs with enable_thinking set (new reference; NULL when

@@ -230,6 +230,7 @@ int inf_tok_create(inf_tokenizer **out, const inf_vocab_desc *v, inf_err *err) {
     t->eos = v->eos_id;
     t->eot = v->eot_id;
     t->add_bos = v->add_bos && v->bos_id >= 0;
+    t->add_eos = v->add_eos ? v->add_eos_id : -1;
     int32_t eog[4] = {t->eos, t->eot, inf_tok_find(t, "<|endoftext|>"),
                       inf_tok_find(t, "<|im_end|>")};
     memcpy(t->eog, eog, sizeof eog);
@@ -515,6 +516,10 @@ int32_t inf_tok_eot(const inf_tokenizer *t) {
 }
 bool inf_tok_add_bos(const inf_tokenizer *t) {
     return t->add_bos;
+}
+
+int32_t inf_tok_add_eos(const inf_tokenizer *t) {
+    return t->add_eos;
 }
 size_t inf_tok_max_token_bytes(const inf_tokenizer *t) {
     return t->max_bytes;

@@ -81,6 +81,8 @@ int32_t inf_tok_bos(const inf_tokenizer *t); /* -1 when none */
 int32_t inf_tok_eos(const inf_tokenizer *t); /* -1 when none */
 int32_t inf_tok_eot(const inf_tokenizer *t); /* -1 when none */
 bool inf_tok_add_bos(const inf_tokenizer *t);
+/* The token the tokenizer appends after a text (vocab.h add_eos), -1 when none. */
+int32_t inf_tok_add_eos(const inf_tokenizer *t);
 size_t inf_tok_max_token_bytes(const inf_tokenizer *t); /* longest token, in bytes */
 
 /* inf_utf8_valid_prefix (util/utf8.h) checks text before encoding. */

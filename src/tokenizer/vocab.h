@@ -31,6 +31,11 @@ typedef struct inf_vocab_desc {
     int bos_id, eos_id, pad_id; /* -1 when absent */
     int eot_id;                 /* end of turn (<|im_end|>), -1 when unknown */
     bool add_bos;
+    /* The tokenizer appends a token after the text (GGUF add_eos_token: the
+     * eos id; tokenizer.json's TemplateProcessing post-processor: its
+     * trailing special token, <|endoftext|> in Qwen3-Embedding). */
+    bool add_eos;
+    int add_eos_id; /* when add_eos */
     char *model;         /* "gpt2" (byte-level BPE) */
     char *pre;           /* pre-tokenizer name, e.g. "qwen2" */
     char *pretok_regex;  /* the split regex when the file states it (tokenizer.json), else NULL */

@@ -30,6 +30,10 @@
 #    qwen3_vl, qwen3_vl_moe folders: tests/oracle/hf_edit.py) give the logits
 #    of the file they came from, bit for bit; a later split or a missing one
 #    is refused by name.
+# 7. K/V cache types against f32 K/V.
+# 8. Embeddings (serve --embeddings, Qwen3-Embedding's GGUF and HF layouts)
+#    against the reference's last-token hidden state after the final norm,
+#    normalized: < 1e-4.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -237,4 +241,83 @@ print(f'{rows} steps max abs diff {d:.3g}', 'ok' if 0 < d < tol else 'bad')" \
         esac
     done
 done
+
+# 8. Embeddings (Qwen3-Embedding: the last token's hidden state after the
+#    final norm, L2-normalized): `serve --embeddings` on the tiny F32 weights
+#    laid out as Qwen3-Embedding's GGUF (pooling_type last, add_eos_token)
+#    and its Hugging Face folder (base-model tensor names, no head,
+#    TemplateProcessing appending <|endoftext|>, 1_Pooling), inputs of 1, 17,
+#    64, 65 and 100 token ids in one request (batched across the slots),
+#    against the reference on the same ids (< 1e-4); a text input is its
+#    tokens plus <|endoftext|>; `dimensions` truncates and renormalizes.
+EMB=tests/oracle/embd_model.py
+$PY $EMB gguf models/tiny-f32.gguf "$tmp/embd.gguf" && $PY $EMB hf models/tiny-f32-hf "$tmp/embd-hf" ||
+    bad "deriving the embedding models"
+embed_server() { # model log: starts a server, sets $eport and $epid
+    $INF serve -m "$1" --backend "${BACKEND:-scalar}" --embeddings --port 0 -np 3 -c 256 -ctk f32 -ctv f32 \
+        >"$2" 2>&1 &
+    epid=$! eport=
+    for _ in $(seq 1 300); do
+        eport=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$2" | head -n 1)
+        [ -n "$eport" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$eport/health")" = 200 ] && return 0
+        kill -0 $epid 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+embed_json() { # port, body, out.npy: the response's embeddings as [n, dims]
+    curl -s "http://127.0.0.1:$1/v1/embeddings" -H 'Content-Type: application/json' -d "$2" >"$3.json" &&
+        $PY -c "
+import json, sys, numpy as np
+r = json.load(open(sys.argv[1]))
+np.save(sys.argv[2], np.array([d['embedding'] for d in r['data']], dtype=np.float32))" "$3.json" "$3"
+}
+inputs=$(for L in 1 17 64 65 100; do printf '[%s],' "$(ids $L)"; done)
+args=()
+for L in 1 17 64 65 100; do args+=(--tokens "$(ids $L)" --out "$tmp/ref_embd_$L.npy"); done
+$PY $REF "$tmp/embd-hf" --embed "${args[@]}" &&
+    $PY -c "
+import numpy as np, sys
+np.save(sys.argv[1], np.concatenate([np.load(f) for f in sys.argv[2:]]))" "$tmp/ref_embd.npy" \
+        $(for L in 1 17 64 65 100; do echo "$tmp/ref_embd_$L.npy"; done) || bad "reference embeddings"
+for src in gguf hf; do
+    m="$tmp/embd.gguf"; [ $src = hf ] && m="$tmp/embd-hf"
+    if ! embed_server "$m" "$tmp/embd_$src.log"; then
+        bad "embedding server ($src)"; sed 's/^/    | /' "$tmp/embd_$src.log"; kill $epid 2>/dev/null; continue
+    fi
+    embed_json $eport "{\"input\": [${inputs%,}]}" "$tmp/embd_$src.npy" &&
+        cmp_npy "embeddings ($src) of 1, 17, 64, 65, 100 tokens vs the reference's last hidden state, normalized" \
+            "$tmp/embd_$src.npy" "$tmp/ref_embd.npy" $TOL || bad "embeddings ($src)"
+    # a text: its tokens (/tokenize) and the appended <|endoftext|>
+    curl -s "http://127.0.0.1:$eport/tokenize" -H 'Content-Type: application/json' \
+        -d '{"content": "The capital of France"}' >"$tmp/tok.json"
+    tids=$($PY -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['tokens'] + [151643])))" "$tmp/tok.json")
+    embed_json $eport '{"input": "The capital of France", "dimensions": 32}' "$tmp/embd_text_$src.npy" &&
+        $PY $REF "$tmp/embd-hf" --embed --tokens "$tids" --out "$tmp/ref_text.npy" &&
+        $PY -c "
+import numpy as np, sys
+v = np.load(sys.argv[1])[:, :32].astype(np.float64)
+np.save(sys.argv[2], (v / np.linalg.norm(v)).astype(np.float32))" "$tmp/ref_text.npy" "$tmp/ref_text32.npy" &&
+        cmp_npy "embedding ($src) of a text + <|endoftext|>, dimensions 32 (truncated, renormalized) vs the reference" \
+            "$tmp/embd_text_$src.npy" "$tmp/ref_text32.npy" $TOL || bad "text embedding ($src)"
+    kill -TERM $epid; wait $epid 2>/dev/null
+done
+# what the files state, refused by name when it is wrong or not computable
+kv_msg() { # key type value: inferno's error on tiny-q8_0 with that key
+    $PY $EMB kv models/tiny-q8_0.gguf "$tmp/kv.gguf" "$1" "$2" "$3" &&
+        $INF run -m "$tmp/kv.gguf" --token-ids 1,2 -n 1 2>&1 >/dev/null
+}
+msg=$(kv_msg qwen3.pooling_type u32 9)
+[[ "$msg" == *"qwen3.pooling_type is 9"* ]] && ok "pooling_type out of range: $msg" || bad "pooling_type 9: $msg"
+msg=$(kv_msg general.sampling.top_p str high)
+[[ "$msg" == *"general.sampling.top_p"* ]] && ok "a sampling key of the wrong type: $msg" || bad "top_p string: $msg"
+msg=$(kv_msg general.sampling.top_p f32 1.5)
+[[ "$msg" == *"general.sampling.top_p is 1.5, expected in [0, 1]"* ]] && ok "a sampling value out of range: $msg" || bad "top_p 1.5: $msg"
+$PY $EMB kv "$tmp/embd.gguf" "$tmp/mean.gguf" qwen3.pooling_type u32 1
+msg=$($INF serve -m "$tmp/mean.gguf" --embeddings --port 0 2>&1)
+[[ "$msg" == *"pooling other than the last token"* ]] && ok "mean pooling is refused for --embeddings" || bad "mean pooling: $msg"
+msg=$($INF run -m "$tmp/embd-hf" --token-ids 1,2 -n 1 2>&1)
+[[ "$msg" == *"no output head"* ]] && ok "a model without a head refuses to generate: $msg" || bad "no-head generate: $msg"
+msg=$($INF serve -m "$tmp/embd-hf" --port 0 2>&1)
+[[ "$msg" == *"start it with --embeddings"* ]] && ok "serve without --embeddings on it says to start with it" || bad "no-head serve: $msg"
 finish

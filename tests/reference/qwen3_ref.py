@@ -86,6 +86,10 @@ def load_model(folder):
     for fn in sorted(os.listdir(folder)):
         if fn.endswith(".safetensors"):
             weights.update(load_safetensors(os.path.join(folder, fn)))
+    # A checkpoint saved from the base model (Qwen3Model, as Qwen3-Embedding
+    # ships) has no "model." prefix: transformers loads it under that prefix.
+    if weights and not any(k.startswith("model.") or k == "lm_head.weight" for k in weights):
+        weights = {"model." + k: v for k, v in weights.items()}
     return cfg, stack_experts(cfg, weights)
 
 
@@ -524,8 +528,10 @@ def is_sparse(cfg, i):
     return i not in cfg.get("mlp_only_layers", []) and n > 0 and (i + 1) % step == 0
 
 
-def forward(cfg, W, tokens):
-    """Logits [T, vocab] (float64) for every position of tokens."""
+def forward(cfg, W, tokens, hidden=False):
+    """Logits [T, vocab] (float64) for every position of tokens; with
+    hidden, the final-normed hidden states [T, E] instead (what an embedding
+    model pools)."""
     E = cfg["hidden_size"]
     nh = cfg["num_attention_heads"]
     nkv = cfg["num_key_value_heads"]
@@ -572,6 +578,8 @@ def forward(cfg, W, tokens):
         x = x + (silu(g) * u) @ f64(p + "mlp.down_proj.weight").T
 
     x = rms_norm(x, f64("model.norm.weight"), eps)
+    if hidden:
+        return x
     head = "model.embed_tokens.weight"
     if not cfg.get("tie_word_embeddings", False) and "lm_head.weight" in W:
         head = "lm_head.weight"
@@ -604,6 +612,9 @@ def main():
     ap.add_argument("--out", action="append", help="where to write the logits .npy")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"))
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--embed", action="store_true",
+                    help="write each sequence's embedding instead: the last token's hidden "
+                         "state after the final norm, L2-normalized (Qwen3-Embedding), as [1, E]")
     ap.add_argument("--check-fixtures", metavar="DIR",
                     help="check the dequantizers on llama.cpp's weight-type fixtures")
     args = ap.parse_args()
@@ -621,6 +632,10 @@ def main():
         cfg, W = load_gguf(args.model)
     for i, toks in enumerate(args.tokens):  # several sequences share one load
         prompt = [int(t) for t in toks.split(",") if t]
+        if args.embed:
+            h = forward(cfg, W, prompt, hidden=True)[-1]
+            np.save(args.out[i], (h / np.linalg.norm(h))[None, :].astype(np.float32))
+            continue
         gen = []
         if args.gen_from:
             # the last row's argmax is the token sampled after the dump ended

@@ -19,6 +19,7 @@
 #define EOG 63
 #define MAXSEQ 8
 #define MAXCTX 1024
+#define FAKE_EMBD 8 /* hidden-state width (make_engine leaves n_embd 0: set it to embed) */
 
 typedef struct fake {
     int n_ctx;
@@ -53,9 +54,15 @@ static void fake_logits(uint64_t h, float *out) {
     out[EOG] -= 2.0f; /* rarer end of generation */
 }
 
+/* A hidden state: also a hash of the whole history. */
+static void fake_hidden(uint64_t h, float *out) {
+    for (int i = 0; i < FAKE_EMBD; i++)
+        out[i] = (float)(mix(h, 1000u + (uint64_t)i) >> 40) / (float)(1 << 24) - 0.5f;
+}
+
 static int fake_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
     fake *f = ctx;
-    int decode_rows = 0, pre_rows = 0, sel = 0;
+    int decode_rows = 0, pre_rows = 0, sel = 0, hsel = 0;
     if (f->fail_forward > 0) {
         f->fail_forward--;
         return inf_fail(err, "out of memory: fake scratch for %d rows", b->n_rows);
@@ -78,7 +85,9 @@ static int fake_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_e
             decode_rows++;
         else
             pre_rows++;
-        if (b->logits[r]) {
+        if (b->logits[r] == INF_OUT_HIDDEN) {
+            fake_hidden(f->h[s][p], b->hidden + (size_t)hsel++ * FAKE_EMBD);
+        } else if (b->logits[r]) {
             fake_logits(f->h[s][p], logits + (size_t)sel * V);
             if (f->nan_from > 0 && p >= f->nan_from) logits[(size_t)sel * V + V / 2] = NAN;
             sel++;

@@ -3,7 +3,8 @@
  * same bits cold, after a reused prefix and repeated; the prompt limits of
  * the context (refused with both numbers) and generation that stops with
  * "length" there; end-of-generation and ignore_eos; the same seed giving the
- * same tokens and a random seed reported; the BOS rule; and a request whose
+ * same tokens and a random seed reported; the BOS rule; embeddings the same
+ * bits cold, warm and batched; and a request whose
  * scratch allocation fails gets an error while the next is served.
  * Needs the generated models (scripts/make-models.sh). */
 #include <stdlib.h>
@@ -230,7 +231,63 @@ static void test_oom(void) {
     free(want);
 }
 
+/* An embedding task (the last prompt row's final-normed hidden state) gives
+ * the same bits cold, after a reused prefix, chunked, and beside a
+ * generation in the same batches. */
+static void test_embed(const char *model) {
+    inf_engine *e;
+    inf_err err;
+    inf_engine_opts o = {.model_path = model, .n_seq = 2, .n_ctx = 128, .n_batch = 16,
+                         .kv = {.kind = INF_KV_PAGED, .type_k = INF_F32, .type_v = INF_F32}};
+    CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
+    const int E = e->ex.n_embd;
+    CHECK_INT(E, e->mf->hp.n_embd);
+    int32_t prompt[60];
+    for (int i = 0; i < 60; i++)
+        prompt[i] = (i * 31 + 7) % 3000 + 11;
+    inf_gen_params p = inf_gen_defaults();
+    p.embed = true;
+    float *v[4] = {0};
+    for (int k = 0; k < 4; k++) {
+        if (k == 1) inf_task_release(gen(e, prompt, 35, p, NULL)); /* a cached prefix */
+        inf_task *g = NULL; /* then beside a generation, submitted first, not waited for */
+        if (k == 2) {
+            int32_t *copy = malloc(40 * sizeof *copy);
+            memcpy(copy, prompt + 3, 40 * sizeof *copy);
+            inf_gen_params gp = greedy(8);
+            g = inf_engine_submit(e, copy, 40, &gp, &err);
+            CHECK(g != NULL);
+        }
+        inf_task *t = gen(e, prompt, 60, p, NULL);
+        if (g) {
+            CHECK(inf_engine_wait(e, g, NULL, NULL, &err) == 0);
+            CHECK_INT(g->n_gen, 8);
+        }
+        CHECK_MSG(t && t->status == INF_TASK_OK && t->n_gen == 0 && t->n_embd == E,
+                  "embed %d: %s", k, t ? t->err : "not submitted");
+        if (t && t->embd) {
+            v[k] = malloc((size_t)E * sizeof *v[k]);
+            memcpy(v[k], t->embd, (size_t)E * sizeof *v[k]);
+        }
+        if (k == 1) CHECK_MSG(t && t->timings.cache_n > 0, "reused %d", t ? t->timings.cache_n : -1);
+        inf_task_release(t);
+        inf_task_release(g);
+    }
+    double ss = 0;
+    for (int i = 0; v[0] && i < E; i++)
+        ss += (double)v[0][i] * v[0][i];
+    CHECK_MSG(ss > 1e-3, "a hidden state, not zeros (%g)", ss);
+    for (int k = 1; k < 4; k++)
+        CHECK_MSG(v[0] && v[k] && !memcmp(v[0], v[k], (size_t)E * sizeof(float)),
+                  "%s: embedding %d differs from the cold one", model, k);
+    for (int k = 0; k < 4; k++)
+        free(v[k]);
+    inf_engine_close(e);
+}
+
 int main(void) {
+    test_embed(MODEL);
+    test_embed(MODEL_MOE);
     test_reuse(MODEL, INF_KV_BASIC, 1);
     test_reuse(MODEL, INF_KV_PAGED, 1);
     test_reuse(MODEL, INF_KV_PAGED, 2);

@@ -492,9 +492,16 @@ static void test_hf(void) {
     CHECK_ERR(hf_error(), "model.layers.0.self_attn.k_proj.weight has shape [16, 32], "
                           "expected [32, 32]");
 
-    /* untied but lm_head missing */
+    /* untied but lm_head missing: an embedding model saved without its head
+     * (Qwen3-Embedding-8B ships so); it opens, headless, and cannot generate */
     good_folder("false");
-    CHECK_ERR(hf_error(), "tensor lm_head.weight is missing");
+    {
+        inf_model_file *m = NULL;
+        inf_err err = {{0}};
+        CHECK_MSG(inf_model_open(&m, dir, &err) == 0, "%s", err.msg);
+        CHECK(m && m->hp.no_head && !m->hp.tied_output);
+        inf_model_close(m);
+    }
     good_folder("true");
 
     bb b = {0};

@@ -5,6 +5,7 @@
  * chat template). Every GGUF type mix opens with every slot bound. */
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "model/model.h"
@@ -115,6 +116,89 @@ static void same_vocab(const inf_vocab_desc *g, const inf_vocab_desc *h) {
     CHECK(g->chat_template && h->chat_template && !strcmp(g->chat_template, h->chat_template));
 }
 
+/* A copy of the tiny F32 folder (links to its files, its config.json) with
+ * one more file written: NAME holding TEXT. */
+static void folder_with(const char *dir, const char *name, const char *text) {
+    char p[512], cwd[256], src[600];
+    if (!getcwd(cwd, sizeof cwd)) return;
+    mkdir(dir, 0755);
+    static const char *const files[] = {"config.json", "model.safetensors", "tokenizer.json",
+                                        "tokenizer_config.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        snprintf(src, sizeof src, "%s/models/tiny-f32-hf/%s", cwd, files[i]);
+        unlink(p);
+        CHECK(symlink(src, p) == 0);
+    }
+    snprintf(p, sizeof p, "%s/1_Pooling", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* generation_config.json and 1_Pooling/config.json: values read, wrong types
+ * refused naming the file and the field. */
+static void test_hf_extras(void) {
+    char dir[] = "/tmp/inferno-extras-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    char d[64];
+    snprintf(d, sizeof d, "%s/m", dir);
+    folder_with(d, "generation_config.json",
+                "{\"do_sample\": true, \"temperature\": 0.6, \"top_k\": 20, \"top_p\": 0.95, "
+                "\"repetition_penalty\": 1.1, \"eos_token_id\": [1, 2]}");
+    inf_model_file *m = open_or_report(d);
+    if (m) {
+        const inf_sampling_rec *r = &m->sampling;
+        CHECK_INT(r->set, INF_REC_TEMP | INF_REC_TOP_K | INF_REC_TOP_P | INF_REC_REPEAT_PENALTY);
+        CHECK(r->temp == 0.6f && r->top_k == 20 && r->top_p == 0.95f && r->repeat_penalty == 1.1f);
+        CHECK_INT(m->pooling, INF_POOL_UNSPECIFIED);
+        CHECK(!m->vocab.add_eos);
+    }
+    inf_model_close(m);
+    folder_with(d, "generation_config.json", "{\"do_sample\": false, \"temperature\": 0.7}");
+    m = open_or_report(d);
+    if (m) CHECK(m->sampling.set == INF_REC_TEMP && m->sampling.temp == 0); /* greedy */
+    inf_model_close(m);
+    static const char *const bad[][2] = {
+        {"{\"temperature\": \"hot\"}", "temperature"},
+        {"{\"top_k\": 2.5}", "top_k"},
+        {"{\"top_p\": true}", "top_p"},
+        {"{\"do_sample\": 1}", "do_sample"},
+    };
+    for (int i = 0; i < 4; i++) {
+        folder_with(d, "generation_config.json", bad[i][0]);
+        inf_err err = {{0}};
+        m = NULL;
+        CHECK_INT(inf_model_open(&m, d, &err), -1);
+        CHECK_MSG(strstr(err.msg, "generation_config.json") && strstr(err.msg, bad[i][1]),
+                  "%s: %s", bad[i][0], err.msg);
+        inf_model_close(m);
+    }
+    folder_with(d, "generation_config.json", "{}");
+    folder_with(d, "1_Pooling/config.json",
+                "{\"pooling_mode_lasttoken\": true, \"pooling_mode_mean_tokens\": false}");
+    m = open_or_report(d);
+    if (m) CHECK_INT(m->pooling, INF_POOL_LAST);
+    inf_model_close(m);
+    folder_with(d, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\": true}");
+    m = open_or_report(d);
+    if (m) CHECK_INT(m->pooling, INF_POOL_MEAN);
+    inf_model_close(m);
+    folder_with(d, "1_Pooling/config.json", "{\"pooling_mode_lasttoken\": \"yes\"}");
+    inf_err err = {{0}};
+    m = NULL;
+    CHECK_INT(inf_model_open(&m, d, &err), -1);
+    CHECK_MSG(strstr(err.msg, "pooling_mode_lasttoken"), "%s", err.msg);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
     struct stat st;
     if (stat("models/tiny-f32.gguf", &st) != 0) {
@@ -122,6 +206,7 @@ int main(void) {
         CHECK(0);
         return th_report();
     }
+    test_hf_extras();
     static const char *const floats[] = {"f32", "f16", "bf16"};
     inf_hparams ref = {0};
     for (int i = 0; i < 3; i++) {

@@ -14,7 +14,7 @@
 
 static int parse(const srv_api *api, srv_request *r, const char *body, srv_error *e) {
     memset(e, 0, sizeof *e);
-    return api->parse(r, body, strlen(body), e);
+    return api->parse(r, body, strlen(body), NULL, e);
 }
 
 /* Expects a 400 naming `param`. */
@@ -309,7 +309,7 @@ static void test_responses_bad(void) {
     CHECK_INT(e.status, 400);
     CHECK_INT(parse(A, &r, "[1]", &e), -1);
     CHECK_INT(e.status, 400);
-    CHECK_INT(A->parse(&r, "{\"input\":\"x\"}\0", 15, &e), -1);
+    CHECK_INT(A->parse(&r, "{\"input\":\"x\"}\0", 15, NULL, &e), -1);
     CHECK_INT(e.status, 400);
 }
 
@@ -544,6 +544,35 @@ static void test_messages_bad(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad(M, cases[i].body, cases[i].param);
+}
+
+/* Fields a request leaves out take the model's recommended sampling; those
+ * it sends win. */
+static void test_defaults(void) {
+    inf_sampler_params d = inf_sampler_defaults();
+    d.temp = 0.6f;
+    d.top_k = 20;
+    d.top_p = 0.5f;
+    static const struct {
+        const srv_api *api;
+        const char *plain, *set;
+    } cases[] = {
+        {&srv_api_responses, "{\"input\":\"x\"}",
+         "{\"input\":\"x\",\"temperature\":0.25,\"top_p\":1}"},
+        {&srv_api_messages, "{" MT "," UMSG "}",
+         "{" MT "," UMSG ",\"temperature\":0.25,\"top_p\":1}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        srv_request r;
+        srv_error e;
+        const srv_api *api = cases[i].api;
+        CHECK_INT(api->parse(&r, cases[i].plain, strlen(cases[i].plain), &d, &e), 0);
+        CHECK(r.samp.temperature == 0.6f && r.samp.top_k == 20 && r.samp.top_p == 0.5f);
+        srv_request_free(&r);
+        CHECK_INT(api->parse(&r, cases[i].set, strlen(cases[i].set), &d, &e), 0);
+        CHECK(r.samp.temperature == 0.25f && r.samp.top_k == 20 && r.samp.top_p == 1.0f);
+        srv_request_free(&r);
+    }
 }
 
 /* ---- writers ---- */
@@ -865,7 +894,7 @@ static void test_writers(const srv_api *api) {
                 srv_request r;
                 srv_error e;
                 const char *b = "{\"input\":\"x\",\"instructions\":\"i\",\"max_output_tokens\":9}";
-                CHECK_INT(api->parse(&r, b, strlen(b), &e), 0);
+                CHECK_INT(api->parse(&r, b, strlen(b), NULL, &e), 0);
                 echo = api->echo(&r);
                 srv_request_free(&r);
             }
@@ -1007,7 +1036,7 @@ static void test_driver(const srv_api *api) {
         srv_request r;
         srv_error e;
         const char *b = "{\"input\":\"x\"}";
-        CHECK_INT(api->parse(&r, b, strlen(b), &e), 0);
+        CHECK_INT(api->parse(&r, b, strlen(b), NULL, &e), 0);
         echo = api->echo(&r);
         srv_request_free(&r);
     }
@@ -1098,6 +1127,7 @@ int main(void) {
     test_responses_bad();
     test_messages_ok();
     test_messages_bad();
+    test_defaults();
     test_writers(&srv_api_responses);
     test_writers(&srv_api_messages);
     test_driver(&srv_api_responses);

@@ -1,14 +1,16 @@
 /* OpenAI request validation (every field: type, range, errors naming the
  * field) and the response shapes, whole and streamed as SSE frames. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "harness.h"
+#include "server/embd.h"
 #include "server/oai.h"
 #include "server/api.h"
 
 static int parse(srv_request *r, srv_kind k, const char *body, srv_error *e) {
     memset(e, 0, sizeof *e);
-    return srv_request_parse(r, k, body, strlen(body), e);
+    return srv_request_parse(r, k, body, strlen(body), NULL, e);
 }
 
 /* Expects a 400 naming `param` (NULL: no param check). */
@@ -92,7 +94,7 @@ static void test_chat_bad(void) {
         static const char body[] = "{\"prompt\":\"a\"}\0{\"max_tokens\":\"x\"}";
         srv_request r;
         srv_error e;
-        CHECK_INT(srv_request_parse(&r, SRV_COMPLETION, body, sizeof body - 1, &e), -1);
+        CHECK_INT(srv_request_parse(&r, SRV_COMPLETION, body, sizeof body - 1, NULL, &e), -1);
         CHECK_INT(e.status, 400);
         CHECK(strstr(e.msg, "NUL byte") != NULL);
     }
@@ -849,7 +851,148 @@ static void test_tool_calls(void) {
     inf_buf_free(&out);
 }
 
+/* Fields a request leaves out take the engine's defaults (the model's
+ * recommended sampling); the request's own win. */
+static void test_sampling_defaults(void) {
+    inf_sampler_params d = inf_sampler_defaults();
+    d.temp = 0.6f, d.top_k = 20, d.top_p = 0.5f, d.min_p = 0.25f, d.repeat_penalty = 1.5f;
+    srv_request r;
+    srv_error e;
+    const char *body = "{" MSG ",\"top_k\":3}";
+    CHECK_INT(srv_request_parse(&r, SRV_CHAT, body, strlen(body), &d, &e), 0);
+    inf_gen_params p;
+    srv_request_gen_params(&r, &p);
+    CHECK(p.sampling.temp == 0.6f && p.sampling.top_p == 0.5f && p.sampling.min_p == 0.25f &&
+          p.sampling.repeat_penalty == 1.5f);
+    CHECK_INT(p.sampling.top_k, 3);
+    srv_request_free(&r);
+    CHECK_INT(srv_request_parse(&r, SRV_CHAT, body, strlen(body), NULL, &e), 0);
+    srv_request_gen_params(&r, &p);
+    CHECK(p.sampling.temp == 0.8f && p.sampling.top_p == 0.95f); /* llama.cpp's */
+    srv_request_free(&r);
+}
+
+/* ---- /v1/embeddings ---- */
+
+/* A tokenizer of one id per byte (byte % 60); 63 is the appended token. */
+static int embd_tokenize(void *ctx, const char *text, size_t n, bool special, int32_t **ids,
+                         int *n_ids, inf_err *err) {
+    *ids = malloc((n ? n : 1) * sizeof **ids);
+    for (size_t i = 0; i < n; i++)
+        (*ids)[i] = (unsigned char)text[i] % 60;
+    *n_ids = (int)n;
+    return 0;
+}
+static const inf_exec embd_ex = {
+    .n_vocab = 64, .n_ctx = 16, .n_embd = 8, .embd_eos = 63, .tokenize = embd_tokenize};
+
+static int embd_parse(srv_embd_request *r, const char *body, srv_error *e) {
+    memset(e, 0, sizeof *e);
+    return srv_embd_parse(r, &embd_ex, body, strlen(body), e);
+}
+
+static void embd_bad(const char *body, const char *param) {
+    srv_embd_request r;
+    srv_error e;
+    int rc = embd_parse(&r, body, &e);
+    CHECK_MSG(rc == -1, "accepted: %s", body);
+    if (rc) {
+        CHECK_MSG(e.status == 400 && !strcmp(e.param, param), "%s: status %d param '%s', expected "
+                  "'%s' (%s)", body, e.status, e.param, param, e.msg);
+        CHECK_MSG(strstr(e.msg, param) != NULL, "%s: the message names %s: %s", body, param, e.msg);
+    } else {
+        srv_embd_request_free(&r);
+    }
+}
+
+static void test_embd(void) {
+    srv_embd_request r;
+    srv_error e;
+    CHECK_INT(embd_parse(&r, "{\"input\":\"ab\",\"model\":\"m\"}", &e), 0);
+    CHECK_INT(r.n_inputs, 1);
+    CHECK_INT(r.n_ids[0], 3);
+    CHECK(r.ids[0][0] == 'a' % 60 && r.ids[0][1] == 'b' % 60 && r.ids[0][2] == 63);
+    CHECK_INT(r.dimensions, 8);
+    CHECK(!r.base64);
+    CHECK_STR(r.model, "m");
+    srv_embd_request_free(&r);
+    CHECK_INT(embd_parse(&r, "{\"input\":[\"a\",\"bc\"],\"dimensions\":2,"
+                             "\"encoding_format\":\"base64\"}", &e), 0);
+    CHECK(r.n_inputs == 2 && r.n_ids[0] == 2 && r.n_ids[1] == 3 && r.dimensions == 2 && r.base64);
+    srv_embd_request_free(&r);
+    CHECK_INT(embd_parse(&r, "{\"input\":[5,6,7]}", &e), 0); /* ids: as given */
+    CHECK(r.n_inputs == 1 && r.n_ids[0] == 3 && r.ids[0][2] == 7);
+    srv_embd_request_free(&r);
+    CHECK_INT(embd_parse(&r, "{\"input\":[[5],[6,63]]}", &e), 0);
+    CHECK(r.n_inputs == 2 && r.n_ids[0] == 1 && r.n_ids[1] == 2);
+    srv_embd_request_free(&r);
+    CHECK_INT(embd_parse(&r, "{\"input\":\"a\",\"dimensions\":null,\"encoding_format\":null}", &e), 0);
+    srv_embd_request_free(&r);
+
+    embd_bad("{}", "input");
+    embd_bad("{\"input\":null}", "input");
+    embd_bad("{\"input\":[]}", "input");
+    embd_bad("{\"input\":\"\"}", "input");
+    embd_bad("{\"input\":7}", "input");
+    embd_bad("{\"input\":[1,\"a\"]}", "input");
+    embd_bad("{\"input\":[\"a\",1]}", "input[1]");
+    embd_bad("{\"input\":[\"a\",\"\"]}", "input[1]");
+    embd_bad("{\"input\":[[1],[]]}", "input[1]");
+    embd_bad("{\"input\":[[1],[64]]}", "input[1]");
+    embd_bad("{\"input\":[-1]}", "input");
+    embd_bad("{\"input\":[1.5]}", "input");
+    embd_bad("{\"input\":\"0123456789abcdef\"}", "input"); /* 16 + 1 tokens, context 16 */
+    embd_bad("{\"input\":\"a\",\"dimensions\":0}", "dimensions");
+    embd_bad("{\"input\":\"a\",\"dimensions\":9}", "dimensions");
+    embd_bad("{\"input\":\"a\",\"dimensions\":2.0}", "dimensions");
+    embd_bad("{\"input\":\"a\",\"dimensions\":\"2\"}", "dimensions");
+    embd_bad("{\"input\":\"a\",\"encoding_format\":\"int8\"}", "encoding_format");
+    embd_bad("{\"input\":\"a\",\"encoding_format\":1}", "encoding_format");
+    embd_bad("{\"input\":\"a\",\"model\":1}", "model");
+    embd_bad("{\"input\":\"a\",\"user\":1}", "user");
+    CHECK_INT(embd_parse(&r, "[1]", &e), -1);
+    CHECK_INT(e.status, 400);
+    CHECK_INT(embd_parse(&r, "{\"input\":", &e), -1);
+    CHECK_INT(e.status, 400);
+
+    /* normalization, truncation, both encodings */
+    float v[4] = {3, 4, 0, 0}, z[2] = {0, 0};
+    srv_embd_normalize(v, 2);
+    CHECK(fabsf(v[0] - 0.6f) < 1e-7f && fabsf(v[1] - 0.8f) < 1e-7f);
+    srv_embd_normalize(z, 2);
+    CHECK(z[0] == 0 && z[1] == 0);
+    float a[2] = {1.0f, -2.0f}, b[2] = {0.5f, 0.25f};
+    float *embs[2] = {a, b};
+    CHECK_INT(embd_parse(&r, "{\"input\":[\"ab\",\"c\"],\"dimensions\":2,"
+                             "\"encoding_format\":\"base64\"}", &e), 0);
+    char *body = srv_embd_response(&r, embs, "m");
+    json_t *j = json_loads(body, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(j, "object")), "list");
+    CHECK_STR(json_string_value(json_object_get(j, "model")), "m");
+    json_t *d = json_object_get(j, "data");
+    CHECK_INT((int)json_array_size(d), 2);
+    /* little-endian f32: 1.0 = 00 00 80 3f, -2.0 = 00 00 00 c0 */
+    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 0), "embedding")), "AACAPwAAAMA=");
+    CHECK_INT((int)json_integer_value(json_object_get(json_array_get(d, 1), "index")), 1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 1), "object")), "embedding");
+    CHECK_INT((int)json_integer_value(json_object_get(json_object_get(j, "usage"), "prompt_tokens")), 5);
+    CHECK_INT((int)json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")), 5);
+    json_decref(j);
+    free(body);
+    r.base64 = false;
+    body = srv_embd_response(&r, embs, "m");
+    j = json_loads(body, 0, NULL);
+    json_t *f = json_object_get(json_array_get(json_object_get(j, "data"), 1), "embedding");
+    CHECK(json_array_size(f) == 2 && json_real_value(json_array_get(f, 0)) == 0.5 &&
+          json_real_value(json_array_get(f, 1)) == 0.25);
+    json_decref(j);
+    free(body);
+    srv_embd_request_free(&r);
+}
+
 int main(void) {
+    test_sampling_defaults();
+    test_embd();
     test_chat_ok();
     test_chat_bad();
     test_tools();

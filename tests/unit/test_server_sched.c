@@ -571,8 +571,104 @@ static void test_logit_bias(void) {
     inf_sched_free(s);
 }
 
+static inf_task *make_embed(const int32_t *prompt, int n) {
+    inf_gen_params r = inf_gen_defaults();
+    r.embed = true;
+    int32_t *copy = malloc((size_t)n * sizeof *copy);
+    memcpy(copy, prompt, (size_t)n * sizeof *copy);
+    return inf_task_new(copy, n, &r);
+}
+
+/* An embedding task's result: the hidden state of its whole prompt's last row. */
+static void check_embed(inf_task *t, const int32_t *prompt, int n, const char *what) {
+    uint64_t h = 12345;
+    for (int i = 0; i < n; i++)
+        h = mix(i ? h : 12345, (uint64_t)prompt[i]);
+    float want[FAKE_EMBD];
+    fake_hidden(h, want);
+    CHECK_MSG(t->done && t->status == INF_TASK_OK && t->finish == INF_FINISH_STOP,
+              "%s: done %d status %d finish %d %s", what, t->done, t->status, t->finish, t->err);
+    CHECK_MSG(t->n_gen == 0 && t->text.len == 0, "%s: generated %d tokens, %zu bytes", what,
+              t->n_gen, t->text.len);
+    CHECK_MSG(t->embd && t->n_embd == FAKE_EMBD && !memcmp(t->embd, want, sizeof want),
+              "%s: embedding differs (first %g, expected %g)", what, t->embd ? t->embd[0] : 0.0,
+              want[0]);
+}
+
+/* Embedding tasks go through the scheduler like every request, beside
+ * generations, chunked, batched across slots, reusing cached prefixes. */
+static void test_embed(void) {
+    fake f;
+    inf_exec e = make_engine(&f, 3, 64, 16);
+    e.n_embd = FAKE_EMBD;
+    inf_sched *s;
+    inf_err err;
+    CHECK_INT(inf_sched_create(&s, &e, 8, &err), 0);
+    static const int lens[6] = {1, 5, 20, 40, 12, 9};
+    int32_t prompts[6][64];
+    inf_task *t[6];
+    for (int i = 0; i < 6; i++) {
+        make_prompt(prompts[i], lens[i], 100 + i);
+        t[i] = i < 4 ? make_embed(prompts[i], lens[i]) : make_task(prompts[i], lens[i], 6, NULL);
+        CHECK_INT(inf_sched_submit(s, t[i], NULL), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        CHECK(wait_done(t[i], 10));
+        char what[32];
+        snprintf(what, sizeof what, "%s %d", i < 4 ? "embed" : "generate", i);
+        if (i < 4)
+            check_embed(t[i], prompts[i], lens[i], what);
+        else
+            check_task(t[i], prompts[i], lens[i], 6, 64, what);
+        inf_task_release(t[i]);
+    }
+    /* again, after its prefix is cached; and a prompt filling the whole context */
+    inf_task *a = make_embed(prompts[3], lens[3]);
+    CHECK_INT(inf_sched_submit(s, a, NULL), 0);
+    CHECK(wait_done(a, 10));
+    check_embed(a, prompts[3], lens[3], "embed again");
+    inf_task_release(a);
+    int32_t full[65];
+    make_prompt(full, 65, 7);
+    a = make_embed(full, 64);
+    CHECK_INT(inf_sched_submit(s, a, NULL), 0);
+    CHECK(wait_done(a, 10));
+    check_embed(a, full, 64, "embed a whole context");
+    inf_task_release(a);
+    a = make_embed(full, 65);
+    CHECK_INT(inf_sched_submit(s, a, &err), -1);
+    CHECK_MSG(strstr(err.msg, "65 tokens"), "too long: %s", err.msg);
+    inf_task_release(a);
+    inf_sched_free(s);
+    CHECK_INT(f.contract_errors, 0);
+
+    /* a model with no head embeds only; one with no width cannot embed */
+    e = make_engine(&f, 1, 64, 16);
+    e.n_embd = FAKE_EMBD;
+    e.no_head = true;
+    CHECK_INT(inf_sched_create(&s, &e, 8, &err), 0);
+    a = make_task(prompts[0], 5, 3, NULL);
+    CHECK_INT(inf_sched_submit(s, a, &err), -1);
+    CHECK_MSG(strstr(err.msg, "no output head"), "generate without a head: %s", err.msg);
+    inf_task_release(a);
+    a = make_embed(prompts[1], lens[1]);
+    CHECK_INT(inf_sched_submit(s, a, NULL), 0);
+    CHECK(wait_done(a, 10));
+    check_embed(a, prompts[1], lens[1], "embed without a head");
+    inf_task_release(a);
+    inf_sched_free(s);
+    e = make_engine(&f, 1, 64, 16);
+    CHECK_INT(inf_sched_create(&s, &e, 8, &err), 0);
+    a = make_embed(prompts[1], lens[1]);
+    CHECK_INT(inf_sched_submit(s, a, &err), -1);
+    CHECK_MSG(strstr(err.msg, "cannot embed"), "embed without a width: %s", err.msg);
+    inf_task_release(a);
+    inf_sched_free(s);
+}
+
 int main(void) {
     test_logit_bias();
+    test_embed();
     test_nan_logits();
     test_prefix_hooks();
     test_logprobs();
