@@ -63,6 +63,7 @@ typedef struct srv_stream {
     int n_blocks; /* blocks/items opened so far */
     int n_calls;  /* tool calls written so far */
     int text_offset; /* completions logprobs: bytes of text sent so far */
+    int prompt_tokens; /* known before the first frame (Messages' message_start) */
 } srv_stream;
 
 struct srv_api {

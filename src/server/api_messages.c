@@ -530,9 +530,10 @@ static int messages_stream_begin(srv_stream *st, inf_buf *out) {
     st->n_blocks = 0;
     st->n_calls = 0;
     json_t *msg = message_json(&st->meta);
-    /* the prompt's size is not known here: message_delta's usage says it */
+    /* what the cache holds is known only later: message_delta's usage splits
+       the prompt into input_tokens and cache_read_input_tokens */
     json_object_set_new(msg, "usage",
-                        json_pack("{s:i,s:i,s:i,s:i}", "input_tokens", 0,
+                        json_pack("{s:i,s:i,s:i,s:i}", "input_tokens", st->prompt_tokens,
                                   "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0,
                                   "output_tokens", 0));
     int rc = event(out, "message_start", json_pack("{s:o}", "message", msg));

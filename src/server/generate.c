@@ -279,6 +279,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
         s->t = t;
         s->n_prompt = n;
         srv_stream_init(&s->st, api, &meta, &ro, usage);
+        s->st.prompt_tokens = n;
         srv_stream_begin(&s->st, &s->out);
         clock_gettime(CLOCK_MONOTONIC, &s->last_frame);
         struct MHD_Response *resp =

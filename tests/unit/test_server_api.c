@@ -709,6 +709,7 @@ static char *stream(const srv_api *api, const srv_resp_meta *m, inf_parts *ps, i
     memset(&st, 0, sizeof st);
     st.meta = *m;
     st.open = -1;
+    st.prompt_tokens = o->prompt_tokens;
     inf_buf out = {0};
     CHECK_INT(api->stream_begin(&st, &out), 0);
     for (int i = 0; i < np; i++) {
@@ -816,6 +817,12 @@ static void check_messages_stream(const char *sse, json_t *body, const char *wha
     CHECK_STR(ev[1].name, "ping");
     CHECK_STR(ev[n - 2].name, "message_delta");
     CHECK_STR(ev[n - 1].name, "message_stop");
+    /* message_start: the whole prompt (the cache's share comes at the end) */
+    json_t *u0 = json_object_get(json_object_get(ev[0].data, "message"), "usage"),
+           *ub = json_object_get(body, "usage");
+    CHECK_MSG(jint(u0, "input_tokens") ==
+                  jint(ub, "input_tokens") + jint(ub, "cache_read_input_tokens"),
+              "%s: message_start's input_tokens", what);
     /* the SDK's accumulation (@anthropic-ai/sdk/lib/MessageStream) */
     json_t *snap = json_deep_copy(json_object_get(ev[0].data, "message"));
     json_t *content = json_object_get(snap, "content");
@@ -1056,6 +1063,7 @@ static void test_driver(const srv_api *api) {
         mc.echo = json_incref(m.echo);
         srv_stream st;
         srv_stream_init(&st, api, &mc, &ro, false);
+        st.prompt_tokens = o.prompt_tokens;
         inf_buf out = {0};
         CHECK_INT(srv_stream_begin(&st, &out), 0);
         CHECK_INT(srv_stream_text(&st, &out, text, cut, NULL), 0);

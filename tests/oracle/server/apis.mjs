@@ -304,6 +304,11 @@ await test('messages, raw SSE: event lines and a ping event (the SDK drops pings
   check(frames.every((f) => JSON.parse(f.split('\ndata: ')[1]).type === f.slice(7, f.indexOf('\n'))),
         'each event name is its data\'s type');
   check(frames.some((f) => f.startsWith('event: ping\n')), 'a ping event');
+  // (the SDK's snapshot is message_start's object, overwritten by message_delta: read it raw)
+  const start = JSON.parse(frames[0].split('\ndata: ')[1]);
+  checkEq(start.message?.usage?.input_tokens,
+          wholeMsg.usage.input_tokens + wholeMsg.usage.cache_read_input_tokens,
+          'message_start carries the prompt\'s tokens');
 });
 
 await test('messages.countTokens = the prompt a generation used', async () => {
