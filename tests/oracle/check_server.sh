@@ -207,6 +207,33 @@ if [ -d models/tiny-f32-hf ]; then
         echo "FAILED: the control: without generation_config.json seeds 1 and 2 gave the same text"; fail=$((fail + 1)); fi
 fi
 
+# SSE pings (issue 15): with the one slot busy for some seconds (800 tokens), a second stream
+# waits in the queue; it gets ": ping" comments every --sse-ping-interval
+# second while it waits, then its frames and [DONE]. --sse-ping-interval 0
+# sends none.
+plog=$(mktemp)
+start_server "$plog" --kv basic -np 1 --sse-ping-interval 1
+ppid_=$spid
+if pport=$(wait_ready "$plog" "$ppid_"); then
+    P="http://127.0.0.1:$pport"
+    busy='{"prompt":"The slot is busy","max_tokens":800,"ignore_eos":true,"temperature":0}'
+    curl -s -o /dev/null --max-time 120 -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+        -d "$busy" "$P/v1/completions" &
+    bpid2=$!
+    sleep 0.3
+    out=$(curl -s -N --max-time 120 -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+        -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}' "$P/v1/chat/completions")
+    wait "$bpid2"
+    pings=$(grep -c '^: ping$' <<<"$out")
+    if [ "$pings" -ge 1 ] && grep -q '^data: \[DONE\]$' <<<"$out"; then
+        pass=$((pass + 1)); echo "  a queued stream got $pings pings, then its frames and [DONE]"
+    else echo "FAILED: SSE pings while queued: $pings pings in: ${out:0:300}"; fail=$((fail + 1)); fi
+    kill -TERM "$ppid_"; wait "$ppid_" 2>/dev/null
+else
+    echo "FAILED: the ping server did not start"; tail -n 20 "$plog"; fail=$((fail + 1))
+fi
+rm -f "$plog"
+
 # Clean shutdown on SIGTERM within 10 s, exit status 0, no sanitizer report.
 for which in paged basic embeddings sampling; do
     case $which in
