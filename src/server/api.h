@@ -63,6 +63,7 @@ typedef struct srv_stream {
     int n_blocks; /* blocks/items opened so far */
     int n_calls;  /* tool calls written so far */
     int text_offset; /* completions logprobs: bytes of text sent so far */
+    int prompt_tokens; /* known before the first frame (Messages' message_start) */
 } srv_stream;
 
 struct srv_api {
@@ -111,6 +112,11 @@ int srv_stream_end(srv_stream *st, inf_buf *out, const srv_outcome *o);
 /* The whole response for the whole text (malloc'd; NULL when out of memory). */
 char *srv_whole_body(const srv_api *api, const srv_resp_meta *m, const inf_reply_opts *ro,
                      const char *text, size_t n, const srv_outcome *o);
+
+/* POST /v1/messages/count_tokens: the body of a Messages request without
+ * max_tokens, parsed as srv_api_messages.parse does (the prompt is rendered
+ * and tokenized as for /v1/messages). */
+int srv_messages_count_parse(srv_request *r, const char *body, size_t len, srv_error *e);
 
 /* A fresh id with the API's prefix, the model name and the clock; echo is
  * taken (owned by m). */

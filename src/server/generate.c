@@ -279,6 +279,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
         s->t = t;
         s->n_prompt = n;
         srv_stream_init(&s->st, api, &meta, &ro, usage);
+        s->st.prompt_tokens = n;
         srv_stream_begin(&s->st, &s->out);
         clock_gettime(CLOCK_MONOTONIC, &s->last_frame);
         struct MHD_Response *resp =
@@ -337,3 +338,29 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     return ok;
 }
 
+
+enum MHD_Result srv_count_tokens(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
+    const srv_api *api = &srv_api_messages;
+    srv_request r;
+    srv_error e;
+    pthread_mutex_lock(&h->parse_mu);
+    while (h->parsing >= MAX_PARSING)
+        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
+    h->parsing++;
+    pthread_mutex_unlock(&h->parse_mu);
+    int32_t *ids = NULL;
+    int n = 0;
+    bool in_think = false;
+    int bad = srv_messages_count_parse(&r, body->data ? body->data : "", body->len, &e);
+    if (!bad) {
+        bad = prompt_tokens(h, &r, &ids, &n, &in_think, &e);
+        srv_request_free(&r);
+    }
+    pthread_mutex_lock(&h->parse_mu);
+    h->parsing--;
+    pthread_cond_signal(&h->parse_cv);
+    pthread_mutex_unlock(&h->parse_mu);
+    free(ids);
+    if (bad) return send_api_error(h, c, api, &e);
+    return srv_send_json(h, c, 200, json_pack("{s:i}", "input_tokens", n));
+}

@@ -197,11 +197,15 @@ bool srv_client_gone(struct MHD_Connection *c) {
     return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
+/* The key as OpenAI clients send it (Authorization: Bearer KEY) or as
+ * Anthropic's do (x-api-key: KEY). */
 static bool authorized(srv_http *h, struct MHD_Connection *c) {
     if (!h->cfg.api_key) return true;
     const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!a || strncmp(a, "Bearer ", 7)) return false;
-    const char *k = a + 7, *want = h->cfg.api_key;
+    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    const char *k = a && !strncmp(a, "Bearer ", 7) ? a + 7 : x;
+    if (!k) return false;
+    const char *want = h->cfg.api_key;
     size_t nk = strlen(k), nw = strlen(want);
     unsigned diff = (unsigned)(nk ^ nw);
     for (size_t i = 0; i < nw; i++)
@@ -711,7 +715,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     } routes[] = {{"/health", false},         {"/models", false},    {"/metrics", false},
                   {"/tokenize", true},        {"/detokenize", true}, {"/completions", true},
                   {"/chat/completions", true}, {"/embeddings", true}, {"/props", false},
-                  {"/apply-template", true}};
+                  {"/apply-template", true},   {"/responses", true},  {"/messages", true},
+                  {"/messages/count_tokens", true}};
+    enum { R_RESPONSES = 10, R_MESSAGES, R_COUNT_TOKENS };
     bool options = !strcmp(method, "OPTIONS");
     int route = -1;
     for (int i = 0; i < (int)(sizeof routes / sizeof routes[0]); i++)
@@ -739,17 +745,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (routes[route].post ? !post : !get)
         return srv_fail(h, c, 405, "invalid_request_error", NULL, "%s is not allowed here", method);
     if (route == 0) return do_health(h, c);
-    if (!authorized(h, c))
-        return srv_fail(h, c, 401, "authentication_error", "invalid_api_key", "%s",
-                    "invalid or missing API key (send 'Authorization: Bearer KEY')");
-    if (!atomic_load(&h->ready) || atomic_load(&h->closing))
-        return srv_fail(h, c, 503, "unavailable_error", NULL, "%s",
-                    atomic_load(&h->closing) ? "server shutting down" : "Loading model");
+    /* Anthropic's clients read errors in Anthropic's shape */
+    const srv_api *shape = route >= R_MESSAGES ? &srv_api_messages : &srv_api_chat;
+    srv_error e;
+    if (!authorized(h, c)) {
+        srv_error_set(&e, 401, "authentication_error", "invalid_api_key", NULL, "%s",
+                      "invalid or missing API key (send 'Authorization: Bearer KEY' or "
+                      "'x-api-key: KEY')");
+        return srv_send_body(h, c, 401, shape->error_body(&e), "application/json");
+    }
+    if (!atomic_load(&h->ready) || atomic_load(&h->closing)) {
+        srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "%s",
+                      atomic_load(&h->closing) ? "server shutting down" : "Loading model");
+        return srv_send_body(h, c, 503, shape->error_body(&e), "application/json");
+    }
     if (rc->too_big) {
-        srv_error e;
         srv_error_set(&e, 413, "invalid_request_error", "request_too_large", NULL,
                       "the request body is larger than %zu bytes", h->cfg.max_body);
-        return srv_send_error(h, c, &e);
+        return srv_send_body(h, c, 413, shape->error_body(&e), "application/json");
     }
     switch (route) {
     case 1:
@@ -767,9 +780,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     case 9:
         return do_apply_template(h, c, &rc->body);
     }
-    if (h->cfg.embeddings) /* llama.cpp: an embeddings server does not generate */
-        return srv_fail(h, c, 501, "not_supported_error", NULL, "%s",
-                    "This server does not support completions. Start it without `--embeddings`");
+    if (h->cfg.embeddings) { /* llama.cpp: an embeddings server does not generate */
+        srv_error_set(&e, 501, "not_supported_error", NULL, NULL, "%s",
+                      "This server does not support completions. Start it without `--embeddings`");
+        return srv_send_body(h, c, 501, shape->error_body(&e), "application/json");
+    }
+    if (route == R_RESPONSES) return srv_generate(h, c, &srv_api_responses, &rc->body);
+    if (route == R_MESSAGES) return srv_generate(h, c, &srv_api_messages, &rc->body);
+    if (route == R_COUNT_TOKENS) return srv_count_tokens(h, c, &rc->body);
     return srv_generate(h, c, route == 5 ? &srv_api_completions : &srv_api_chat, &rc->body);
 }
 

@@ -93,5 +93,8 @@ void srv_task_error(const inf_task *t, srv_error *e);
  * and submitted, the reply written by api, whole or streamed. */
 enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_api *api,
                              const inf_buf *body);
+/* POST /v1/messages/count_tokens: the prompt a Messages body renders to,
+ * counted through the same render and tokenizer ({"input_tokens": N}). */
+enum MHD_Result srv_count_tokens(srv_http *h, struct MHD_Connection *c, const inf_buf *body);
 
 #endif

@@ -3,7 +3,8 @@
 # `inferno serve` with the tiny model on a free loopback port (--port 0, the
 # bound port read from its log; --kv paged with a small pool so that the
 # prefix cache must evict) and a second one with --kv basic, waits for
-# /health, runs the client suite, a bounded load test (CLIENTS streaming
+# /health, runs the client suite, the Responses and Anthropic Messages suite
+# (apis.mjs: openai@6 and @anthropic-ai/sdk), a bounded load test (CLIENTS streaming
 # clients for DURATION_S seconds against -np 4) and the prefix-cache checks
 # (paged == basic greedy outputs, a shared 1000-token system prompt, pool
 # pressure), then stops both servers with SIGTERM and checks that they exit
@@ -110,6 +111,7 @@ run_suite() { # file [port]
 }
 run_suite suite.mjs
 run_suite tools.mjs
+run_suite apis.mjs
 run_suite props.mjs
 run_suite embeddings.mjs "$eport"
 run_suite load.mjs

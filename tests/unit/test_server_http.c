@@ -293,6 +293,49 @@ static void test_generation(void) {
     json_decref(b);
 }
 
+/* The Responses and Messages routes: auth by x-api-key, each API's error
+ * shape, count_tokens equal to the prompt a generation used. */
+static void test_api_routes(void) {
+    int st;
+    const char *msgs = "{\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}],"
+                       "\"max_tokens\":4,\"temperature\":0}";
+    json_t *j = request_json("POST", "/v1/messages", "x-api-key: sk-test\r\n", msgs, &st);
+    CHECK_INT(st, 200);
+    CHECK_STR(json_string_value(json_object_get(j, "type")), "message");
+    json_t *u = json_object_get(j, "usage");
+    long long in = json_integer_value(json_object_get(u, "input_tokens")) +
+                   json_integer_value(json_object_get(u, "cache_read_input_tokens"));
+    json_decref(j);
+    j = request_json("POST", "/v1/messages/count_tokens",
+                     "x-api-key: sk-test\r\n"
+                     "anthropic-version: 2023-06-01\r\n",
+                     "{\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]}", &st);
+    CHECK_INT(st, 200);
+    CHECK_INT(json_integer_value(json_object_get(j, "input_tokens")), in);
+    json_decref(j);
+    /* a wrong key, and a bad field: Anthropic's shape on its routes */
+    j = request_json("POST", "/v1/messages", "x-api-key: wrong\r\n", msgs, &st);
+    CHECK_INT(st, 401);
+    CHECK_STR(json_string_value(json_object_get(j, "type")), "error");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
+              "authentication_error");
+    json_decref(j);
+    j = request_json("POST", "/v1/messages", AUTH, "{\"messages\":[]}", &st);
+    CHECK_INT(st, 400);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
+              "invalid_request_error");
+    json_decref(j);
+    /* x-api-key opens the OpenAI routes too; Responses errors are OpenAI's */
+    j = request_json("POST", "/v1/responses", "x-api-key: sk-test\r\n",
+                     "{\"input\":\"hello there\",\"max_output_tokens\":4}", &st);
+    CHECK_INT(st, 200);
+    CHECK_STR(json_string_value(json_object_get(j, "object")), "response");
+    json_decref(j);
+    check_error("POST", "/v1/responses", AUTH, "{\"input\":\"x\",\"previous_response_id\":\"r\"}",
+                400, NULL);
+    check_error("GET", "/v1/responses", AUTH, NULL, 405, NULL);
+}
+
 /* A client that goes away mid-stream frees its slot (the only one). */
 static void test_disconnect(fake *f) {
     double before = metric("inferno:requests_cancelled_total");
@@ -665,6 +708,7 @@ int main(int argc, char **argv) {
     } else {
         test_basics();
         test_generation();
+        test_api_routes();
         test_disconnect(&f);
         test_out_of_memory(&f);
         test_hostile_requests();
