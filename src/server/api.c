@@ -29,7 +29,7 @@ void srv_tool_call_id(const srv_resp_meta *m, const char *prefix, int index, cha
                       size_t cap) {
     const char *suffix = strchr(m->id, '-');
     if (!suffix) suffix = strchr(m->id, '_');
-    snprintf(out, cap, "%s%s%d", prefix, suffix ? suffix + 1 : m->id, index);
+    snprintf(out, cap, "%s%s_%d", prefix, suffix ? suffix + 1 : m->id, index);
 }
 
 int srv_sse_frame(inf_buf *out, const char *event, json_t *j) {
