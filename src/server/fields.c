@@ -65,29 +65,8 @@ int srv_get_string(json_t *o, const char *name, const char *param, const char **
     return 0;
 }
 
-/* An upper bound on the JSON values in a body, from its brackets and commas
- * outside strings (as oai.c bounds chat bodies). */
-static size_t values_bound(const char *p, size_t n) {
-    size_t k = 1;
-    bool in_str = false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = p[i];
-        if (in_str) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_str = false;
-        } else if (ch == '"') {
-            in_str = true;
-        } else if (ch == '{' || ch == '[' || ch == ',') {
-            k++;
-        }
-    }
-    return k;
-}
-
 json_t *srv_parse_object(const char *body, size_t len, srv_error *e) {
-    size_t nv = body ? values_bound(body, len) : 1;
+    size_t nv = srv_json_values(body, len);
     if (nv > SRV_MAX_JSON_VALUES)
         return srv_error_set(e, 413, "invalid_request_error", "request_too_large", NULL,
                              "the request body holds about %zu JSON values, more than the limit "

@@ -19,9 +19,8 @@ static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *
     *in_think = false;
     if (r->kind == SRV_CHAT) {
         char *text = NULL;
-        json_t *kw = r->template_kwargs ? json_deep_copy(r->template_kwargs) : json_object();
+        json_t *kw = srv_request_template_kwargs(r);
         if (!kw) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        json_object_set_new(kw, "enable_thinking", json_boolean(r->enable_thinking));
         inf_chat_input in = {.messages = r->messages, .tools = r->tools, .kwargs = kw};
         int rr = eng->render(eng->ctx, &in, &text, &err);
         json_decref(kw);
@@ -219,11 +218,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     srv_kind kind = api->kind;
     srv_request r;
     srv_error e;
-    pthread_mutex_lock(&h->parse_mu);
-    while (h->parsing >= MAX_PARSING)
-        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
-    h->parsing++;
-    pthread_mutex_unlock(&h->parse_mu);
+    srv_parse_enter(h);
     int32_t *ids = NULL;
     int n = 0;
     bool in_think = false;
@@ -236,10 +231,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
         srv_request_free(&r);
         bad = 1;
     }
-    pthread_mutex_lock(&h->parse_mu);
-    h->parsing--;
-    pthread_cond_signal(&h->parse_cv);
-    pthread_mutex_unlock(&h->parse_mu);
+    srv_parse_leave(h);
     if (bad) return send_api_error(h, c, api, &e);
     inf_gen_params gp;
     srv_request_gen_params(&r, &gp);
@@ -343,11 +335,7 @@ enum MHD_Result srv_count_tokens(srv_http *h, struct MHD_Connection *c, const in
     const srv_api *api = &srv_api_messages;
     srv_request r;
     srv_error e;
-    pthread_mutex_lock(&h->parse_mu);
-    while (h->parsing >= MAX_PARSING)
-        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
-    h->parsing++;
-    pthread_mutex_unlock(&h->parse_mu);
+    srv_parse_enter(h);
     int32_t *ids = NULL;
     int n = 0;
     bool in_think = false;
@@ -356,10 +344,7 @@ enum MHD_Result srv_count_tokens(srv_http *h, struct MHD_Connection *c, const in
         bad = prompt_tokens(h, &r, &ids, &n, &in_think, &e);
         srv_request_free(&r);
     }
-    pthread_mutex_lock(&h->parse_mu);
-    h->parsing--;
-    pthread_cond_signal(&h->parse_cv);
-    pthread_mutex_unlock(&h->parse_mu);
+    srv_parse_leave(h);
     free(ids);
     if (bad) return send_api_error(h, c, api, &e);
     return srv_send_json(h, c, 200, json_pack("{s:i}", "input_tokens", n));

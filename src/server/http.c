@@ -144,6 +144,21 @@ void srv_add_cors(const srv_http *h, struct MHD_Connection *c, struct MHD_Respon
 
 /* ---- small helpers ---- */
 
+void srv_parse_enter(srv_http *h) {
+    pthread_mutex_lock(&h->parse_mu);
+    while (h->parsing >= MAX_PARSING)
+        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
+    h->parsing++;
+    pthread_mutex_unlock(&h->parse_mu);
+}
+
+void srv_parse_leave(srv_http *h) {
+    pthread_mutex_lock(&h->parse_mu);
+    h->parsing--;
+    pthread_cond_signal(&h->parse_cv);
+    pthread_mutex_unlock(&h->parse_mu);
+}
+
 enum MHD_Result srv_send_body(srv_http *h, struct MHD_Connection *c, int status, char *body,
                                  const char *type) {
     pthread_mutex_lock(&h->mu);
@@ -387,16 +402,9 @@ static enum MHD_Result do_embeddings(srv_http *h, struct MHD_Connection *c, cons
     srv_error e;
     /* parsed and tokenized within the same bound on concurrent parses as
      * the generation requests (MAX_PARSING) */
-    pthread_mutex_lock(&h->parse_mu);
-    while (h->parsing >= MAX_PARSING)
-        pthread_cond_wait(&h->parse_cv, &h->parse_mu);
-    h->parsing++;
-    pthread_mutex_unlock(&h->parse_mu);
+    srv_parse_enter(h);
     int bad = srv_embd_parse(&r, h->ex, body->data ? body->data : "", body->len, &e);
-    pthread_mutex_lock(&h->parse_mu);
-    h->parsing--;
-    pthread_cond_signal(&h->parse_cv);
-    pthread_mutex_unlock(&h->parse_mu);
+    srv_parse_leave(h);
     if (bad) return srv_send_error(h, c, &e);
     /* every input is a task: the scheduler runs them across its slots */
     inf_task **tasks = calloc((size_t)r.n_inputs, sizeof *tasks);

@@ -67,6 +67,10 @@ typedef struct req_ctx {
     bool too_big;
 } req_ctx;
 
+/* Around parsing and rendering a request: at most MAX_PARSING requests
+ * expand their bodies at once (waits for a turn). */
+void srv_parse_enter(srv_http *h);
+void srv_parse_leave(srv_http *h);
 /* Sends body (taken; NULL: a 500 "out of memory") with status and type. */
 enum MHD_Result srv_send_body(srv_http *h, struct MHD_Connection *c, int status, char *body,
                               const char *type);

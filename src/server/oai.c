@@ -1,4 +1,5 @@
 #include "server/oai.h"
+#include "server/fields.h"
 #include "util/utf8.h"
 
 #include <math.h>
@@ -57,69 +58,18 @@ void srv_sampling_from(srv_sampling *s, const inf_sampler_params *p) {
 
 /* ---- field validation ---- */
 
-static int bad(srv_error *e, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad(srv_error *e, const char *field, const char *fmt, ...) {
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return srv_error_set(e, 400, "invalid_request_error", NULL, field, "'%s': %s", field, msg);
-}
-
-/* A present, non-null field; NULL when absent or null (null means "default"). */
-static json_t *field(json_t *o, const char *name) {
-    json_t *v = json_object_get(o, name);
-    return v && !json_is_null(v) ? v : NULL;
-}
-
-static int get_number(json_t *o, const char *name, double lo, double hi, float *out, srv_error *e) {
-    json_t *v = field(o, name);
-    if (!v) return 0;
-    if (!json_is_number(v)) return bad(e, name, "expected a number");
-    double d = json_number_value(v);
-    if (!(d >= lo && d <= hi)) return bad(e, name, "%g is out of range [%g, %g]", d, lo, hi);
-    *out = (float)d;
-    return 0;
-}
-
-static int get_int(json_t *o, const char *name, long long lo, long long hi, long long *out,
-                   bool *present, srv_error *e) {
-    json_t *v = field(o, name);
-    if (present) *present = v != NULL;
-    if (!v) return 0;
-    if (!json_is_integer(v)) return bad(e, name, "expected an integer");
-    long long x = json_integer_value(v);
-    if (x < lo || x > hi) return bad(e, name, "%lld is out of range [%lld, %lld]", x, lo, hi);
-    *out = x;
-    return 0;
-}
-
-static int get_bool(json_t *o, const char *name, bool *out, srv_error *e) {
-    json_t *v = field(o, name);
-    if (!v) return 0;
-    if (!json_is_boolean(v)) return bad(e, name, "expected true or false");
-    *out = json_is_true(v);
-    return 0;
-}
-
 static const char *const ROLES[] = {"system", "developer", "user", "assistant", "tool"};
-
-static int oom(srv_error *e) {
-    return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-}
 
 /* A message's content as one string: a string, text parts joined, or
  * (allow_null) null as "". NULL with a 400 naming `where` otherwise. */
 static json_t *content_string(json_t *content, bool allow_null, const char *where, srv_error *e) {
     if (!content || json_is_null(content)) {
-        if (!allow_null) return bad(e, where, "'content' is required"), NULL;
+        if (!allow_null) return srv_bad(e, where, "'content' is required"), NULL;
         return json_string("");
     }
     if (json_is_string(content)) return json_incref(content);
     if (!json_is_array(content))
-        return bad(e, where, "'content' must be a string, an array of text parts, or null"), NULL;
+        return srv_bad(e, where, "'content' must be a string, an array of text parts, or null"), NULL;
     inf_buf text = {0};
     size_t k;
     json_t *part;
@@ -130,7 +80,7 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
         if (ty && (!strcmp(ty, "image_url") || !strcmp(ty, "input_image") ||
                    !strcmp(ty, "input_audio") || !strcmp(ty, "file"))) {
             inf_buf_free(&text);
-            return bad(e, where,
+            return srv_bad(e, where,
                        "content part %zu is of type '%s': inferno runs the model's text part "
                        "only (no vision or audio encoder), so images, audio and files cannot "
                        "be read",
@@ -140,7 +90,7 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
         if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
             !json_is_string(t)) {
             inf_buf_free(&text);
-            return bad(e, where,
+            return srv_bad(e, where,
                        "content part %zu: only {\"type\": \"text\", \"text\": ...} "
                        "parts are supported",
                        k),
@@ -148,12 +98,12 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
         }
         if (inf_buf_add(&text, json_string_value(t), json_string_length(t))) {
             inf_buf_free(&text);
-            return oom(e), NULL;
+            return srv_oom(e), NULL;
         }
     }
     json_t *j = json_stringn(text.data ? text.data : "", text.len);
     inf_buf_free(&text);
-    if (!j) bad(e, where, "the text parts are not valid UTF-8");
+    if (!j) srv_bad(e, where, "the text parts are not valid UTF-8");
     return j;
 }
 
@@ -163,9 +113,9 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
 static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
     char where[96];
     snprintf(where, sizeof where, "messages[%zu].tool_calls", i);
-    if (!json_is_array(calls)) return bad(e, where, "expected an array"), NULL;
+    if (!json_is_array(calls)) return srv_bad(e, where, "expected an array"), NULL;
     json_t *out = json_array();
-    if (!out) return oom(e), NULL;
+    if (!out) return srv_oom(e), NULL;
     size_t k;
     json_t *c;
     json_array_foreach(calls, k, c) {
@@ -187,7 +137,7 @@ static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
             why = "'function.name' must be a non-empty string";
         if (why) {
             json_decref(out);
-            return bad(e, where, "%s", why), NULL;
+            return srv_bad(e, where, "%s", why), NULL;
         }
         json_t *args = json_object_get(fn, "arguments"), *obj = NULL;
         if (json_is_object(args)) {
@@ -203,7 +153,7 @@ static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
             if (!json_is_object(obj)) {
                 json_decref(obj);
                 json_decref(out);
-                return bad(e, where,
+                return srv_bad(e, where,
                            "'function.arguments' must be a JSON object (as a string or an "
                            "object)"),
                        NULL;
@@ -212,7 +162,7 @@ static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
             obj = json_object();
         } else {
             json_decref(out);
-            return bad(e, where,
+            return srv_bad(e, where,
                        "'function.arguments' must be a JSON object (as a string or an object)"),
                    NULL;
         }
@@ -232,18 +182,18 @@ static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
 static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
     char where[64];
     snprintf(where, sizeof where, "messages[%zu]", i);
-    if (!json_is_object(m)) return bad(e, where, "expected an object"), NULL;
+    if (!json_is_object(m)) return srv_bad(e, where, "expected an object"), NULL;
     json_t *role = json_object_get(m, "role");
-    if (!json_is_string(role)) return bad(e, where, "'role' must be a string"), NULL;
+    if (!json_is_string(role)) return srv_bad(e, where, "'role' must be a string"), NULL;
     const char *rs = json_string_value(role);
     bool known = false;
     for (size_t k = 0; k < sizeof ROLES / sizeof ROLES[0]; k++)
         known |= !strcmp(rs, ROLES[k]);
-    if (!known) return bad(e, where, "unknown role '%s'", rs), NULL;
+    if (!known) return srv_bad(e, where, "unknown role '%s'", rs), NULL;
     bool assistant = !strcmp(rs, "assistant");
 
     json_t *out = json_deep_copy(m);
-    if (!out) return oom(e), NULL;
+    if (!out) return srv_oom(e), NULL;
     /* developer is OpenAI's newer name for system; Qwen3's template has no
        branch for it and would drop it */
     if (!strcmp(rs, "developer")) json_object_set_new(out, "role", json_string("system"));
@@ -251,7 +201,7 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
     json_t *calls = json_object_get(m, "tool_calls");
     if (calls && !json_is_null(calls) && !assistant) {
         json_decref(out);
-        return bad(e, where, "only assistant messages carry 'tool_calls'"), NULL;
+        return srv_bad(e, where, "only assistant messages carry 'tool_calls'"), NULL;
     }
     bool has_calls = json_is_array(calls) && json_array_size(calls) > 0;
     json_t *content = content_string(json_object_get(m, "content"), assistant, where, e);
@@ -270,7 +220,7 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
         json_object_set_new(out, "tool_calls", nc);
     } else if (calls && !json_is_null(calls) && !json_is_array(calls)) {
         json_decref(out);
-        return bad(e, where, "'tool_calls' must be an array"), NULL;
+        return srv_bad(e, where, "'tool_calls' must be an array"), NULL;
     }
 
     if (assistant) {
@@ -279,11 +229,11 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
         json_t *rc = json_object_get(m, "reasoning_content"), *rn = json_object_get(m, "reasoning");
         if (rc && !json_is_null(rc) && !json_is_string(rc)) {
             json_decref(out);
-            return bad(e, where, "'reasoning_content' must be a string or null"), NULL;
+            return srv_bad(e, where, "'reasoning_content' must be a string or null"), NULL;
         }
         if (rn && !json_is_null(rn) && !json_is_string(rn)) {
             json_decref(out);
-            return bad(e, where, "'reasoning' must be a string or null"), NULL;
+            return srv_bad(e, where, "'reasoning' must be a string or null"), NULL;
         }
         json_object_del(out, "reasoning");
         json_object_del(out, "reasoning_content");
@@ -294,42 +244,42 @@ static json_t *normalize_message(json_t *m, size_t i, srv_error *e) {
         json_t *id = json_object_get(m, "tool_call_id");
         if (id && !json_is_null(id) && !json_is_string(id)) {
             json_decref(out);
-            return bad(e, where, "'tool_call_id' must be a string"), NULL;
+            return srv_bad(e, where, "'tool_call_id' must be a string"), NULL;
         }
     }
     return out;
 }
 
 int srv_tools_check(const json_t *tools, const char *param, srv_error *e) {
-    if (!json_is_array(tools)) return bad(e, param, "expected an array");
+    if (!json_is_array(tools)) return srv_bad(e, param, "expected an array");
     size_t i;
     json_t *t;
     json_array_foreach((json_t *)tools, i, t) {
         char where[96];
         snprintf(where, sizeof where, "%s[%zu]", param, i);
         json_t *type = json_object_get(t, "type");
-        if (!json_is_object(t)) return bad(e, where, "expected an object");
+        if (!json_is_object(t)) return srv_bad(e, where, "expected an object");
         if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
-            return bad(e, where,
+            return srv_bad(e, where,
                        "only {\"type\": \"function\", \"function\": {...}} tools are "
                        "supported");
         json_t *fn = json_object_get(t, "function");
-        if (!json_is_object(fn)) return bad(e, where, "'function' must be an object");
+        if (!json_is_object(fn)) return srv_bad(e, where, "'function' must be an object");
         json_t *name = json_object_get(fn, "name"), *desc = json_object_get(fn, "description");
         json_t *params = json_object_get(fn, "parameters"), *strict = json_object_get(fn, "strict");
         if (!json_is_string(name) || !json_string_length(name))
-            return bad(e, where, "'function.name' must be a non-empty string");
+            return srv_bad(e, where, "'function.name' must be a non-empty string");
         if (desc && !json_is_null(desc) && !json_is_string(desc))
-            return bad(e, where, "'function.description' must be a string");
+            return srv_bad(e, where, "'function.description' must be a string");
         if (params && !json_is_null(params) && !json_is_object(params))
-            return bad(e, where, "'function.parameters' must be an object (a JSON Schema)");
+            return srv_bad(e, where, "'function.parameters' must be an object (a JSON Schema)");
         if (strict && !json_is_null(strict) && !json_is_boolean(strict))
-            return bad(e, where, "'function.strict' must be true or false");
+            return srv_bad(e, where, "'function.strict' must be true or false");
         for (size_t k = 0; k < i; k++) {
             json_t *other =
                 json_object_get(json_object_get(json_array_get(tools, k), "function"), "name");
             if (json_equal(other, name))
-                return bad(e, where, "the function name '%s' is also tools[%zu]'s",
+                return srv_bad(e, where, "the function name '%s' is also tools[%zu]'s",
                            json_string_value(name), k);
         }
     }
@@ -348,7 +298,7 @@ int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e) {
     }
     if (r->tool_choice == SRV_TOOLS_AUTO) return 0;
     if (!r->tools)
-        return bad(e, param, "%s needs tools to call",
+        return srv_bad(e, param, "%s needs tools to call",
                    r->tool_choice == SRV_TOOLS_NAMED ? "a named function" : "'required'");
     if (r->tool_choice == SRV_TOOLS_NAMED) {
         bool found = false;
@@ -360,17 +310,17 @@ int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e) {
             found |= json_is_string(n) && !strcmp(json_string_value(n), r->tool_name);
         }
         if (!found)
-            return bad(e, param, "names the function '%s', which is not in tools", r->tool_name);
+            return srv_bad(e, param, "names the function '%s', which is not in tools", r->tool_name);
     }
     if (r->grammar)
-        return bad(e, param,
+        return srv_bad(e, param,
                    "a forced tool call cannot be combined with response_format, grammar or "
                    "json_schema");
     inf_err err = {{0}};
     if (inf_gram_tool_calls(&r->grammar, r->tools,
                             r->tool_choice == SRV_TOOLS_NAMED ? r->tool_name : NULL,
                             r->parallel_tool_calls, &err))
-        return bad(e, "tools", "%s", err.msg);
+        return srv_bad(e, "tools", "%s", err.msg);
     return 0;
 }
 
@@ -378,28 +328,28 @@ int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv
     if (!v || json_is_null(v)) return 0;
     static const char *const KEEP[] = {"minimal", "low", "medium", "high", "xhigh"};
     if (!json_is_string(v))
-        return bad(e, param, "expected one of none, minimal, low, medium, high, xhigh");
+        return srv_bad(e, param, "expected one of none, minimal, low, medium, high, xhigh");
     const char *s = json_string_value(v);
     if (!strcmp(s, "none")) {
         json_t *think = json_object_get(r->template_kwargs, "enable_thinking");
         if (json_is_true(think))
-            return bad(e, param, "\"none\" contradicts chat_template_kwargs.enable_thinking: true");
+            return srv_bad(e, param, "\"none\" contradicts chat_template_kwargs.enable_thinking: true");
         r->enable_thinking = false;
         return 0;
     }
     for (size_t k = 0; k < sizeof KEEP / sizeof KEEP[0]; k++) {
         if (strcmp(s, KEEP[k])) continue;
         if (json_is_false(json_object_get(r->template_kwargs, "enable_thinking")))
-            return bad(e, param, "'%s' contradicts chat_template_kwargs.enable_thinking: false", s);
+            return srv_bad(e, param, "'%s' contradicts chat_template_kwargs.enable_thinking: false", s);
         return 0;
     }
-    return bad(e, param, "'%s' is not one of none, minimal, low, medium, high, xhigh", s);
+    return srv_bad(e, param, "'%s' is not one of none, minimal, low, medium, high, xhigh", s);
 }
 
 /* OpenAI chat's tool_choice: "auto" | "none" | "required" | {"type":
  * "function", "function": {"name"}}; absent: auto. */
 static int parse_tool_choice(srv_request *r, srv_error *e) {
-    json_t *tc = field(r->root, "tool_choice");
+    json_t *tc = srv_field(r->root, "tool_choice");
     r->tool_choice = SRV_TOOLS_AUTO;
     if (!tc) return 0;
     if (json_is_string(tc)) {
@@ -411,22 +361,22 @@ static int parse_tool_choice(srv_request *r, srv_error *e) {
         else if (!strcmp(s, "required"))
             r->tool_choice = SRV_TOOLS_REQUIRED;
         else
-            return bad(e, "tool_choice", "'%s' is not one of auto, none, required", s);
+            return srv_bad(e, "tool_choice", "'%s' is not one of auto, none, required", s);
         return 0;
     }
     json_t *type = json_object_get(tc, "type");
     json_t *name = json_object_get(json_object_get(tc, "function"), "name");
     if (!json_is_object(tc) || !json_is_string(type))
-        return bad(e, "tool_choice",
+        return srv_bad(e, "tool_choice",
                    "expected \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
                    "\"function\": {\"name\": ...}}");
     if (strcmp(json_string_value(type), "function"))
-        return bad(e, "tool_choice", "type '%s' is not supported (only \"function\")",
+        return srv_bad(e, "tool_choice", "type '%s' is not supported (only \"function\")",
                    json_string_value(type));
     if (!json_is_string(name) || !json_string_length(name))
-        return bad(e, "tool_choice", "'function.name' must be a non-empty string");
+        return srv_bad(e, "tool_choice", "'function.name' must be a non-empty string");
     if (json_string_length(name) >= sizeof r->tool_name)
-        return bad(e, "tool_choice", "the function name is longer than %zu bytes",
+        return srv_bad(e, "tool_choice", "the function name is longer than %zu bytes",
                    sizeof r->tool_name - 1);
     snprintf(r->tool_name, sizeof r->tool_name, "%s", json_string_value(name));
     r->tool_choice = SRV_TOOLS_NAMED;
@@ -435,14 +385,14 @@ static int parse_tool_choice(srv_request *r, srv_error *e) {
 
 static int parse_messages(srv_request *r, srv_error *e) {
     json_t *msgs = json_object_get(r->root, "messages");
-    if (!msgs) return bad(e, "messages", "is required");
-    if (!json_is_array(msgs)) return bad(e, "messages", "expected an array");
-    if (json_array_size(msgs) == 0) return bad(e, "messages", "must not be empty");
+    if (!msgs) return srv_bad(e, "messages", "is required");
+    if (!json_is_array(msgs)) return srv_bad(e, "messages", "expected an array");
+    if (json_array_size(msgs) == 0) return srv_bad(e, "messages", "must not be empty");
     if (json_array_size(msgs) > SRV_MAX_MESSAGES)
-        return bad(e, "messages", "has %zu messages, more than the limit of %d",
+        return srv_bad(e, "messages", "has %zu messages, more than the limit of %d",
                    json_array_size(msgs), SRV_MAX_MESSAGES);
     r->messages = json_array();
-    if (!r->messages) return oom(e);
+    if (!r->messages) return srv_oom(e);
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
@@ -450,47 +400,47 @@ static int parse_messages(srv_request *r, srv_error *e) {
         if (!n) return -1;
         json_array_append_new(r->messages, n);
     }
-    json_t *tools = field(r->root, "tools");
+    json_t *tools = srv_field(r->root, "tools");
     if (tools && srv_tools_check(tools, "tools", e)) return -1;
     r->tools = json_incref(tools);
-    if (field(r->root, "functions") || field(r->root, "function_call"))
-        return bad(e, field(r->root, "functions") ? "functions" : "function_call",
+    if (srv_field(r->root, "functions") || srv_field(r->root, "function_call"))
+        return srv_bad(e, srv_field(r->root, "functions") ? "functions" : "function_call",
                    "the deprecated functions API is not supported: use tools and tool_choice");
     if (parse_tool_choice(r, e)) return -1;
-    if (get_bool(r->root, "parallel_tool_calls", &r->parallel_tool_calls, e)) return -1;
-    json_t *kw = field(r->root, "chat_template_kwargs");
+    if (srv_get_bool(r->root, "parallel_tool_calls", NULL, &r->parallel_tool_calls, e)) return -1;
+    json_t *kw = srv_field(r->root, "chat_template_kwargs");
     if (kw) {
-        if (!json_is_object(kw)) return bad(e, "chat_template_kwargs", "expected an object");
+        if (!json_is_object(kw)) return srv_bad(e, "chat_template_kwargs", "expected an object");
         json_t *think = json_object_get(kw, "enable_thinking");
         if (think && !json_is_boolean(think))
-            return bad(e, "chat_template_kwargs.enable_thinking", "expected true or false");
+            return srv_bad(e, "chat_template_kwargs.enable_thinking", "expected true or false");
         if (think) r->enable_thinking = json_is_true(think);
         r->template_kwargs = kw;
     }
-    return srv_reasoning_effort(r, field(r->root, "reasoning_effort"), "reasoning_effort", e);
+    return srv_reasoning_effort(r, srv_field(r->root, "reasoning_effort"), "reasoning_effort", e);
 }
 
 static int parse_prompt(srv_request *r, srv_error *e) {
     json_t *p = json_object_get(r->root, "prompt");
-    if (!p || json_is_null(p)) return bad(e, "prompt", "is required");
+    if (!p || json_is_null(p)) return srv_bad(e, "prompt", "is required");
     if (json_is_string(p)) {
         r->prompt = json_string_value(p);
         return 0;
     }
     if (!json_is_array(p) || json_array_size(p) == 0)
-        return bad(e, "prompt",
+        return srv_bad(e, "prompt",
                    "expected a string, an array of token ids, or one string in "
                    "an array");
     json_t *first = json_array_get(p, 0);
     if (json_is_string(first)) {
-        if (json_array_size(p) != 1) return bad(e, "prompt", "only one prompt per request");
+        if (json_array_size(p) != 1) return srv_bad(e, "prompt", "only one prompt per request");
         r->prompt = json_string_value(first);
         return 0;
     }
     if (json_is_array(first)) {
-        if (json_array_size(p) != 1) return bad(e, "prompt", "only one prompt per request");
+        if (json_array_size(p) != 1) return srv_bad(e, "prompt", "only one prompt per request");
         p = first;
-        if (json_array_size(p) == 0) return bad(e, "prompt", "must not be empty");
+        if (json_array_size(p) == 0) return srv_bad(e, "prompt", "must not be empty");
     }
     size_t n = json_array_size(p), i;
     json_t *v;
@@ -499,7 +449,7 @@ static int parse_prompt(srv_request *r, srv_error *e) {
         return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     json_array_foreach(p, i, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-            return bad(e, "prompt", "element %zu: expected a token id (non-negative integer)", i);
+            return srv_bad(e, "prompt", "element %zu: expected a token id (non-negative integer)", i);
         r->prompt_tokens[i] = (int32_t)json_integer_value(v);
     }
     r->n_prompt_tokens = (int)n;
@@ -507,19 +457,19 @@ static int parse_prompt(srv_request *r, srv_error *e) {
 }
 
 static int parse_stop(srv_request *r, srv_error *e) {
-    json_t *s = field(r->root, "stop");
+    json_t *s = srv_field(r->root, "stop");
     if (!s) return 0;
     if (json_is_string(s)) {
         if (json_string_length(s)) r->stop[r->n_stop++] = json_string_value(s);
         return 0;
     }
-    if (!json_is_array(s)) return bad(e, "stop", "expected a string or an array of strings");
+    if (!json_is_array(s)) return srv_bad(e, "stop", "expected a string or an array of strings");
     if (json_array_size(s) > INF_MAX_STOPS)
-        return bad(e, "stop", "at most %d stop strings", INF_MAX_STOPS);
+        return srv_bad(e, "stop", "at most %d stop strings", INF_MAX_STOPS);
     size_t i;
     json_t *v;
     json_array_foreach(s, i, v) {
-        if (!json_is_string(v)) return bad(e, "stop", "element %zu: expected a string", i);
+        if (!json_is_string(v)) return srv_bad(e, "stop", "element %zu: expected a string", i);
         if (json_string_length(v)) r->stop[r->n_stop++] = json_string_value(v);
     }
     return 0;
@@ -530,14 +480,14 @@ static int parse_stop(srv_request *r, srv_error *e) {
  * cannot be compiled is a 400 naming what is wrong. */
 static int parse_grammar(srv_request *r, srv_error *e) {
     json_t *o = r->root;
-    json_t *rf = field(o, "response_format"), *gr = field(o, "grammar"), *js = field(o, "json_schema");
+    json_t *rf = srv_field(o, "response_format"), *gr = srv_field(o, "grammar"), *js = srv_field(o, "json_schema");
     const char *param = NULL;
     const json_t *schema = NULL;
     bool any_object = false;
     if (rf) {
         json_t *type = json_object_get(rf, "type");
         if (!json_is_object(rf) || !json_is_string(type))
-            return bad(e, "response_format", "expected an object with a string 'type'");
+            return srv_bad(e, "response_format", "expected an object with a string 'type'");
         const char *t = json_string_value(type);
         if (!strcmp(t, "json_object")) {
             any_object = true;
@@ -545,26 +495,26 @@ static int parse_grammar(srv_request *r, srv_error *e) {
         } else if (!strcmp(t, "json_schema")) {
             json_t *w = json_object_get(rf, "json_schema");
             if (!json_is_object(w))
-                return bad(e, "response_format.json_schema", "expected an object");
-            json_t *st = field(w, "strict");
+                return srv_bad(e, "response_format.json_schema", "expected an object");
+            json_t *st = srv_field(w, "strict");
             if (st && !json_is_boolean(st))
-                return bad(e, "response_format.json_schema.strict", "expected true or false");
-            schema = field(w, "schema");
+                return srv_bad(e, "response_format.json_schema.strict", "expected true or false");
+            schema = srv_field(w, "schema");
             if (!schema) any_object = true;
             param = "response_format.json_schema.schema";
         } else if (strcmp(t, "text")) {
-            return bad(e, "response_format",
+            return srv_bad(e, "response_format",
                        "type '%s' is not supported (text, json_object, json_schema)", t);
         }
     }
     if (gr) {
-        if (param) return bad(e, "grammar", "give only one of response_format, grammar, json_schema");
-        if (!json_is_string(gr)) return bad(e, "grammar", "expected a string (GBNF)");
+        if (param) return srv_bad(e, "grammar", "give only one of response_format, grammar, json_schema");
+        if (!json_is_string(gr)) return srv_bad(e, "grammar", "expected a string (GBNF)");
         param = "grammar";
     }
     if (js) {
         if (param)
-            return bad(e, "json_schema", "give only one of response_format, grammar, json_schema");
+            return srv_bad(e, "json_schema", "give only one of response_format, grammar, json_schema");
         schema = js;
         param = "json_schema";
     }
@@ -574,7 +524,7 @@ static int parse_grammar(srv_request *r, srv_error *e) {
                                                 json_string_length(gr), "root", &err)
              : any_object ? inf_gram_json_object(&r->grammar, &err)
                           : inf_gram_from_json_schema(&r->grammar, schema, &err);
-    if (rc) return bad(e, param, "%s", err.msg);
+    if (rc) return srv_bad(e, param, "%s", err.msg);
     return 0;
 }
 
@@ -582,29 +532,29 @@ static int parse_grammar(srv_request *r, srv_error *e) {
  * logits before sampling. The ids are checked against the vocabulary by
  * srv_request_check_vocab. */
 static int parse_logit_bias(srv_request *r, srv_error *e) {
-    json_t *lb = field(r->root, "logit_bias");
+    json_t *lb = srv_field(r->root, "logit_bias");
     if (!lb) return 0;
     if (!json_is_object(lb))
-        return bad(e, "logit_bias", "expected an object mapping token ids to biases");
+        return srv_bad(e, "logit_bias", "expected an object mapping token ids to biases");
     size_t n = json_object_size(lb);
     if (n > INF_MAX_LOGIT_BIAS)
-        return bad(e, "logit_bias", "has %zu entries, more than the limit of %d", n,
+        return srv_bad(e, "logit_bias", "has %zu entries, more than the limit of %d", n,
                    INF_MAX_LOGIT_BIAS);
     if (!n) return 0;
     r->logit_bias = calloc(n, sizeof *r->logit_bias);
-    if (!r->logit_bias) return oom(e);
+    if (!r->logit_bias) return srv_oom(e);
     const char *k;
     json_t *v;
     json_object_foreach(lb, k, v) {
         char *end;
         long long id = (k[0] >= '0' && k[0] <= '9') ? strtoll(k, &end, 10) : -1;
         if (id < 0 || *end || id > INT32_MAX)
-            return bad(e, "logit_bias", "key '%s' is not a token id (a non-negative integer)", k);
+            return srv_bad(e, "logit_bias", "key '%s' is not a token id (a non-negative integer)", k);
         if (!json_is_number(v))
-            return bad(e, "logit_bias", "the bias of token %lld must be a number", id);
+            return srv_bad(e, "logit_bias", "the bias of token %lld must be a number", id);
         double b = json_number_value(v);
         if (!(b >= -100 && b <= 100))
-            return bad(e, "logit_bias", "the bias of token %lld, %g, is out of range [-100, 100]",
+            return srv_bad(e, "logit_bias", "the bias of token %lld, %g, is out of range [-100, 100]",
                        id, b);
         r->logit_bias[r->n_logit_bias++] = (inf_logit_bias){(int32_t)id, (float)b};
     }
@@ -618,28 +568,28 @@ static int parse_logit_bias(srv_request *r, srv_error *e) {
 static int refuse_unsupported(srv_request *r, srv_error *e) {
     json_t *o = r->root, *v;
     if (r->kind == SRV_CHAT) {
-        if ((v = field(o, "modalities"))) {
+        if ((v = srv_field(o, "modalities"))) {
             bool text_only = json_is_array(v) && json_array_size(v) > 0;
             size_t i;
             json_t *m;
             json_array_foreach(v, i, m) text_only &=
                 json_is_string(m) && !strcmp(json_string_value(m), "text");
-            if (!text_only) return bad(e, "modalities", "only [\"text\"] is supported");
+            if (!text_only) return srv_bad(e, "modalities", "only [\"text\"] is supported");
         }
-        if (field(o, "audio")) return bad(e, "audio", "audio output is not supported");
-        if (field(o, "web_search_options"))
-            return bad(e, "web_search_options", "web search is not supported");
-        if ((v = field(o, "verbosity")) &&
+        if (srv_field(o, "audio")) return srv_bad(e, "audio", "audio output is not supported");
+        if (srv_field(o, "web_search_options"))
+            return srv_bad(e, "web_search_options", "web search is not supported");
+        if ((v = srv_field(o, "verbosity")) &&
             (!json_is_string(v) || strcmp(json_string_value(v), "medium")))
-            return bad(e, "verbosity",
+            return srv_bad(e, "verbosity",
                        "only \"medium\" is supported (Qwen3 has no verbosity control)");
     } else {
-        if ((v = field(o, "echo")) && !json_is_false(v))
-            return bad(e, "echo", "echoing the prompt is not supported");
-        if ((v = field(o, "best_of")) && (!json_is_integer(v) || json_integer_value(v) != 1))
-            return bad(e, "best_of", "only best_of = 1 is supported");
-        if ((v = field(o, "suffix")) && (!json_is_string(v) || json_string_length(v)))
-            return bad(e, "suffix", "a suffix (insertion) is not supported");
+        if ((v = srv_field(o, "echo")) && !json_is_false(v))
+            return srv_bad(e, "echo", "echoing the prompt is not supported");
+        if ((v = srv_field(o, "best_of")) && (!json_is_integer(v) || json_integer_value(v) != 1))
+            return srv_bad(e, "best_of", "only best_of = 1 is supported");
+        if ((v = srv_field(o, "suffix")) && (!json_is_string(v) || json_string_length(v)))
+            return srv_bad(e, "suffix", "a suffix (insertion) is not supported");
     }
     return 0;
 }
@@ -651,11 +601,11 @@ static int parse_llamacpp(srv_request *r, srv_error *e) {
     json_t *o = r->root;
     long long x;
     bool have = false;
-    if (get_int(o, "n_predict", -1, INT32_MAX, &x, &have, e)) return -1;
-    if (have && x == 0) return bad(e, "n_predict", "must be -1 (no limit) or at least 1");
-    if (have && !field(o, "max_tokens") && !field(o, "max_completion_tokens"))
+    if (srv_get_int(o, "n_predict", NULL, -1, INT32_MAX, &x, &have, e)) return -1;
+    if (have && x == 0) return srv_bad(e, "n_predict", "must be -1 (no limit) or at least 1");
+    if (have && !srv_field(o, "max_tokens") && !srv_field(o, "max_completion_tokens"))
         r->max_tokens = (int)x;
-    if (get_int(o, "repeat_last_n", -1, INT32_MAX, &x, &have, e)) return -1;
+    if (srv_get_int(o, "repeat_last_n", NULL, -1, INT32_MAX, &x, &have, e)) return -1;
     if (have) r->samp.penalty_last_n = (int)x;
     static const struct {
         const char *name;
@@ -666,12 +616,12 @@ static int parse_llamacpp(srv_request *r, srv_error *e) {
                {"xtc_probability", 0, false}, {"dry_multiplier", 0, false},
                {"top_n_sigma", 0, true},      {"n_probs", 0, false}};
     for (size_t i = 0; i < sizeof OFF / sizeof OFF[0]; i++) {
-        json_t *v = field(o, OFF[i].name);
+        json_t *v = srv_field(o, OFF[i].name);
         if (!v) continue;
         double d = json_is_number(v) ? json_number_value(v) : NAN;
         bool off = OFF[i].off_at_or_below ? d <= OFF[i].off : d == OFF[i].off;
         if (!off)
-            return bad(e, OFF[i].name, "this llama.cpp sampler is not supported (only %s%g, off)",
+            return srv_bad(e, OFF[i].name, "this llama.cpp sampler is not supported (only %s%g, off)",
                        OFF[i].off_at_or_below ? "<= " : "", OFF[i].off);
     }
     return 0;
@@ -686,77 +636,77 @@ json_t *srv_request_template_kwargs(const srv_request *r) {
 int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e) {
     for (int i = 0; i < r->n_logit_bias; i++)
         if (r->logit_bias[i].id >= n_vocab)
-            return bad(e, "logit_bias", "token id %d is not below n_vocab %d",
+            return srv_bad(e, "logit_bias", "token id %d is not below n_vocab %d",
                        (int)r->logit_bias[i].id, n_vocab);
     return 0;
 }
 
 static int parse_fields(srv_request *r, srv_error *e) {
     json_t *o = r->root;
-    json_t *model = field(o, "model");
-    if (model && !json_is_string(model)) return bad(e, "model", "expected a string");
+    json_t *model = srv_field(o, "model");
+    if (model && !json_is_string(model)) return srv_bad(e, "model", "expected a string");
     r->model = model ? json_string_value(model) : NULL;
 
     if (r->kind == SRV_CHAT ? parse_messages(r, e) : parse_prompt(r, e)) return -1;
 
     long long x = -1;
     bool have = false;
-    if (get_int(o, "max_tokens", 1, INT32_MAX, &x, &have, e)) return -1;
+    if (srv_get_int(o, "max_tokens", NULL, 1, INT32_MAX, &x, &have, e)) return -1;
     if (have) r->max_tokens = (int)x;
-    if (get_int(o, "max_completion_tokens", 1, INT32_MAX, &x, &have, e)) return -1;
+    if (srv_get_int(o, "max_completion_tokens", NULL, 1, INT32_MAX, &x, &have, e)) return -1;
     if (have) r->max_tokens = (int)x;
     if (r->kind == SRV_COMPLETION && r->max_tokens < 0 &&
-        !field(o, "max_tokens")) /* null: absent */
+        !srv_field(o, "max_tokens")) /* null: absent */
         r->max_tokens = 16;      /* OpenAI's default for /v1/completions */
 
     srv_sampling *s = &r->samp;
-    if (get_number(o, "temperature", 0, 2, &s->temperature, e)) return -1;
-    if (get_number(o, "top_p", 0, 1, &s->top_p, e)) return -1;
-    if (get_number(o, "min_p", 0, 1, &s->min_p, e)) return -1;
-    if (get_number(o, "presence_penalty", -2, 2, &s->presence_penalty, e)) return -1;
-    if (get_number(o, "frequency_penalty", -2, 2, &s->frequency_penalty, e)) return -1;
-    if (get_number(o, "repeat_penalty", 0, 100, &s->repeat_penalty, e)) return -1;
+    if (srv_get_number(o, "temperature", NULL, 0, 2, &s->temperature, e)) return -1;
+    if (srv_get_number(o, "top_p", NULL, 0, 1, &s->top_p, e)) return -1;
+    if (srv_get_number(o, "min_p", NULL, 0, 1, &s->min_p, e)) return -1;
+    if (srv_get_number(o, "presence_penalty", NULL, -2, 2, &s->presence_penalty, e)) return -1;
+    if (srv_get_number(o, "frequency_penalty", NULL, -2, 2, &s->frequency_penalty, e)) return -1;
+    if (srv_get_number(o, "repeat_penalty", NULL, 0, 100, &s->repeat_penalty, e)) return -1;
     if (json_object_get(o, "repeat_penalty") && s->repeat_penalty <= 0)
-        return bad(e, "repeat_penalty", "must be > 0");
-    if (get_int(o, "top_k", 0, INT32_MAX, &x, &have, e)) return -1;
+        return srv_bad(e, "repeat_penalty", "must be > 0");
+    if (srv_get_int(o, "top_k", NULL, 0, INT32_MAX, &x, &have, e)) return -1;
     if (have) s->top_k = (int)x;
-    if (get_int(o, "seed", INT64_MIN, INT64_MAX, &x, &have, e)) return -1;
+    if (srv_get_int(o, "seed", NULL, INT64_MIN, INT64_MAX, &x, &have, e)) return -1;
     if (have) {
         s->seed = (uint64_t)x;
         s->has_seed = true;
     }
     if (parse_stop(r, e)) return -1;
 
-    if (get_bool(o, "stream", &r->stream, e)) return -1;
-    if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) return -1;
-    json_t *so = field(o, "stream_options");
+    if (srv_get_bool(o, "stream", NULL, &r->stream, e)) return -1;
+    if (srv_get_bool(o, "ignore_eos", NULL, &r->ignore_eos, e)) return -1;
+    json_t *so = srv_field(o, "stream_options");
     if (so) {
-        if (!json_is_object(so)) return bad(e, "stream_options", "expected an object");
-        if (get_bool(so, "include_usage", &r->include_usage, e)) {
+        if (!json_is_object(so)) return srv_bad(e, "stream_options", "expected an object");
+        if (srv_get_bool(so, "include_usage", NULL, &r->include_usage, e)) {
             snprintf(e->param, sizeof e->param, "stream_options.include_usage");
             return -1;
         }
     }
 
     if (r->kind == SRV_CHAT) {
-        if (get_bool(o, "logprobs", &r->logprobs, e)) return -1;
-        if (get_int(o, "top_logprobs", 0, INF_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
+        if (srv_get_bool(o, "logprobs", NULL, &r->logprobs, e)) return -1;
+        if (srv_get_int(o, "top_logprobs", NULL, 0, INF_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
         if (have) {
-            if (!r->logprobs) return bad(e, "top_logprobs", "requires 'logprobs': true");
+            if (!r->logprobs) return srv_bad(e, "top_logprobs", "requires 'logprobs': true");
             r->top_logprobs = (int)x;
         }
     } else {
         /* /v1/completions: logprobs is the number of alternatives (0..5; we allow 20). */
-        if (get_int(o, "logprobs", 0, INF_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
+        if (srv_get_int(o, "logprobs", NULL, 0, INF_MAX_TOP_LOGPROBS, &x, &have, e)) return -1;
         if (have) {
             r->logprobs = true;
             r->top_logprobs = (int)x;
         }
     }
 
-    json_t *n = field(o, "n");
+    json_t *n = srv_field(o, "n");
     if (n && (!json_is_integer(n) || json_integer_value(n) != 1))
-        return bad(e, "n", "only n = 1 is supported");
+        return srv_bad(e, "n", "only n = 1 is supported");
     if (parse_logit_bias(r, e) || refuse_unsupported(r, e) || parse_llamacpp(r, e)) return -1;
     if (parse_grammar(r, e)) return -1;
     return r->kind == SRV_CHAT ? srv_request_apply_tools(r, "tool_choice", e) : 0;
