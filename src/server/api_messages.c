@@ -307,11 +307,7 @@ static int parse_tools(srv_request *r, srv_error *e) {
             const char *name = NULL;
             if (srv_get_string(tc, "name", "tool_choice.name", &name, e)) return -1;
             if (!name) return srv_bad(e, "tool_choice.name", "is required");
-            if (strlen(name) >= sizeof r->tool_name)
-                return srv_bad(e, "tool_choice.name", "longer than %zu bytes",
-                               sizeof r->tool_name - 1);
-            snprintf(r->tool_name, sizeof r->tool_name, "%s", name);
-            r->tool_choice = SRV_TOOLS_NAMED;
+            if (srv_tool_choice_named(r, name, "tool_choice.name", e)) return -1;
         } else
             return srv_bad(e, "tool_choice.type", "'%s' is not one of auto, any, tool, none", t);
         bool dis = false;

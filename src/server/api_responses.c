@@ -283,15 +283,7 @@ static int parse_tools(srv_request *r, srv_error *e) {
     }
     json_t *tc = srv_field(r->root, "tool_choice");
     if (json_is_string(tc)) {
-        const char *s = json_string_value(tc);
-        if (!strcmp(s, "auto"))
-            r->tool_choice = SRV_TOOLS_AUTO;
-        else if (!strcmp(s, "none"))
-            r->tool_choice = SRV_TOOLS_NONE;
-        else if (!strcmp(s, "required"))
-            r->tool_choice = SRV_TOOLS_REQUIRED;
-        else
-            return srv_bad(e, "tool_choice", "'%s' is not one of auto, none, required", s);
+        if (srv_tool_choice_word(r, json_string_value(tc), e)) return -1;
     } else if (json_is_object(tc)) {
         json_t *type = json_object_get(tc, "type");
         if (!is(type, "function"))
@@ -300,10 +292,7 @@ static int parse_tools(srv_request *r, srv_error *e) {
         const char *name = NULL;
         if (srv_get_string(tc, "name", "tool_choice.name", &name, e)) return -1;
         if (!name) return srv_bad(e, "tool_choice.name", "is required");
-        if (strlen(name) >= sizeof r->tool_name)
-            return srv_bad(e, "tool_choice.name", "longer than %zu bytes", sizeof r->tool_name - 1);
-        r->tool_choice = SRV_TOOLS_NAMED;
-        snprintf(r->tool_name, sizeof r->tool_name, "%s", name);
+        if (srv_tool_choice_named(r, name, "tool_choice.name", e)) return -1;
     } else if (tc) {
         return srv_bad(e, "tool_choice",
                        "expected \"auto\", \"none\", \"required\" or "

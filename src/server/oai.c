@@ -352,18 +352,7 @@ static int parse_tool_choice(srv_request *r, srv_error *e) {
     json_t *tc = srv_field(r->root, "tool_choice");
     r->tool_choice = SRV_TOOLS_AUTO;
     if (!tc) return 0;
-    if (json_is_string(tc)) {
-        const char *s = json_string_value(tc);
-        if (!strcmp(s, "auto"))
-            r->tool_choice = SRV_TOOLS_AUTO;
-        else if (!strcmp(s, "none"))
-            r->tool_choice = SRV_TOOLS_NONE;
-        else if (!strcmp(s, "required"))
-            r->tool_choice = SRV_TOOLS_REQUIRED;
-        else
-            return srv_bad(e, "tool_choice", "'%s' is not one of auto, none, required", s);
-        return 0;
-    }
+    if (json_is_string(tc)) return srv_tool_choice_word(r, json_string_value(tc), e);
     json_t *type = json_object_get(tc, "type");
     json_t *name = json_object_get(json_object_get(tc, "function"), "name");
     if (!json_is_object(tc) || !json_is_string(type))
@@ -375,10 +364,26 @@ static int parse_tool_choice(srv_request *r, srv_error *e) {
                    json_string_value(type));
     if (!json_is_string(name) || !json_string_length(name))
         return srv_bad(e, "tool_choice", "'function.name' must be a non-empty string");
-    if (json_string_length(name) >= sizeof r->tool_name)
-        return srv_bad(e, "tool_choice", "the function name is longer than %zu bytes",
-                   sizeof r->tool_name - 1);
-    snprintf(r->tool_name, sizeof r->tool_name, "%s", json_string_value(name));
+    return srv_tool_choice_named(r, json_string_value(name), "tool_choice", e);
+}
+
+int srv_tool_choice_word(srv_request *r, const char *word, srv_error *e) {
+    if (!strcmp(word, "auto"))
+        r->tool_choice = SRV_TOOLS_AUTO;
+    else if (!strcmp(word, "none"))
+        r->tool_choice = SRV_TOOLS_NONE;
+    else if (!strcmp(word, "required"))
+        r->tool_choice = SRV_TOOLS_REQUIRED;
+    else
+        return srv_bad(e, "tool_choice", "'%s' is not one of auto, none, required", word);
+    return 0;
+}
+
+int srv_tool_choice_named(srv_request *r, const char *name, const char *param, srv_error *e) {
+    if (strlen(name) >= sizeof r->tool_name)
+        return srv_bad(e, param, "the function name is longer than %zu bytes",
+                       sizeof r->tool_name - 1);
+    snprintf(r->tool_name, sizeof r->tool_name, "%s", name);
     r->tool_choice = SRV_TOOLS_NAMED;
     return 0;
 }

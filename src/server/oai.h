@@ -143,6 +143,10 @@ int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e);
  *   kwargs turned it on explicitly); "minimal", "low", "medium", "high" and
  *   "xhigh" keep it on (Qwen3 has no budget to set; a 400 when the kwargs
  *   turned it off explicitly); anything else is a 400. */
+/* tool_choice as OpenAI's word (auto, none, required) or as one named
+ * function (param names the field in errors); 0, or -1 with a 400. */
+int srv_tool_choice_word(srv_request *r, const char *word, srv_error *e);
+int srv_tool_choice_named(srv_request *r, const char *name, const char *param, srv_error *e);
 int srv_tools_check(const json_t *tools, const char *param, srv_error *e);
 int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e);
 int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv_error *e);
