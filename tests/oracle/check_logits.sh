@@ -205,6 +205,16 @@ for m in tiny-f32-hf tiny-moe-f32-hf-fused; do
         cmp_npy "$m in Qwen3-VL's layout (text_config, model.language_model.*) == $m" \
             "$tmp/$m.npy" "$tmp/$m-vl.npy" 0 || bad "$m as Qwen3-VL run"
 done
+# a text_config that is not an object, or that lacks a field the top level lacks too
+for edit in "c['text_config'] = 5:text_config is not an object" \
+            "del c['text_config']['hidden_size']:hidden_size is missing"; do
+    rm -rf "$tmp/vl-bad"; cp -r "$tmp/tiny-f32-hf-vl" "$tmp/vl-bad"
+    $PY -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); ${edit%%:*}; json.dump(c,open(p,'w'))" \
+        "$tmp/vl-bad/config.json"
+    msg=$($INF run -m "$tmp/vl-bad" --token-ids 1 -n 1 2>&1)
+    [[ "$msg" == *"${edit#*:}"* ]] && ok "a Qwen3-VL config with ${edit%%:*}: refused by name: $msg" ||
+        bad "a Qwen3-VL config with ${edit%%:*}: $msg"
+done
 $PY tests/oracle/hf_edit.py models/tiny-moe-f32-hf-fused "$tmp/vlmoe-xw" --vl-moe-xw
 msg=$($INF run -m "$tmp/vlmoe-xw" --token-ids 1 -n 1 2>&1)
 [[ "$msg" == *"x·W"*"GGUF"* ]] && ok "Qwen3-VL-MoE's x·W experts are refused by name: $msg" ||
