@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config clang libclang-rt-14-dev libjansson-dev libpcre2-dev
       libutf8proc-dev libmicrohttpd-dev libxxhash-dev python3-numpy python3-regex nodejs npm
-      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)  # the last three: NEON check
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user  # these three: the NEON check
+      chromium haproxy)  # the web page's browser test; replicas behind a load balancer
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

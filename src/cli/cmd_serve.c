@@ -1,7 +1,10 @@
 /* inferno serve: the OpenAI-compatible HTTP server. Parses flags, starts the
  * HTTP side first (so /health answers 503 while the model loads), loads the
- * engine, starts the scheduler, then waits for SIGINT/SIGTERM and shuts down
- * in order: HTTP (ends waiting requests), then the engine. */
+ * engine, starts the scheduler, then waits for SIGINT/SIGTERM and drains:
+ * no new requests (503, /health 503), the running ones finish, for at most
+ * --drain-timeout seconds (a second signal cuts it short), after which those
+ * still running end with their API's error frame. Then HTTP stops, then the
+ * engine, and the process exits 0. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "kv/kv_cache.h"
@@ -50,7 +54,10 @@ static void usage(FILE *f) {
             "                          generation endpoints then answer 501, as llama.cpp's\n"
             "  --cors-origins LIST     origins whose pages may call the server, comma-separated,\n"
             "                          '*' for any (default: http://localhost, http://127.0.0.1,\n"
-            "                          http://[::1] on any port)\n",
+            "                          http://[::1] on any port)\n"
+            "  --no-webui              no chat page at /\n"
+            "  --drain-timeout S       on SIGTERM/SIGINT, how long running requests may take to\n"
+            "                          finish before they are ended (default 30; 0: at once)\n",
             INF_DEFAULT_MODEL);
 }
 
@@ -63,6 +70,36 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Waits until no request runs, for at most drain_s seconds or until a
+ * second signal; then ends what still runs and gives it a moment to send
+ * its last frames. */
+static void drain(srv_http *http, const sigset_t *sigs, int sig, int drain_s) {
+    srv_http_drain(http);
+    const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    fprintf(stderr, "inferno serve: %s, draining: %d requests running, up to %d s (a second "
+                    "signal ends them now)\n",
+            name, srv_http_inflight(http), drain_s);
+    double end = now_s() + drain_s;
+    const struct timespec tick = {0, 50 * 1000000L};
+    while (srv_http_inflight(http) > 0 && now_s() < end)
+        if (sigtimedwait(sigs, NULL, &tick) > 0) break;
+    int left = srv_http_inflight(http);
+    if (left > 0) {
+        fprintf(stderr, "inferno serve: ending %d requests still running\n", left);
+        srv_http_expire(http);
+        double grace = now_s() + 5;
+        while (srv_http_inflight(http) > 0 && now_s() < grace)
+            nanosleep(&tick, NULL);
+    }
+    fprintf(stderr, "inferno serve: drained, shutting down\n");
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *model = INF_DEFAULT_MODEL, *backend = NULL;
     srv_config cfg = {.host = "127.0.0.1",
@@ -71,6 +108,7 @@ int cmd_serve(int argc, char **argv) {
                       .timeout_s = 600,
                       .max_conns = 1024,
                       .sse_ping_s = 5};
+    long drain_s = 30;
     long np = 4, ctx = 0, threads = 0, batch = 256, block = INF_KV_BLOCK_SIZE_DEFAULT;
     size_t cache_bytes = 0;
     inf_kv_kind kind = INF_KV_PAGED;
@@ -83,6 +121,10 @@ int cmd_serve(int argc, char **argv) {
         }
         if (!strcmp(a, "--embeddings")) {
             cfg.embeddings = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-webui")) {
+            cfg.no_webui = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -140,6 +182,8 @@ int cmd_serve(int argc, char **argv) {
             cfg.cors_origins = v;
         else if (IS("--header-timeout"))
             bad = parse_long(v, 1, 3600, &x), cfg.header_timeout_s = (unsigned)x;
+        else if (IS("--drain-timeout"))
+            bad = parse_long(v, 0, 86400, &drain_s);
         else if (IS("--sse-ping-interval"))
             bad = parse_long(v, 0, 3600, &x), cfg.sse_ping_s = (unsigned)x;
         else {
@@ -225,7 +269,7 @@ int cmd_serve(int argc, char **argv) {
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "inferno serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    drain(http, &sigs, sig, (int)drain_s);
     srv_http_stop(http);
     inf_engine_close(eng);
     return 0;

@@ -194,6 +194,7 @@ struct inf_sched {
     int q_head, q_len, q_cap;
     bool quit;
     inf_sched_metrics m;
+    inf_slot_info *info; /* [n_slots] under mu: what the slots did at the last step */
     uint64_t clock, seed_counter;
 
     /* One step's batch, sized for ex->max_rows rows. */
@@ -604,11 +605,32 @@ static void step_rows(inf_sched *s) {
     }
 }
 
-/* One scheduler step, then the cache counters. */
+/* The slots' snapshot for inf_sched_slots_get. Called with s->mu held, on
+ * the scheduler thread (the only writer of the slots). */
+static void publish_slots(inf_sched *s) {
+    uint64_t now = inf_now_ns();
+    for (int i = 0; i < s->n_slots; i++) {
+        const slot *sl = &s->slots[i];
+        inf_slot_info *o = &s->info[i];
+        *o = (inf_slot_info){.id = sl->id, .n_cache = sl->n_cache, .max_tokens = -1};
+        if (sl->state == SLOT_IDLE || !sl->task) continue;
+        const inf_task *t = sl->task;
+        o->state = sl->state == SLOT_PREFILL ? INF_SLOT_PREFILL : INF_SLOT_DECODE;
+        o->n_prompt = t->n_prompt;
+        o->n_prompt_done = sl->n_prompt_done;
+        o->n_reused = t->timings.cache_n;
+        o->n_gen = t->n_gen;
+        o->max_tokens = t->p.max_tokens;
+        o->seconds = (double)(now - sl->t_start) * 1e-9;
+    }
+}
+
+/* One scheduler step, then the cache counters and the slots' snapshot. */
 static void step(inf_sched *s) {
     step_rows(s);
     pthread_mutex_lock(&s->mu);
     update_kv_metrics(s);
+    publish_slots(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -657,6 +679,7 @@ static void *sched_main(void *arg) {
         }
         s->m.requests_deferred = s->q_len;
         s->m.requests_processing = n_active(s);
+        publish_slots(s);
         pthread_mutex_unlock(&s->mu);
         step(s);
     }
@@ -696,10 +719,11 @@ int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf
     s->gscratch = malloc((size_t)ex->n_vocab * sizeof *s->gscratch);
     if (ex->n_embd > 0)
         s->hidden = malloc((size_t)s->n_slots * (size_t)ex->n_embd * sizeof *s->hidden);
-    bool ok = s->slots && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
+    s->info = calloc((size_t)s->n_slots, sizeof *s->info);
+    bool ok = s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
               s->logits && s->scratch && s->gscratch && (ex->n_embd <= 0 || s->hidden);
     for (int i = 0; ok && i < s->n_slots; i++)
-        s->slots[i].id = i;
+        s->slots[i].id = s->info[i].id = i;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (!ok) {
@@ -725,6 +749,7 @@ void inf_sched_free(inf_sched *s) {
         pthread_join(s->thread, NULL);
     }
     free(s->slots);
+    free(s->info);
     free(s->queue);
     free(s->tok);
     free(s->pos);
@@ -803,4 +828,12 @@ void inf_sched_metrics_get(inf_sched *s, inf_sched_metrics *m) {
     pthread_mutex_lock(&s->mu);
     *m = s->m;
     pthread_mutex_unlock(&s->mu);
+}
+
+int inf_sched_slots_get(inf_sched *s, inf_slot_info *out, int cap) {
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_slots && i < cap; i++)
+        out[i] = s->info[i];
+    pthread_mutex_unlock(&s->mu);
+    return s->n_slots;
 }

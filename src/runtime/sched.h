@@ -205,6 +205,22 @@ void inf_sched_cancel(inf_sched *s, inf_task *t);
 /* A snapshot of the counters. */
 void inf_sched_metrics_get(inf_sched *s, inf_sched_metrics *m);
 
+/* What one slot is doing (GET /slots), as of the last step. */
+typedef enum { INF_SLOT_IDLE, INF_SLOT_PREFILL, INF_SLOT_DECODE } inf_slot_state;
+typedef struct inf_slot_info {
+    int id;
+    inf_slot_state state;
+    int n_cache;       /* positions the slot's sequence holds */
+    int n_prompt;      /* the running task's prompt tokens (0 when idle) */
+    int n_prompt_done; /* of those, in the cache */
+    int n_reused;      /* of those, taken from a cache */
+    int n_gen;         /* tokens generated so far */
+    int max_tokens;    /* the task's limit; -1: the context */
+    double seconds;    /* since the task took the slot */
+} inf_slot_info;
+/* Copies min(cap, slots) slot snapshots into out; returns the slot count. */
+int inf_sched_slots_get(inf_sched *s, inf_slot_info *out, int cap);
+
 /* Helpers the scheduler uses, public for tests. */
 
 /* Length of the common prefix of a and b. */

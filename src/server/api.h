@@ -88,14 +88,19 @@ struct srv_api {
     char *(*error_body)(const srv_error *e);
     int (*stream_error)(inf_buf *out, const srv_error *e);
     /* Sent while a stream has nothing new for a while (keeps clients from
-     * timing out during a long prefill); NULL: the SSE comment ": ping". */
+     * timing out during a long prefill); NULL: the SSE comment ": ping";
+     * "": never (a format with no comment line, such as NDJSON). */
     const char *ping;
+    /* The Content-Type of a stream; NULL: "text/event-stream". */
+    const char *stream_type;
 };
 
 extern const srv_api srv_api_chat;        /* POST /v1/chat/completions */
 extern const srv_api srv_api_completions; /* POST /v1/completions */
 extern const srv_api srv_api_responses;   /* POST /v1/responses */
 extern const srv_api srv_api_messages;    /* POST /v1/messages */
+extern const srv_api srv_api_ollama_chat;     /* POST /api/chat (NDJSON streams) */
+extern const srv_api srv_api_ollama_generate; /* POST /api/generate */
 
 /* The driver every endpoint's generation goes through (and the tests):
  * the task's released text → the reply parser → the API's writer. */

@@ -11,6 +11,11 @@
 
 #include "server/http_int.h"
 
+/* What a request still running when the drain's time is up gets. */
+#define DRAIN_EXPIRED                                                                              \
+    "the server is shutting down and its drain time (--drain-timeout) ran out before this "     \
+    "reply was complete"
+
 /* The prompt's token ids for a parsed request; on failure e holds the 4xx. */
 static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *n, bool *in_think,
                          srv_error *e) {
@@ -157,7 +162,7 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
 /* Nothing went out for the ping interval (a long prefill, a queue). */
 static bool ping_due(const stream_ctx *s) {
     unsigned every = s->h->cfg.sse_ping_s;
-    if (!every) return false;
+    if (!every || (s->st.api->ping && !*s->st.api->ping)) return false;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)(now.tv_sec - s->last_frame.tv_sec) +
@@ -180,6 +185,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             return (ssize_t)n;
         }
         if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (atomic_load(&s->h->drain_expired)) { /* a well-formed end, then close */
+            inf_sched_cancel(s->h->sched, s->t);
+            srv_error e;
+            srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "%s", DRAIN_EXPIRED);
+            s->st.api->stream_error(&s->out, &e);
+            s->ended = true;
+            continue;
+        }
         if (stream_poll(s, WAIT_TICK_MS)) {
             clock_gettime(CLOCK_MONOTONIC, &s->last_frame);
             continue;
@@ -280,9 +293,10 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
             stream_free(s);
             return MHD_NO;
         }
-        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Content-Type",
+                                api->stream_type ? api->stream_type : "text/event-stream");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
-        srv_add_cors(h, c, resp);
+        srv_add_headers(h, c, resp);
         pthread_mutex_lock(&h->mu);
         h->counts.requests_total++;
         pthread_mutex_unlock(&h->mu);
@@ -299,6 +313,13 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         if (t->done) break;
         pthread_mutex_unlock(&t->mu);
+        if (atomic_load(&h->drain_expired)) {
+            inf_sched_cancel(h->sched, t);
+            inf_task_release(t);
+            srv_resp_meta_free(&meta);
+            srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "%s", DRAIN_EXPIRED);
+            return send_api_error(h, c, api, &e);
+        }
         if (atomic_load(&h->closing) || srv_client_gone(c)) {
             inf_sched_cancel(h->sched, t);
             inf_task_release(t);

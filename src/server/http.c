@@ -11,6 +11,7 @@
 
 #include "server/http_int.h"
 #include "server/embd.h"
+#include "server/webui.h"
 #include "server/metrics.h"
 
 void srv_deadline_in(struct timespec *ts, int ms) {
@@ -134,8 +135,11 @@ static bool origin_allowed(const srv_http *h, const char *origin) {
     return false;
 }
 
-/* Every response to an allowed origin names it (and varies by it). */
-void srv_add_cors(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r) {
+/* Every response to an allowed origin names it (and varies by it); while
+ * draining, every response closes its connection, so that a client or
+ * proxy holding it open sends its next request elsewhere. */
+void srv_add_headers(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r) {
+    if (atomic_load(&h->draining)) MHD_add_response_header(r, "Connection", "close");
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
     if (!origin_allowed(h, origin)) return;
     MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
@@ -178,7 +182,7 @@ enum MHD_Result srv_send_body(srv_http *h, struct MHD_Connection *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
-    srv_add_cors(h, c, r);
+    srv_add_headers(h, c, r);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok;
@@ -270,10 +274,14 @@ static json_t *sampling_source_json(unsigned set) {
     return j;
 }
 
+/* 200 when requests are served; 503 while the model loads and while the
+ * server drains (load balancers take it out of rotation). */
 static enum MHD_Result do_health(srv_http *h, struct MHD_Connection *c) {
-    if (!atomic_load(&h->ready)) {
+    if (!atomic_load(&h->ready) || atomic_load(&h->draining)) {
         srv_error e;
-        srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "Loading model");
+        srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "%s",
+                      atomic_load(&h->draining) ? "draining: the server is shutting down"
+                                                : "Loading model");
         return srv_send_error(h, c, &e);
     }
     json_t *j = json_object();
@@ -477,6 +485,32 @@ done:
 
 /* ---- /props, /apply-template (llama.cpp's) ---- */
 
+/* GET /slots: what each slot is doing, as llama.cpp's /slots shows it. */
+static enum MHD_Result do_slots(srv_http *h, struct MHD_Connection *c) {
+    int n = h->ex->n_seq;
+    inf_slot_info *info = calloc((size_t)(n > 0 ? n : 1), sizeof *info);
+    if (!info) return srv_fail(h, c, 500, "server_error", NULL, "%s", "out of memory");
+    n = inf_sched_slots_get(h->sched, info, n);
+    json_t *a = json_array();
+    static const char *const state[] = {"idle", "prefill", "generating"};
+    for (int i = 0; i < n; i++) {
+        const inf_slot_info *o = &info[i];
+        bool busy = o->state != INF_SLOT_IDLE;
+        json_t *next = json_pack("{s:b,s:i,s:i}", "has_next_token", busy, "n_decoded", o->n_gen,
+                                 "n_remain",
+                                 busy && o->max_tokens >= 0 ? o->max_tokens - o->n_gen : -1);
+        json_array_append_new(
+            a, json_pack("{s:i,s:i,s:b,s:s,s:i,s:i,s:i,s:i,s:f,s:o}", "id", o->id, "n_ctx",
+                         h->ex->n_ctx, "is_processing", busy, "state", state[o->state],
+                         "n_cache", o->n_cache, "n_prompt_tokens", o->n_prompt,
+                         "n_prompt_tokens_processed", o->n_prompt_done,
+                         "n_prompt_tokens_cache", o->n_reused, "t_seconds", o->seconds,
+                         "next_token", next));
+    }
+    free(info);
+    return srv_send_json(h, c, 200, a);
+}
+
 static enum MHD_Result do_props(srv_http *h, struct MHD_Connection *c) {
     const inf_exec *ex = h->ex;
     json_t *params = sampling_json(&ex->sampling);
@@ -677,7 +711,7 @@ static enum MHD_Result fail_head(srv_http *h, struct MHD_Connection *c, int stat
     }
     MHD_add_response_header(r, "Content-Type", "application/json");
     MHD_add_response_header(r, "Connection", "close");
-    srv_add_cors(h, c, r);
+    srv_add_headers(h, c, r);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok;
@@ -710,6 +744,75 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *val) {
 
 /* ---- routing ---- */
 
+/* Where a path goes. OPEN: no API key (the page and its files, /health);
+ * LOOSE: a POST body of any Content-Type (Ollama's clients and `curl -d`
+ * send none or a form type) — then a browser's cross-site request is held off
+ * by its Origin instead (see check_origin). */
+typedef enum {
+    R_HEALTH, R_MODELS, R_METRICS, R_TOKENIZE, R_DETOKENIZE, R_COMPLETIONS, R_CHAT,
+    R_EMBEDDINGS, R_PROPS, R_APPLY_TEMPLATE, R_RESPONSES, R_MESSAGES, R_COUNT_TOKENS, R_SLOTS,
+    R_OLLAMA, /* /api/...: server/ollama.c routes within */
+} route_id;
+enum { ROUTE_POST = 1, ROUTE_OPEN = 2, ROUTE_LOOSE = 4, ROUTE_ANY_METHOD = 8 };
+static const struct route {
+    const char *path;
+    route_id id;
+    unsigned flags;
+} routes[] = {
+    {"/health", R_HEALTH, ROUTE_OPEN},
+    {"/models", R_MODELS, 0},
+    {"/metrics", R_METRICS, 0},
+    {"/slots", R_SLOTS, 0},
+    {"/props", R_PROPS, 0},
+    {"/tokenize", R_TOKENIZE, ROUTE_POST},
+    {"/detokenize", R_DETOKENIZE, ROUTE_POST},
+    {"/completions", R_COMPLETIONS, ROUTE_POST},
+    {"/chat/completions", R_CHAT, ROUTE_POST},
+    {"/embeddings", R_EMBEDDINGS, ROUTE_POST},
+    {"/apply-template", R_APPLY_TEMPLATE, ROUTE_POST},
+    {"/responses", R_RESPONSES, ROUTE_POST},
+    {"/messages", R_MESSAGES, ROUTE_POST},
+    {"/messages/count_tokens", R_COUNT_TOKENS, ROUTE_POST},
+    {"/api/chat", R_OLLAMA, ROUTE_POST | ROUTE_LOOSE},
+    {"/api/generate", R_OLLAMA, ROUTE_POST | ROUTE_LOOSE},
+    {"/api/embed", R_OLLAMA, ROUTE_POST | ROUTE_LOOSE},
+    {"/api/embeddings", R_OLLAMA, ROUTE_POST | ROUTE_LOOSE},
+    {"/api/show", R_OLLAMA, ROUTE_POST | ROUTE_LOOSE},
+    {"/api/tags", R_OLLAMA, 0},
+    {"/api/ps", R_OLLAMA, 0},
+    {"/api/version", R_OLLAMA, 0},
+};
+
+static const struct route *find_route(const char *path) {
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!strcmp(path, routes[i].path)) return &routes[i];
+    return NULL;
+}
+
+/* A browser's cross-site POST with a simple Content-Type needs no preflight;
+ * on a LOOSE route such a request is refused unless its Origin is allowed
+ * (requests without an Origin come from programs, not pages). */
+static bool check_origin(const srv_http *h, struct MHD_Connection *c) {
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    return !origin || origin_allowed(h, origin);
+}
+
+/* The page and its files (server/webui.h), unless --no-webui. */
+static enum MHD_Result do_asset(srv_http *h, struct MHD_Connection *c, const srv_asset *a) {
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", a->type);
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    pthread_mutex_lock(&h->mu);
+    h->counts.requests_total++;
+    pthread_mutex_unlock(&h->mu);
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
@@ -717,22 +820,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     req_ctx *rc = *con_cls;
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     const char *path = !strncmp(url, "/v1/", 4) ? url + 3 : url; /* /v1/x is /x */
-    static const struct {
-        const char *path;
-        bool post;
-    } routes[] = {{"/health", false},         {"/models", false},    {"/metrics", false},
-                  {"/tokenize", true},        {"/detokenize", true}, {"/completions", true},
-                  {"/chat/completions", true}, {"/embeddings", true}, {"/props", false},
-                  {"/apply-template", true},   {"/responses", true},  {"/messages", true},
-                  {"/messages/count_tokens", true}};
-    enum { R_RESPONSES = 10, R_MESSAGES, R_COUNT_TOKENS };
     bool options = !strcmp(method, "OPTIONS");
-    int route = -1;
-    for (int i = 0; i < (int)(sizeof routes / sizeof routes[0]); i++)
-        if (!strcmp(path, routes[i].path)) route = i;
+    const struct route *route = find_route(path);
+    const srv_asset *asset = !route && get && !h->cfg.no_webui ? srv_webui_asset(url) : NULL;
     if (!rc) { /* the headers are in, the body (if any) is not */
         const char *msg = NULL;
-        int st = check_head(h, c, version, route >= 0 && routes[route].post && post, &msg);
+        bool json_body = route && (route->flags & ROUTE_POST) && !(route->flags & ROUTE_LOOSE) &&
+                         post;
+        int st = check_head(h, c, version, json_body, &msg);
         if (st) return fail_head(h, c, st, msg);
         rc = calloc(1, sizeof *rc);
         if (!rc) return MHD_NO;
@@ -747,56 +842,91 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     conn_set_state(h, c, CONN_BUSY);
+    if (!rc->counted) { /* until request_done, also for a stream */
+        rc->counted = true;
+        atomic_fetch_add(&h->inflight, 1);
+    }
 
-    if (route < 0) return srv_fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
+    if (asset && !atomic_load(&h->draining)) return do_asset(h, c, asset);
+    if (!route) return srv_fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
     if (options) return do_preflight(h, c); /* a browser sends no key with it */
-    if (routes[route].post ? !post : !get)
+    if ((route->flags & ROUTE_POST) ? !post : !get)
         return srv_fail(h, c, 405, "invalid_request_error", NULL, "%s is not allowed here", method);
-    if (route == 0) return do_health(h, c);
-    /* Anthropic's clients read errors in Anthropic's shape */
-    const srv_api *shape = route >= R_MESSAGES ? &srv_api_messages : &srv_api_chat;
+    if (route->id == R_HEALTH) return do_health(h, c);
     srv_error e;
+    bool ollama = route->id == R_OLLAMA;
+    if ((route->flags & ROUTE_LOOSE) && !check_origin(h, c)) {
+        srv_error_set(&e, 403, "permission_error", NULL, NULL,
+                      "CORS: the origin %s may not call this server (allow it with "
+                      "--cors-origins)",
+                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+        return ollama ? srv_ollama_error(h, c, &e) : srv_send_error(h, c, &e);
+    }
+    /* Anthropic's and Ollama's clients read errors in their own shape */
+    const srv_api *shape = route->id == R_MESSAGES || route->id == R_COUNT_TOKENS
+                               ? &srv_api_messages
+                               : &srv_api_chat;
+#define SEND_ERROR(e)                                                                              \
+    (ollama ? srv_ollama_error(h, c, &(e))                                                         \
+            : srv_send_body(h, c, (e).status, shape->error_body(&(e)), "application/json"))
     if (!authorized(h, c)) {
         srv_error_set(&e, 401, "authentication_error", "invalid_api_key", NULL, "%s",
                       "invalid or missing API key (send 'Authorization: Bearer KEY' or "
                       "'x-api-key: KEY')");
-        return srv_send_body(h, c, 401, shape->error_body(&e), "application/json");
+        return SEND_ERROR(e);
     }
-    if (!atomic_load(&h->ready) || atomic_load(&h->closing)) {
+    if (!atomic_load(&h->ready) || atomic_load(&h->draining)) {
         srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "%s",
-                      atomic_load(&h->closing) ? "server shutting down" : "Loading model");
-        return srv_send_body(h, c, 503, shape->error_body(&e), "application/json");
+                      atomic_load(&h->draining)
+                          ? "draining: the server is shutting down and takes no new requests"
+                          : "Loading model");
+        return SEND_ERROR(e);
     }
     if (rc->too_big) {
         srv_error_set(&e, 413, "invalid_request_error", "request_too_large", NULL,
                       "the request body is larger than %zu bytes", h->cfg.max_body);
-        return srv_send_body(h, c, 413, shape->error_body(&e), "application/json");
+        return SEND_ERROR(e);
     }
-    switch (route) {
-    case 1:
+    switch (route->id) {
+    case R_MODELS:
         return do_models(h, c);
-    case 2:
+    case R_METRICS:
         return do_metrics(h, c);
-    case 3:
+    case R_SLOTS:
+        return do_slots(h, c);
+    case R_TOKENIZE:
         return do_tokenize(h, c, &rc->body);
-    case 4:
+    case R_DETOKENIZE:
         return do_detokenize(h, c, &rc->body);
-    case 7:
+    case R_EMBEDDINGS:
         return do_embeddings(h, c, &rc->body);
-    case 8:
+    case R_PROPS:
         return do_props(h, c);
-    case 9:
+    case R_APPLY_TEMPLATE:
         return do_apply_template(h, c, &rc->body);
+    case R_OLLAMA:
+        return srv_ollama(h, c, path, &rc->body);
+    default:
+        break;
     }
     if (h->cfg.embeddings) { /* llama.cpp: an embeddings server does not generate */
         srv_error_set(&e, 501, "not_supported_error", NULL, NULL, "%s",
                       "This server does not support completions. Start it without `--embeddings`");
-        return srv_send_body(h, c, 501, shape->error_body(&e), "application/json");
+        return SEND_ERROR(e);
     }
-    if (route == R_RESPONSES) return srv_generate(h, c, &srv_api_responses, &rc->body);
-    if (route == R_MESSAGES) return srv_generate(h, c, &srv_api_messages, &rc->body);
-    if (route == R_COUNT_TOKENS) return srv_count_tokens(h, c, &rc->body);
-    return srv_generate(h, c, route == 5 ? &srv_api_completions : &srv_api_chat, &rc->body);
+#undef SEND_ERROR
+    switch (route->id) {
+    case R_RESPONSES:
+        return srv_generate(h, c, &srv_api_responses, &rc->body);
+    case R_MESSAGES:
+        return srv_generate(h, c, &srv_api_messages, &rc->body);
+    case R_COUNT_TOKENS:
+        return srv_count_tokens(h, c, &rc->body);
+    case R_COMPLETIONS:
+        return srv_generate(h, c, &srv_api_completions, &rc->body);
+    default:
+        return srv_generate(h, c, &srv_api_chat, &rc->body);
+    }
 }
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -805,6 +935,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
     conn_set_state(h, c, CONN_WAIT_HEADERS); /* keep-alive: the next request's clock */
     req_ctx *rc = *con_cls;
     if (!rc) return;
+    if (rc->counted) atomic_fetch_sub(&h->inflight, 1);
     inf_buf_free(&rc->body);
     free(rc);
     *con_cls = NULL;
@@ -843,6 +974,9 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err) {
     pthread_cond_init(&h->parse_cv, NULL);
     atomic_init(&h->ready, false);
     atomic_init(&h->closing, false);
+    atomic_init(&h->draining, false);
+    atomic_init(&h->drain_expired, false);
+    atomic_init(&h->inflight, 0);
     /* MHD_USE_POLL: descriptors above FD_SETSIZE (many connections) work.
        The per-client limit keeps one address from taking every slot. */
     unsigned per_ip = cfg->max_conns_per_client ? cfg->max_conns_per_client : cfg->max_conns;
@@ -882,6 +1016,19 @@ void srv_http_ready(srv_http *h, const inf_exec *ex, inf_sched *sched) {
     h->ex = ex;
     h->sched = sched;
     atomic_store(&h->ready, true);
+}
+
+void srv_http_drain(srv_http *h) {
+    atomic_store(&h->draining, true);
+}
+
+int srv_http_inflight(const srv_http *h) {
+    return atomic_load(&h->inflight);
+}
+
+void srv_http_expire(srv_http *h) {
+    atomic_store(&h->draining, true);
+    atomic_store(&h->drain_expired, true);
 }
 
 void srv_http_stop(srv_http *h) {

@@ -1,8 +1,9 @@
 /* The HTTP server (libmicrohttpd, one thread per connection): routing, API
  * key check, body size limit, OpenAI error responses, and the endpoints
- *   GET  /health  /v1/models  /metrics  /props
- *   POST /v1/chat/completions  /v1/completions  /v1/embeddings  /tokenize  /detokenize
- *        /apply-template
+ *   GET  /health  /v1/models  /metrics  /props  /slots
+ *   POST /v1/chat/completions  /v1/completions  /v1/responses  /v1/messages
+ *        /v1/messages/count_tokens  /v1/embeddings  /tokenize  /detokenize  /apply-template
+ *   Ollama's /api/... (server/ollama.c), the chat page at / (server/webui.h)
  * and OPTIONS (CORS preflight) on each.
  * It starts before the model is loaded (/health answers 503 "loading") and
  * serves once srv_http_ready hands it the engine and the scheduler. */
@@ -31,6 +32,7 @@ typedef struct srv_config {
      * any) whose pages may call the server; NULL: the loopback origins
      * http://localhost, http://127.0.0.1, http://[::1] on any port. */
     const char *cors_origins;
+    bool no_webui; /* --no-webui: no chat page at / */
 } srv_config;
 
 typedef struct srv_http srv_http;
@@ -42,6 +44,14 @@ int srv_http_start(srv_http **out, const srv_config *cfg, inf_err *err);
 int srv_http_port(const srv_http *h);
 /* From now on requests reach the engine (borrowed; both must outlive the server). */
 void srv_http_ready(srv_http *h, const inf_exec *ex, inf_sched *sched);
+/* Draining (SIGTERM): new requests get 503, /health 503, each response
+ * closes its connection; running requests go on. */
+void srv_http_drain(srv_http *h);
+/* Requests being answered now (streams included). */
+int srv_http_inflight(const srv_http *h);
+/* The drain's time is up: every running request ends now with a well-formed
+ * end (its API's error frame and end of stream; a 503 when not streaming). */
+void srv_http_expire(srv_http *h);
 /* Stops accepting, waits for connection threads. NULL is a no-op. Stop the
  * scheduler first so that waiting requests end. */
 void srv_http_stop(srv_http *h);

@@ -48,6 +48,11 @@ struct srv_http {
     const inf_exec *ex;
     inf_sched *sched;
     atomic_bool ready, closing;
+    /* draining: no new requests (503), /health 503, connections closed after
+     * each response; drain_expired: the requests still running end now,
+     * each with its API's error frame (srv_http_expire). */
+    atomic_bool draining, drain_expired;
+    atomic_int inflight; /* requests between their headers and request_done */
     bool loopback_only; /* listening on a loopback address: Host must name it */
     pthread_mutex_t mu; /* counts */
     srv_http_counts counts;
@@ -65,6 +70,7 @@ struct srv_http {
 typedef struct req_ctx {
     inf_buf body;
     bool too_big;
+    bool counted; /* in h->inflight */
 } req_ctx;
 
 /* Around parsing and rendering a request: at most MAX_PARSING requests
@@ -79,8 +85,9 @@ enum MHD_Result srv_send_json(srv_http *h, struct MHD_Connection *c, int status,
 enum MHD_Result srv_send_error(srv_http *h, struct MHD_Connection *c, const srv_error *e);
 enum MHD_Result srv_fail(srv_http *h, struct MHD_Connection *c, int status, const char *type,
                          const char *code, const char *fmt, const char *arg);
-/* The CORS headers for the request's Origin when it is allowed. */
-void srv_add_cors(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r);
+/* The headers every response carries: CORS for the request's Origin when
+ * it is allowed, Connection: close while draining. */
+void srv_add_headers(const srv_http *h, struct MHD_Connection *c, struct MHD_Response *r);
 /* True when the connection is broken (reset) while we work. */
 bool srv_client_gone(struct MHD_Connection *c);
 /* The model id shown to clients: --alias, else the model's name. */
@@ -97,6 +104,13 @@ void srv_task_error(const inf_task *t, srv_error *e);
  * and submitted, the reply written by api, whole or streamed. */
 enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_api *api,
                              const inf_buf *body);
+/* Ollama's API (server/ollama.c): path is one of the /api/ routes of
+ * http.c's table; auth, drain and body size are checked before. */
+enum MHD_Result srv_ollama(srv_http *h, struct MHD_Connection *c, const char *path,
+                           const inf_buf *body);
+/* An error in Ollama's shape: {"error": "message"} with e's status. */
+enum MHD_Result srv_ollama_error(srv_http *h, struct MHD_Connection *c, const srv_error *e);
+
 /* POST /v1/messages/count_tokens: the prompt a Messages body renders to,
  * counted through the same render and tokenizer ({"input_tokens": N}). */
 enum MHD_Result srv_count_tokens(srv_http *h, struct MHD_Connection *c, const inf_buf *body);
