@@ -660,6 +660,125 @@ static void test_nan_logits(fake *f) {
     json_decref(j);
 }
 
+/* Reads fd to its end (the server closes a stream when it ends). */
+static void read_all(int fd, inf_buf *out) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        inf_buf_add(out, buf, (size_t)n);
+    if (!out->data) inf_buf_add(out, "", 0);
+}
+
+static int open_stream(int max_tokens) {
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"stream\":true,"
+             "\"max_tokens\":%d,\"temperature\":1}",
+             max_tokens);
+    int fd = connect_port(g_port);
+    send_request(fd, "POST", "/v1/chat/completions", AUTH, body);
+    return fd;
+}
+
+/* GET /slots shows the running request, then the idle slot. */
+static void test_slots(fake *f) {
+    f->delay_us = 3000;
+    int fd = open_stream(100000);
+    char buf[512];
+    CHECK(read(fd, buf, sizeof buf) > 0); /* it runs */
+    int st;
+    json_t *j = NULL;
+    json_t *s0 = NULL;
+    for (int i = 0; i < 100; i++) { /* until a token was decoded */
+        json_decref(j);
+        j = request_json("GET", "/slots", AUTH, NULL, &st);
+        s0 = json_array_get(j, 0);
+        json_t *next = json_object_get(s0, "next_token");
+        if (json_integer_value(json_object_get(next, "n_decoded")) > 0) break;
+        usleep(10000);
+    }
+    CHECK_INT(st, 200);
+    CHECK_INT(json_array_size(j), 1);
+    CHECK(json_is_true(json_object_get(s0, "is_processing")));
+    CHECK_STR(json_string_value(json_object_get(s0, "state")), "generating");
+    CHECK_INT(json_integer_value(json_object_get(s0, "n_ctx")), 256);
+    CHECK(json_integer_value(json_object_get(s0, "n_prompt_tokens")) > 0);
+    CHECK(json_integer_value(json_object_get(s0, "n_cache")) >
+          json_integer_value(json_object_get(s0, "n_prompt_tokens")));
+    json_decref(j);
+    close(fd);
+    char state[32] = "";
+    for (int i = 0; i < 100 && strcmp(state, "idle"); i++) {
+        usleep(20000);
+        j = request_json("GET", "/slots", AUTH, NULL, &st);
+        const char *v = json_string_value(json_object_get(json_array_get(j, 0), "state"));
+        snprintf(state, sizeof state, "%s", v ? v : "");
+        json_decref(j);
+    }
+    CHECK_STR(state, "idle");
+    check_error("GET", "/slots", NULL, NULL, 401, NULL);
+    f->delay_us = 0;
+}
+
+/* SIGTERM's drain: health and new requests 503 (with Connection: close),
+ * the running stream finishes normally, the queued one (accepted before)
+ * runs, and when the drain's time is up it ends with an error frame and
+ * [DONE]. Last: the server takes nothing new afterwards. */
+static void test_drain(fake *f, srv_http *h) {
+    f->delay_us = 2000;
+    int a = open_stream(40), b = open_stream(100000);
+    char buf[256];
+    CHECK(read(a, buf, sizeof buf) > 0); /* a holds the only slot; b waits */
+    for (int i = 0; i < 100 && srv_http_inflight(h) < 2; i++)
+        usleep(10000);
+    CHECK_INT(srv_http_inflight(h), 2);
+    srv_http_drain(h);
+    int st;
+    json_t *j = request_json("GET", "/health", NULL, NULL, &st);
+    CHECK_INT(st, 503);
+    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    CHECK(msg && strstr(msg, "draining"));
+    json_decref(j);
+    inf_buf r;
+    int fd = connect_port(g_port);
+    send_request(fd, "POST", "/v1/chat/completions", AUTH,
+                 "{\"messages\":[{\"role\":\"user\",\"content\":\"late\"}],\"max_tokens\":2}");
+    inf_buf raw = {0};
+    read_all(fd, &raw);
+    close(fd);
+    CHECK_MSG(!strncmp(raw.data, "HTTP/1.1 503", 12), "late request: %.40s", raw.data);
+    for (char *c = raw.data; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+    CHECK(strstr(raw.data, "connection: close") != NULL);
+    inf_buf_free(&raw);
+    check_error("GET", "/v1/models", AUTH, NULL, 503, NULL);
+
+    /* a ends as it would have: its last chunk and [DONE] */
+    memset(&r, 0, sizeof r);
+    read_all(a, &r);
+    close(a);
+    CHECK(strstr(r.data, "\"finish_reason\":\"length\"") != NULL);
+    CHECK(strstr(r.data, "data: [DONE]") != NULL);
+    CHECK(strstr(r.data, "drain") == NULL);
+    inf_buf_free(&r);
+    /* b got the slot and runs until the drain's time is up */
+    check_error("GET", "/slots", AUTH, NULL, 503, NULL);
+    usleep(50000);
+    CHECK_INT(srv_http_inflight(h), 1);
+    srv_http_expire(h);
+    memset(&r, 0, sizeof r);
+    read_all(b, &r);
+    close(b);
+    CHECK(strstr(r.data, "drain time") != NULL);
+    const char *done = strstr(r.data, "data: [DONE]");
+    CHECK(done != NULL);
+    for (int i = 0; i < 100 && srv_http_inflight(h) > 0; i++)
+        usleep(10000);
+    CHECK_INT(srv_http_inflight(h), 0);
+    inf_buf_free(&r);
+    f->delay_us = 0;
+}
+
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
     g_stop = 1;
@@ -714,6 +833,8 @@ int main(int argc, char **argv) {
         test_hostile_requests();
         test_nan_logits(&f);
         test_connection_exhaustion();
+        test_slots(&f);
+        test_drain(&f, h); /* last: the server takes nothing new after it */
     }
     srv_http_stop(h);
     inf_sched_free(s);
