@@ -226,26 +226,37 @@ static enum MHD_Result send_api_error(srv_http *h, struct MHD_Connection *c, con
     return srv_send_body(h, c, e->status, api->error_body(e), "application/json");
 }
 
+/* Parses a body with parse and renders and tokenizes its prompt, within a
+ * parsing turn (srv_parse_enter). 0 with r, ids and n set, or -1 with the
+ * 4xx in e (r then empty). */
+static int parse_prompt(srv_http *h, const inf_buf *body,
+                        int (*parse)(srv_request *, const char *, size_t,
+                                     const inf_sampler_params *, srv_error *),
+                        srv_request *r, int32_t **ids, int *n, bool *in_think, srv_error *e) {
+    *ids = NULL;
+    *n = 0;
+    *in_think = false;
+    srv_parse_enter(h);
+    int bad = parse(r, body->data ? body->data : "", body->len, &h->ex->sampling, e);
+    if (!bad && (srv_request_check_vocab(r, h->ex->n_vocab, e) ||
+                 prompt_tokens(h, r, ids, n, in_think, e))) {
+        srv_request_free(r);
+        bad = 1;
+    }
+    srv_parse_leave(h);
+    return bad ? -1 : 0;
+}
+
 enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_api *api,
                              const inf_buf *body) {
     srv_kind kind = api->kind;
     srv_request r;
     srv_error e;
-    srv_parse_enter(h);
-    int32_t *ids = NULL;
-    int n = 0;
-    bool in_think = false;
-    int bad = api->parse(&r, body->data ? body->data : "", body->len, &h->ex->sampling, &e);
-    if (!bad && srv_request_check_vocab(&r, h->ex->n_vocab, &e)) {
-        srv_request_free(&r);
-        bad = 1;
-    }
-    if (!bad && prompt_tokens(h, &r, &ids, &n, &in_think, &e)) {
-        srv_request_free(&r);
-        bad = 1;
-    }
-    srv_parse_leave(h);
-    if (bad) return send_api_error(h, c, api, &e);
+    int32_t *ids;
+    int n;
+    bool in_think;
+    if (parse_prompt(h, body, api->parse, &r, &ids, &n, &in_think, &e))
+        return send_api_error(h, c, api, &e);
     inf_gen_params gp;
     srv_request_gen_params(&r, &gp);
     if (in_think) gp.grammar_start = INF_GRAM_AFTER_THINK;
@@ -352,21 +363,22 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
 }
 
 
+/* srv_messages_count_parse in parse_prompt's shape (no sampling defaults). */
+static int count_parse(srv_request *r, const char *body, size_t len,
+                       const inf_sampler_params *defaults, srv_error *e) {
+    (void)defaults;
+    return srv_messages_count_parse(r, body, len, e);
+}
+
 enum MHD_Result srv_count_tokens(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
-    const srv_api *api = &srv_api_messages;
     srv_request r;
     srv_error e;
-    srv_parse_enter(h);
-    int32_t *ids = NULL;
-    int n = 0;
-    bool in_think = false;
-    int bad = srv_messages_count_parse(&r, body->data ? body->data : "", body->len, &e);
-    if (!bad) {
-        bad = prompt_tokens(h, &r, &ids, &n, &in_think, &e);
-        srv_request_free(&r);
-    }
-    srv_parse_leave(h);
+    int32_t *ids;
+    int n;
+    bool in_think;
+    if (parse_prompt(h, body, count_parse, &r, &ids, &n, &in_think, &e))
+        return send_api_error(h, c, &srv_api_messages, &e);
+    srv_request_free(&r);
     free(ids);
-    if (bad) return send_api_error(h, c, api, &e);
     return srv_send_json(h, c, 200, json_pack("{s:i}", "input_tokens", n));
 }
