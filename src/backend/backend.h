@@ -87,6 +87,14 @@ struct inf_backend {
     /* y[i] += x[i], i < n */
     void (*add)(const inf_backend *be, float *y, const float *x, int64_t n);
 
+    /* The MoE block's weighted sum, added to the residual: for rows r < T,
+     * y[r][i] += sum over j < k of w[r][j] * x[r][j][i], i < n (x is
+     * [T][k][n], w [T][k]). Each row's sum is formed alone, in j order, as
+     * mul then add (no FMA): the same bits at every ISA level, whatever the
+     * batch holds. */
+    void (*moe_sum)(const inf_backend *be, float *y, const float *x, const float *w, int T, int k,
+                    int64_t n);
+
     /* In-place softmax of x[n] (used by sampling). */
     void (*softmax)(const inf_backend *be, float *x, int n);
 

@@ -383,6 +383,24 @@ static void a2_add(float *y, const float *x, int64_t n) {
         y[i] += x[i];
 }
 
+/* mul then add, as the reference: the same bits */
+static void a2_moe_sum(float *y, const float *x, const float *w, int k, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int j = 0; j < k; j++)
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[j]),
+                                                   _mm256_loadu_ps(x + (int64_t)j * n + i)));
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), acc));
+    }
+    for (; i < n; i++) {
+        float acc = 0;
+        for (int j = 0; j < k; j++)
+            acc += w[j] * x[(int64_t)j * n + i];
+        y[i] += acc;
+    }
+}
+
 static void a2_softmax(float *x, int n) {
     float m = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -578,6 +596,7 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->rope_row = a2_rope_row;
     k->swiglu = a2_swiglu;
     k->add = a2_add;
+    k->moe_sum = a2_moe_sum;
     k->softmax = a2_softmax;
     k->attn_rows = a2_attn_rows;
 }

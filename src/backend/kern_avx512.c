@@ -382,6 +382,18 @@ static void a5_add(float *y, const float *x, int64_t n) {
     }
 }
 
+/* mul then add, as the reference: the same bits */
+static void a5_moe_sum(float *y, const float *x, const float *w, int k, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 acc = _mm512_setzero_ps();
+        for (int j = 0; j < k; j++)
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[j]),
+                                                   _mm512_maskz_loadu_ps(m, x + (int64_t)j * n + i)));
+        _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), acc));
+    }
+}
+
 static void a5_softmax(float *x, int n) {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16)
@@ -870,6 +882,7 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
     k->rope_row = a5_rope_row;
     k->swiglu = a5_swiglu;
     k->add = a5_add;
+    k->moe_sum = a5_moe_sum;
     k->softmax = a5_softmax;
     if (a5_reduce16_ok) {
         k->attn_rows = a5_attn_rows;

@@ -46,6 +46,15 @@ static void g_add(float *y, const float *x, int64_t n) {
         y[i] += x[i];
 }
 
+static void g_moe_sum(float *y, const float *x, const float *w, int k, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float acc = 0;
+        for (int j = 0; j < k; j++)
+            acc += w[j] * x[(int64_t)j * n + i];
+        y[i] += acc;
+    }
+}
+
 static void g_softmax(float *x, int n) {
     float m = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -121,6 +130,7 @@ void inf_kernels_fill_generic(inf_kernels *k) {
     k->rope_row = g_rope_row;
     k->swiglu = g_swiglu;
     k->add = g_add;
+    k->moe_sum = g_moe_sum;
     k->softmax = g_softmax;
     k->attn_rows = g_attn_rows;
 }

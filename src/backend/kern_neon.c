@@ -321,6 +321,23 @@ static void ne_add(float *y, const float *x, int64_t n) {
         y[i] += x[i];
 }
 
+/* mul then add (vmulq, vaddq; not vfmaq), as the reference: the same bits */
+static void ne_moe_sum(float *y, const float *x, const float *w, int k, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t acc = vdupq_n_f32(0);
+        for (int j = 0; j < k; j++)
+            acc = vaddq_f32(acc, vmulq_f32(vdupq_n_f32(w[j]), vld1q_f32(x + (int64_t)j * n + i)));
+        vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), acc));
+    }
+    for (; i < n; i++) {
+        float acc = 0;
+        for (int j = 0; j < k; j++)
+            acc += w[j] * x[(int64_t)j * n + i];
+        y[i] += acc;
+    }
+}
+
 static void ne_softmax(float *x, int n) {
     float m = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -427,6 +444,7 @@ void inf_kernels_fill_neon(inf_kernels *k) {
     k->rope_row = ne_rope_row;
     k->swiglu = ne_swiglu;
     k->add = ne_add;
+    k->moe_sum = ne_moe_sum;
     k->softmax = ne_softmax;
     k->attn_rows = ne_attn_rows;
 }

@@ -175,6 +175,8 @@ typedef struct inf_kernels {
                      const float *sin_row);
     void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
     void (*add)(float *y, const float *x, int64_t n);
+    /* One row of inf_backend.moe_sum: y[i] += sum_j w[j] * x[j*n + i]. */
+    void (*moe_sum)(float *y, const float *x, const float *w, int k, int64_t n);
     void (*softmax)(float *x, int n);
     /* One attention work item (online softmax over 64-key tiles). */
     void (*attn_rows)(const inf_attn_rows *it, const inf_kv_view *kv, int head_dim, float scale,

@@ -226,6 +226,17 @@ static void scalar_add(const inf_backend *be, float *y, const float *x, int64_t 
         y[i] += x[i];
 }
 
+static void scalar_moe_sum(const inf_backend *be, float *y, const float *x, const float *w, int T,
+                           int k, int64_t n) {
+    for (int r = 0; r < T; r++)
+        for (int64_t i = 0; i < n; i++) {
+            float acc = 0;
+            for (int j = 0; j < k; j++)
+                acc += w[(int64_t)r * k + j] * x[((int64_t)r * k + j) * n + i];
+            y[(int64_t)r * n + i] += acc;
+        }
+}
+
 static void scalar_softmax(const inf_backend *be, float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -261,6 +272,7 @@ static const inf_backend scalar_backend = {
     .attn_decode = scalar_attn_decode,
     .swiglu = scalar_swiglu,
     .add = scalar_add,
+    .moe_sum = scalar_moe_sum,
     .softmax = scalar_softmax,
     .take_error = scalar_take_error,
 };
@@ -281,6 +293,7 @@ void inf_backend_complete(inf_backend *be) {
     if (!be->attn_decode) be->attn_decode = r->attn_decode;
     if (!be->swiglu) be->swiglu = r->swiglu;
     if (!be->add) be->add = r->add;
+    if (!be->moe_sum) be->moe_sum = r->moe_sum;
     if (!be->softmax) be->softmax = r->softmax;
     if (!be->take_error) be->take_error = r->take_error;
     if (!be->name) be->name = r->name;

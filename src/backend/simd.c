@@ -436,6 +436,34 @@ static void simd_add(const inf_backend *be, float *y, const float *x, int64_t n)
         add_task(&j, 0, 1, 0);
 }
 
+typedef struct moe_sum_job {
+    simd_ctx *c;
+    float *y;
+    const float *x, *w;
+    int T, k;
+    int64_t n;
+} moe_sum_job;
+
+static void moe_sum_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
+    moe_sum_job *j = arg;
+    int r0 = (int)((int64_t)j->T * ith / nth), r1 = (int)((int64_t)j->T * (ith + 1) / nth);
+    for (int r = r0; r < r1; r++)
+        j->c->k->moe_sum(j->y + (int64_t)r * j->n, j->x + (int64_t)r * j->k * j->n,
+                         j->w + (int64_t)r * j->k, j->k, j->n);
+}
+
+/* Split by rows (a row is summed whole by one thread). */
+static void simd_moe_sum(const inf_backend *be, float *y, const float *x, const float *w, int T,
+                         int k, int64_t n) {
+    simd_ctx *c = ctx_of(be);
+    moe_sum_job j = {.c = c, .y = y, .x = x, .w = w, .T = T, .k = k, .n = n};
+    if ((int64_t)T * k * n >= ELEM_PAR_MIN && T > 1)
+        run(c, moe_sum_task, &j, n_chunks_for(c, T));
+    else
+        moe_sum_task(&j, 0, 1, 0);
+}
+
 static void simd_softmax(const inf_backend *be, float *x, int n) {
     ctx_of(be)->k->softmax(x, n);
 }
@@ -679,6 +707,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_
     be->attn_decode = simd_attn_decode;
     be->swiglu = simd_swiglu;
     be->add = simd_add;
+    be->moe_sum = simd_moe_sum;
     be->softmax = simd_softmax;
     be->take_error = simd_take_error;
     inf_backend_complete(be);

@@ -16,6 +16,7 @@ enum {
     OP_ATTN_DECODE,
     OP_SWIGLU,
     OP_ADD,
+    OP_MOE_SUM,
     OP_SOFTMAX,
     OP_MATMUL0, /* + 2 * dtype slot + (T > 1) */
 };
@@ -24,7 +25,8 @@ enum {
 
 static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed",        "rmsnorm",
                                                  "rope",           "attn_prefill", "attn_decode",
-                                                 "swiglu",         "add",          "softmax"};
+                                                 "swiglu",         "add",          "moe_sum",
+                                                 "softmax"};
 
 /* a weight type's matmul slot: its id (every type inferno reads has one) */
 static int type_slot(inf_dtype t) {
@@ -106,6 +108,12 @@ static void tr_add(const inf_backend *be, float *y, const float *x, int64_t n) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_ADD, in->add(in, y, x, n));
 }
+static void tr_moe_sum(const inf_backend *be, float *y, const float *x, const float *w, int T,
+                       int k, int64_t n) {
+    const inf_backend *in = tc(be)->inner;
+    TIMED(be, OP_MOE_SUM, in->moe_sum(in, y, x, w, T, k, n));
+}
+
 static void tr_softmax(const inf_backend *be, float *x, int n) {
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_SOFTMAX, in->softmax(in, x, n));
@@ -139,6 +147,7 @@ inf_backend *inf_trace_wrap(const inf_backend *inner) {
     be->attn_decode = tr_attn_decode;
     be->swiglu = tr_swiglu;
     be->add = tr_add;
+    be->moe_sum = tr_moe_sum;
     be->softmax = tr_softmax;
     be->take_error = tr_take_error;
     return be;

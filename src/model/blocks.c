@@ -349,19 +349,23 @@ static void route_row(const inf_model *m, blk_acts *a, int r, int n_expert) {
     int *ids = a->chosen + (int64_t)r * K;
     float *wt = a->weight + (int64_t)r * K;
     m->be->softmax(m->be, p, n_expert);
-    float sum = 0;
-    for (int j = 0; j < K; j++) {
-        int best = -1;
-        for (int e = 0; e < n_expert; e++) {
-            bool taken = false;
-            for (int i = 0; i < j && !taken; i++)
-                taken = ids[i] == e;
-            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+    /* one pass, keeping the k best sorted (a later expert passes an earlier
+     * one only when strictly greater: ties go to the lower id) */
+    int n = 0;
+    for (int e = 0; e < n_expert; e++) {
+        if (n == K && !(p[e] > wt[K - 1])) continue;
+        int at = n < K ? n++ : K - 1;
+        while (at > 0 && p[e] > wt[at - 1]) {
+            ids[at] = ids[at - 1];
+            wt[at] = wt[at - 1];
+            at--;
         }
-        ids[j] = best;
-        wt[j] = p[best];
-        sum += p[best];
+        ids[at] = e;
+        wt[at] = p[e];
     }
+    float sum = 0;
+    for (int j = 0; j < K; j++)
+        sum += wt[j];
     if (m->hp.norm_topk_prob)
         for (int j = 0; j < K; j++)
             wt[j] /= sum;
@@ -422,18 +426,7 @@ void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_
 
     /* The weighted sum, per row in its own slot order (highest weight first),
      * so a row's sum is the same whatever else the batch holds. */
-    for (int r = 0; r < T; r++) {
-        float *xr = a->x + (int64_t)r * E;
-        float *acc = a->xb + (int64_t)r * E;
-        memset(acc, 0, E * sizeof(float));
-        for (int j = 0; j < K; j++) {
-            const float wt = a->weight[(int64_t)r * K + j];
-            const float *y = a->yk + ((int64_t)r * K + j) * E;
-            for (int i = 0; i < E; i++)
-                acc[i] += wt * y[i];
-        }
-        be->add(be, xr, acc, E);
-    }
+    be->moe_sum(be, a->x, a->yk, a->weight, T, K, E);
 }
 
 /* ---- head --------------------------------------------------------------- */

@@ -358,6 +358,42 @@ static void test_embed(bk *bks, int nb, inf_dtype type, int64_t n, int64_t rows,
     free(data);
 }
 
+/* The MoE weighted sum: every backend gives the scalar reference's bits,
+ * and a row's result does not depend on the rows beside it. */
+static void test_moe_sum(bk *bks, int nb, int T, int k, int n) {
+    const inf_backend *sc = inf_backend_scalar();
+    size_t N = (size_t)T * n, X = (size_t)T * k * n;
+    float *x = malloc(sizeof(float) * X), *w = malloc(sizeof(float) * (size_t)T * k),
+          *y0 = malloc(sizeof(float) * N), *ref = malloc(sizeof(float) * N);
+    for (size_t i = 0; i < X; i++)
+        x[i] = frand() * 3;
+    for (int i = 0; i < T * k; i++)
+        w[i] = frand();
+    for (size_t i = 0; i < N; i++)
+        y0[i] = frand();
+    memcpy(ref, y0, sizeof(float) * N);
+    sc->moe_sum(sc, ref, x, w, T, k, n);
+    char what[64];
+    snprintf(what, sizeof what, "moe_sum T=%d k=%d n=%d", T, k, n);
+    for (int b = 0; b < nb; b++) {
+        inf_backend *be = bks[b].be;
+        float *y = galloc(N);
+        memcpy(y, y0, sizeof(float) * N);
+        be->moe_sum(be, y, x, w, T, k, n);
+        CHECK_MSG(guards_ok(y, N), "%s %s: wrote outside y", bks[b].label, what);
+        check_rel(what, bks[b].label, y, ref, N, 0, 0);
+        /* the last row alone */
+        float *one = galloc((size_t)n);
+        memcpy(one, y0 + (size_t)(T - 1) * n, sizeof(float) * (size_t)n);
+        be->moe_sum(be, one, x + (size_t)(T - 1) * k * n, w + (size_t)(T - 1) * k, 1, k, n);
+        CHECK_MSG(!memcmp(one, y + (size_t)(T - 1) * n, sizeof(float) * (size_t)n),
+                  "%s %s: the last row differs when summed alone", bks[b].label, what);
+        gfree(one);
+        gfree(y);
+    }
+    free(x), free(w), free(y0), free(ref);
+}
+
 static void test_row_ops(bk *bks, int nb, int rows, int n) {
     const inf_backend *sc = inf_backend_scalar();
     size_t N = (size_t)rows * n;
@@ -648,6 +684,10 @@ int main(void) {
     const int row_shapes[][2] = {{1, 1}, {1, 17}, {3, 128}, {7, 33}, {300, 131}, {1, 70001}};
     for (unsigned i = 0; i < sizeof row_shapes / sizeof *row_shapes; i++)
         test_row_ops(bks, nb, row_shapes[i][0], row_shapes[i][1]);
+    /* decode (one row), a prompt chunk, odd widths for the vector tails */
+    static const int moe_shapes[][3] = {{1, 8, 2048}, {37, 8, 256}, {5, 3, 19}, {64, 2, 1000}};
+    for (size_t i = 0; i < sizeof moe_shapes / sizeof moe_shapes[0]; i++)
+        test_moe_sum(bks, nb, moe_shapes[i][0], moe_shapes[i][1], moe_shapes[i][2]);
 
     /* GQA ratios 1, 2, 3, 4; head_dim 16, 24 (not a multiple of 16), 64, 128 */
     test_attention(bks, nb, 2, 2, 16, 0, 1, 0);
