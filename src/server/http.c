@@ -853,6 +853,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     if (asset && !atomic_load(&h->draining)) return do_asset(h, c, asset);
+    if (!route && !strncmp(path, "/api/", 5)) return srv_ollama(h, c, path, &rc->body); /* its 404 */
     if (!route) return srv_fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
     if (options) return do_preflight(h, c); /* a browser sends no key with it */
     if ((route->flags & ROUTE_POST) ? !post : !get)

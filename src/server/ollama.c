@@ -482,5 +482,10 @@ enum MHD_Result srv_ollama(srv_http *h, struct MHD_Connection *c, const char *pa
     if (!strcmp(path, "/api/ps")) return do_ps(h, c);
     if (!strcmp(path, "/api/version"))
         return srv_send_json(h, c, 200, json_pack("{s:s}", "version", OLLAMA_API_VERSION));
-    return fail(h, c, 404, "no endpoint %s", path);
+    /* (http.c sends every other /api/ path here too, before the key check:
+       nothing is served) */
+    return fail(h, c, 404,
+                "%s is not served: inferno runs the one model it was started with (no pull, "
+                "push, create, copy or delete)",
+                path);
 }

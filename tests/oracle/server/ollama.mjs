@@ -271,6 +271,8 @@ await test('ollama: refusals by name, as the client sees them', async () => {
   }
   const nf = await refused(() => ollama.chat({ model: 'qwen3:8b', messages: convo }));
   check(nf.status === 404 && /model 'qwen3:8b' not found/.test(nf.message), 'another model: 404 not found', nf.message);
+  const pull = await refused(() => ollama.pull({ model: 'llama3.2' }));
+  check(pull.status === 404 && /not served/.test(pull.message), 'pull: 404, nothing is pulled', `${pull.status} ${pull.message}`);
   const emb = await refused(() => ollama.embed({ model: MODEL, input: 'x' }));
   check(emb.status === 501 && /--embeddings/.test(emb.message), 'embed on a generating server: 501', emb.message);
   const nokey = new Ollama({ host: BASE });
