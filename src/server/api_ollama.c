@@ -50,8 +50,8 @@ static json_t *tool_calls(json_t *calls, size_t i, srv_error *e) {
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, k);
         json_t *fn = json_object_get(c, "function"), *id = srv_field(c, "id");
         json_t *name = json_object_get(fn, "name"), *args = srv_field(fn, "arguments");
-        const char *why = !json_is_object(c)                            ? "expected an object"
-                          : !json_is_object(fn)                         ? "'function' must be an object"
+        const char *why = !json_is_object(c)    ? "expected an object"
+                          : !json_is_object(fn) ? "'function' must be an object"
                           : !json_is_string(name) || !json_string_length(name)
                               ? "'function.name' must be a non-empty string"
                           : args && !json_is_object(args) ? "'function.arguments' must be an object"
@@ -100,7 +100,7 @@ static json_t *message(json_t *m, size_t i, srv_error *e) {
     if (calls && !assistant) return srv_bad(e, q, "only assistant messages carry tool_calls"), NULL;
 
     json_t *out = json_pack("{s:O,s:s}", "role", role, "content", content);
-    if (!out) return srv_bad(e, p, "'content' is not valid UTF-8"), NULL;
+    if (!out) return srv_oom(e), NULL;
     /* the reasoning given back goes where Qwen3's template reads it */
     if (assistant && thinking && *thinking)
         json_object_set_new(out, "reasoning_content", json_string(thinking));
@@ -229,9 +229,9 @@ static int parse_format(srv_request *r, srv_error *e) {
  * (num_keep: inferno does not shift), and what Ollama itself no longer
  * reads (penalize_newline) or only reads with mirostat on. */
 static const char *const NO_EFFECT[] = {
-    "num_keep",  "num_batch", "num_gpu",     "main_gpu",       "use_mmap",
-    "use_mlock", "num_thread", "numa",       "low_vram",       "f16_kv",
-    "vocab_only", "logits_all", "embedding_only", "penalize_newline", "mirostat_tau",
+    "num_keep",     "num_batch",         "num_gpu",        "main_gpu",         "use_mmap",
+    "use_mlock",    "num_thread",        "numa",           "low_vram",         "f16_kv",
+    "vocab_only",   "logits_all",        "embedding_only", "penalize_newline", "mirostat_tau",
     "mirostat_eta", "draft_num_predict",
 };
 
@@ -253,7 +253,8 @@ static int option_stop(srv_request *r, json_t *v, srv_error *e) {
     size_t i;
     json_t *s;
     json_array_foreach(v, i, s) {
-        if (!json_is_string(s)) return srv_bad(e, "options.stop", "element %zu: expected a string", i);
+        if (!json_is_string(s))
+            return srv_bad(e, "options.stop", "element %zu: expected a string", i);
         if (json_string_length(s)) r->stop[r->n_stop++] = json_string_value(s);
     }
     return 0;
@@ -344,7 +345,8 @@ static int parse_fields(srv_request *r, bool generate, srv_error *e) {
     r->stream = true; /* Ollama's default */
     if (srv_get_bool(o, "stream", NULL, &r->stream, e)) return -1;
     bool b = false;
-    if (srv_get_bool(o, "truncate", NULL, &b, e) || srv_get_bool(o, "shift", NULL, &b, e)) return -1;
+    if (srv_get_bool(o, "truncate", NULL, &b, e) || srv_get_bool(o, "shift", NULL, &b, e))
+        return -1;
     if (srv_get_bool(o, "logprobs", NULL, &r->logprobs, e)) return -1;
     long long x = 0;
     bool have = false;
@@ -570,7 +572,8 @@ static int stream_end(srv_stream *st, inf_buf *out, const srv_outcome *o) {
 }
 
 char *srv_ollama_error_body(const srv_error *e) {
-    return srv_json_dump_free(json_pack("{s:o}", "error", srv_json_stringn(e->msg, strlen(e->msg))));
+    return srv_json_dump_free(
+        json_pack("{s:o}", "error", srv_json_stringn(e->msg, strlen(e->msg))));
 }
 
 /* The client throws the line's "error" as it reads it. */

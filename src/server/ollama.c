@@ -71,7 +71,7 @@ static json_t *named_body(srv_http *h, struct MHD_Connection *c, const inf_buf *
     }
     json_t *model = srv_field(root, "model");
     if (!model) model = srv_field(root, "name");
-    const char *why = !model                ? "model is required"
+    const char *why = !model                   ? "model is required"
                       : !json_is_string(model) ? "'model': expected a string"
                                                : NULL;
     if (why) {
@@ -99,19 +99,19 @@ typedef struct model_facts {
     long long mtime_ns; /* its modification time */
     char digest[65];    /* an id of path, size and time (not a sha256 of the bytes) */
     long long n_params;
-    char quant[32];     /* "Q8_0", "Q4_K_M", "BF16" ... */
+    char quant[32]; /* "Q8_0", "Q4_K_M", "BF16" ... */
 } model_facts;
 
 /* llama.cpp's general.file_type names (the quantization Ollama shows). */
 static const char *file_type_name(int64_t t) {
     static const char *const NAMES[] = {
-        [0] = "F32",     [1] = "F16",      [2] = "Q4_0",    [3] = "Q4_1",    [7] = "Q8_0",
-        [8] = "Q5_0",    [9] = "Q5_1",     [10] = "Q2_K",   [11] = "Q3_K_S", [12] = "Q3_K_M",
-        [13] = "Q3_K_L", [14] = "Q4_K_S",  [15] = "Q4_K_M", [16] = "Q5_K_S", [17] = "Q5_K_M",
-        [18] = "Q6_K",   [19] = "IQ2_XXS", [20] = "IQ2_XS", [21] = "Q2_K_S", [22] = "IQ3_XS",
-        [23] = "IQ3_XXS", [24] = "IQ1_S",  [25] = "IQ4_NL", [26] = "IQ3_S",  [27] = "IQ3_M",
-        [28] = "IQ2_S",  [29] = "IQ2_M",   [30] = "IQ4_XS", [31] = "IQ1_M",  [32] = "BF16",
-        [36] = "TQ1_0",  [37] = "TQ2_0",   [38] = "MXFP4_MOE",
+        [0] = "F32",      [1] = "F16",      [2] = "Q4_0",       [3] = "Q4_1",    [7] = "Q8_0",
+        [8] = "Q5_0",     [9] = "Q5_1",     [10] = "Q2_K",      [11] = "Q3_K_S", [12] = "Q3_K_M",
+        [13] = "Q3_K_L",  [14] = "Q4_K_S",  [15] = "Q4_K_M",    [16] = "Q5_K_S", [17] = "Q5_K_M",
+        [18] = "Q6_K",    [19] = "IQ2_XXS", [20] = "IQ2_XS",    [21] = "Q2_K_S", [22] = "IQ3_XS",
+        [23] = "IQ3_XXS", [24] = "IQ1_S",   [25] = "IQ4_NL",    [26] = "IQ3_S",  [27] = "IQ3_M",
+        [28] = "IQ2_S",   [29] = "IQ2_M",   [30] = "IQ4_XS",    [31] = "IQ1_M",  [32] = "BF16",
+        [36] = "TQ1_0",   [37] = "TQ2_0",   [38] = "MXFP4_MOE",
     };
     return t >= 0 && t < (int64_t)(sizeof NAMES / sizeof NAMES[0]) ? NAMES[t] : NULL;
 }
@@ -162,9 +162,8 @@ static void facts(const srv_http *h, model_facts *f) {
     }
     int64_t ft = -1;
     inf_err err = {{0}};
-    const char *name = inf_model_meta_int(mf, "general.file_type", &ft, &err) == 1
-                           ? file_type_name(ft)
-                           : NULL;
+    const char *name =
+        inf_model_meta_int(mf, "general.file_type", &ft, &err) == 1 ? file_type_name(ft) : NULL;
     if (!name) {
         unsigned best = 0;
         for (unsigned t = 1; t < 64; t++)
@@ -234,18 +233,25 @@ static json_t *model_info(const srv_http *h, const model_facts *f) {
     const char *a = mf->arch ? mf->arch : "unknown";
     const inf_hparams *hp = &mf->hp;
     json_object_set_new(j, "general.architecture", json_string(a));
-    if (mf->name) json_object_set_new(j, "general.name", srv_json_stringn(mf->name, strlen(mf->name)));
+    if (mf->name)
+        json_object_set_new(j, "general.name", srv_json_stringn(mf->name, strlen(mf->name)));
     json_object_set_new(j, "general.parameter_count", json_integer(f->n_params));
     const struct {
         const char *key;
         long long v;
     } ints[] = {
-        {"context_length", hp->n_ctx_train},   {"embedding_length", hp->n_embd},
-        {"block_count", hp->n_layer},          {"feed_forward_length", hp->n_ff},
-        {"attention.head_count", hp->n_head},  {"attention.head_count_kv", hp->n_head_kv},
-        {"attention.key_length", hp->head_dim}, {"attention.value_length", hp->head_dim},
-        {"vocab_size", hp->n_vocab},           {"expert_count", hp->n_expert},
-        {"expert_used_count", hp->n_expert_used}, {"expert_feed_forward_length", hp->n_ff_exp},
+        {"context_length", hp->n_ctx_train},
+        {"embedding_length", hp->n_embd},
+        {"block_count", hp->n_layer},
+        {"feed_forward_length", hp->n_ff},
+        {"attention.head_count", hp->n_head},
+        {"attention.head_count_kv", hp->n_head_kv},
+        {"attention.key_length", hp->head_dim},
+        {"attention.value_length", hp->head_dim},
+        {"vocab_size", hp->n_vocab},
+        {"expert_count", hp->n_expert},
+        {"expert_used_count", hp->n_expert_used},
+        {"expert_feed_forward_length", hp->n_ff_exp},
     };
     char key[160];
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
@@ -304,7 +310,8 @@ static enum MHD_Result do_show(srv_http *h, struct MHD_Connection *c, const inf_
     }
     json_t *j = json_object();
     json_object_set_new(j, "modelfile", srv_json_stringn(mfile.data ? mfile.data : "", mfile.len));
-    json_object_set_new(j, "parameters", srv_json_stringn(params.data ? params.data : "", params.len));
+    json_object_set_new(j, "parameters",
+                        srv_json_stringn(params.data ? params.data : "", params.len));
     json_object_set_new(j, "template", srv_json_stringn(tmpl, strlen(tmpl)));
     json_object_set_new(j, "details", details_json(h, &f));
     json_object_set_new(j, "model_info", model_info(h, &f));
@@ -331,7 +338,8 @@ static char *openai_embd_body(json_t *root, bool legacy, srv_error *e) {
     else if (legacy)
         ok = json_is_string(in);
     if (!ok)
-        return srv_bad(e, param, legacy ? "expected a string" : "expected a string or an array of strings"),
+        return srv_bad(e, param,
+                       legacy ? "expected a string" : "expected a string or an array of strings"),
                NULL;
     json_t *o = json_pack("{s:O}", "input", in);
     json_t *dims = srv_field(root, "dimensions");
@@ -344,7 +352,8 @@ static char *openai_embd_body(json_t *root, bool legacy, srv_error *e) {
     json_t *ka = srv_field(root, "keep_alive"), *opts = srv_field(root, "options");
     if ((ka && !json_is_string(ka) && !json_is_number(ka)) || (opts && !json_is_object(opts))) {
         json_decref(o);
-        return srv_bad(e, ka && !json_is_string(ka) && !json_is_number(ka) ? "keep_alive" : "options",
+        return srv_bad(e,
+                       ka && !json_is_string(ka) && !json_is_number(ka) ? "keep_alive" : "options",
                        "has the wrong type"),
                NULL;
     }
@@ -383,7 +392,7 @@ static enum MHD_Result do_embed(srv_http *h, struct MHD_Connection *c, const inf
         return sent;
     }
     const char *model = json_string_value(srv_field(root, "model") ? srv_field(root, "model")
-                                                                    : srv_field(root, "name"));
+                                                                   : srv_field(root, "name"));
     char name[300];
     snprintf(name, sizeof name, "%s", model);
     srv_error e;
@@ -419,11 +428,11 @@ static enum MHD_Result do_embed(srv_http *h, struct MHD_Connection *c, const inf
             json_array_append_new(embs, vector(tasks[i]->embd, r.dimensions));
             n_tokens += r.n_ids[i];
         }
-        ok = srv_send_json(h, c, 200,
-                           json_pack("{s:s,s:o,s:I,s:i,s:I}", "model", name, "embeddings", embs,
-                                     "total_duration", (json_int_t)((long long)inf_now_ns() - t0),
-                                     "load_duration", 0, "prompt_eval_count",
-                                     (json_int_t)n_tokens));
+        ok =
+            srv_send_json(h, c, 200,
+                          json_pack("{s:s,s:o,s:I,s:i,s:I}", "model", name, "embeddings", embs,
+                                    "total_duration", (json_int_t)((long long)inf_now_ns() - t0),
+                                    "load_duration", 0, "prompt_eval_count", (json_int_t)n_tokens));
     }
     srv_embd_tasks_free(h, tasks, r.n_inputs);
     srv_embd_request_free(&r);
@@ -445,6 +454,9 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, const 
     if (h->cfg.embeddings)
         return fail(h, c, 501, "%s",
                     "This server does not support completions. Start it without `--embeddings`");
+    /* The name and the load-only case first; the API's parser then parses
+       the body again (a second bounded parse, inside the same bound on
+       parses at once). */
     enum MHD_Result sent;
     srv_parse_enter(h);
     json_t *root = named_body(h, c, body, &sent);
@@ -458,11 +470,13 @@ static enum MHD_Result do_generate(srv_http *h, struct MHD_Connection *c, const 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     srv_ollama_time(at, sizeof at, (long long)ts.tv_sec * 1000000000 + ts.tv_nsec);
-    json_t *j = json_pack("{s:O,s:s}", "model", srv_field(root, "model") ? srv_field(root, "model")
-                                                                          : srv_field(root, "name"),
-                          "created_at", at);
+    json_t *j =
+        json_pack("{s:O,s:s}", "model",
+                  srv_field(root, "model") ? srv_field(root, "model") : srv_field(root, "name"),
+                  "created_at", at);
     if (chat)
-        json_object_set_new(j, "message", json_pack("{s:s,s:s}", "role", "assistant", "content", ""));
+        json_object_set_new(j, "message",
+                            json_pack("{s:s,s:s}", "role", "assistant", "content", ""));
     else
         json_object_set_new(j, "response", json_string(""));
     json_object_set_new(j, "done", json_true());

@@ -144,9 +144,14 @@ static void test_chat_defaults(void) {
     CHECK_INT(r.n_ctx_limit, 0);
     srv_request_free(&r);
     /* absent: thinking on (a thinking model's default), the model's sampling */
-    inf_sampler_params d = {.temp = 0.6f, .top_k = 20, .top_p = 0.95f, .min_p = 0, .repeat_penalty = 1,
+    inf_sampler_params d = {.temp = 0.6f,
+                            .top_k = 20,
+                            .top_p = 0.95f,
+                            .min_p = 0,
+                            .repeat_penalty = 1,
                             .repeat_last_n = 64};
-    body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"format\":\"\"}";
+    body =
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"format\":\"\"}";
     CHECK_INT(CHAT->parse(&r, body, strlen(body), &d, &e), 0);
     if (!r.root) return;
     CHECK(r.enable_thinking);
@@ -226,12 +231,14 @@ static void test_refused(void) {
     bad(CHAT, CHATB("\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[]}]}"),
         "messages[0].tool_calls");
     bad(CHAT,
-        CHATB("\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
-              "{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}"),
+        CHATB(
+            "\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
+            "{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}"),
         "messages[0].tool_calls[0]");
     bad(CHAT,
-        CHATB("\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
-              "{\"arguments\":{}}}]}]}"),
+        CHATB(
+            "\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
+            "{\"arguments\":{}}}]}]}"),
         "messages[0].tool_calls[0]");
     bad(CHAT, CHATB("\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"thinking\":3}]}"),
         "messages[0].thinking");
@@ -396,9 +403,9 @@ static void check_stream(const srv_api *api, const char *nd, json_t *body, const
     CHECK_MSG(wcalls ? json_equal(calls, wcalls) : json_array_size(calls) == 0,
               "%s: streamed tool calls differ", what);
     if (last) {
-        static const char *const SAME[] = {"done_reason", "prompt_eval_count", "eval_count",
-                                           "prompt_eval_duration", "eval_duration",
-                                           "load_duration"};
+        static const char *const SAME[] = {"done_reason",   "prompt_eval_count",
+                                           "eval_count",    "prompt_eval_duration",
+                                           "eval_duration", "load_duration"};
         for (size_t i = 0; i < sizeof SAME / sizeof SAME[0]; i++)
             CHECK_MSG(json_equal(json_object_get(last, SAME[i]), json_object_get(body, SAME[i])),
                       "%s: the last line's %s differs from the body's", what, SAME[i]);
@@ -492,8 +499,8 @@ static void test_driver(void) {
     size_t n = sizeof text - 1;
     inf_reply_opts ro = {.think = true, .tool_calls = true};
     inf_timings tm = {0};
-    srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 4, .completion_tokens = 20,
-                     .timings = &tm};
+    srv_outcome o = {
+        .finish = INF_FINISH_STOP, .prompt_tokens = 4, .completion_tokens = 20, .timings = &tm};
     srv_resp_meta m;
     srv_resp_meta_init(&m, CHAT, "tiny", json_pack("{s:s}", "model", "tiny:latest"));
     char *b = srv_whole_body(CHAT, &m, &ro, text, n, &o);
@@ -542,8 +549,8 @@ static void test_logprobs(void) {
     json_t *want = json_incref(json_object_get(lp, "content"));
     CHECK_INT(GEN->stream_parts(&st, &out, &p, lp), 0);
     inf_parts none = {0};
-    json_t *lp2 = json_pack("{s:[{s:s,s:f,s:[]}]}", "content", "token", "<", "logprob", -1.0,
-                            "top_logprobs");
+    json_t *lp2 =
+        json_pack("{s:[{s:s,s:f,s:[]}]}", "content", "token", "<", "logprob", -1.0, "top_logprobs");
     CHECK_INT(GEN->stream_parts(&st, &out, &none, lp2), 0);
     char *nl = out.data ? strchr(out.data, '\n') : NULL;
     json_t *l1 = nl ? json_loadb(out.data, (size_t)(nl - out.data), 0, NULL) : NULL;
