@@ -4,11 +4,22 @@
  * polls cut at every character give lines that are each one JSON object,
  * all "done": false but the last, and whose message/response, thinking and
  * tool calls put together equal the whole body's; the same through the
- * real driver (reply parser) from raw model text. */
+ * real driver (reply parser) from raw model text. Then the routes of
+ * server/ollama.c on a loopback port with the fake engine (which has no
+ * model file: the list endpoints must still answer): the model's name,
+ * chat = /v1/chat/completions, the stream on the wire, the errors in
+ * Ollama's shape. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "runtime/sched.h"
 #include "server/api.h"
+#include "server/http.h"
+#include "server_fake.h"
 
 static const srv_api *CHAT = &srv_api_ollama_chat, *GEN = &srv_api_ollama_generate;
 
@@ -594,6 +605,221 @@ static void test_errors_and_time(void) {
     CHECK_STR(GEN->ping, ""); /* never: the client would warn on every ping line */
 }
 
+/* ---- the routes, over HTTP ---- */
+
+static int g_port;
+
+/* One request on a fresh connection (Connection: close); the status, and
+ * the body (chunked decoded) and Content-Type in out/type. */
+static int http(const char *method, const char *path, const char *headers, const char *body,
+                inf_buf *out, char *type, size_t type_cap) {
+    memset(out, 0, sizeof *out);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        close(fd);
+        return -1;
+    }
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s"
+                     "Content-Length: %zu\r\n\r\n",
+                     method, path, headers ? headers : "", body ? strlen(body) : 0);
+    if (write(fd, head, (size_t)n) < 0 || (body && write(fd, body, strlen(body)) < 0)) {
+        close(fd);
+        return -1;
+    }
+    inf_buf raw = {0};
+    char buf[4096];
+    ssize_t k;
+    while ((k = read(fd, buf, sizeof buf)) > 0)
+        inf_buf_add(&raw, buf, (size_t)k);
+    close(fd);
+    inf_buf_add(&raw, "", 1);
+    int status = -1;
+    sscanf(raw.data, "HTTP/1.%*d %d", &status);
+    char *sep = strstr(raw.data, "\r\n\r\n");
+    const char *ct = strcasestr(raw.data, "\r\nContent-Type: ");
+    if (type)
+        snprintf(type, type_cap, "%.*s", ct ? (int)strcspn(ct + 16, "\r") : 0, ct ? ct + 16 : "");
+    bool chunked = strcasestr(raw.data, "\r\nTransfer-Encoding: chunked") != NULL;
+    for (const char *p = sep ? sep + 4 : ""; *p;) {
+        if (!chunked) {
+            inf_buf_add(out, p, strlen(p));
+            break;
+        }
+        char *eol;
+        long len = strtol(p, &eol, 16);
+        if (len <= 0 || strncmp(eol, "\r\n", 2)) break;
+        inf_buf_add(out, eol + 2, (size_t)len);
+        p = eol + 2 + len + 2;
+    }
+    inf_buf_add(out, "", 1);
+    out->len--;
+    inf_buf_free(&raw);
+    return status;
+}
+
+static json_t *http_json(const char *method, const char *path, const char *headers,
+                         const char *body, int *status) {
+    inf_buf r;
+    *status = http(method, path, headers, body, &r, NULL, 0);
+    json_t *j = json_loads(r.data, 0, NULL);
+    inf_buf_free(&r);
+    return j;
+}
+
+#define KEYH "Authorization: Bearer sk-test\r\n"
+
+/* An error in Ollama's shape: {"error": "..."} holding `needle`. */
+static void http_error(const char *method, const char *path, const char *headers, const char *body,
+                       int want, const char *needle) {
+    int st;
+    json_t *j = http_json(method, path, headers, body, &st);
+    CHECK_MSG(st == want, "%s %s: status %d, expected %d", method, path, st, want);
+    const char *msg = json_string_value(json_object_get(j, "error"));
+    CHECK_MSG(msg && json_object_size(j) == 1 && strstr(msg, needle),
+              "%s %s: error '%s' is not Ollama's {\"error\"} with '%s'", method, path,
+              msg ? msg : "(none)", needle);
+    json_decref(j);
+}
+
+static void test_routes(void) {
+    fake f;
+    inf_exec ex = make_engine(&f, 2, 256, 64);
+    srv_config cfg = {.host = "127.0.0.1",
+                      .api_key = "sk-test",
+                      .alias = "fake-alias",
+                      .max_body = 65536,
+                      .timeout_s = 30,
+                      .max_conns = 16};
+    srv_http *h;
+    inf_sched *s;
+    inf_err err;
+    if (srv_http_start(&h, &cfg, &err) || inf_sched_create(&s, &ex, 32, &err)) {
+        CHECK_MSG(0, "server: %s", err.msg);
+        return;
+    }
+    g_port = srv_http_port(h);
+    srv_http_ready(h, &ex, s);
+    int st;
+    const char *conv = "\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]";
+    char body[512];
+
+    /* chat, whole: the text /v1/chat/completions gives for the same request */
+    snprintf(body, sizeof body,
+             "{\"model\":\"Fake-Alias:latest\",%s,\"stream\":false,\"think\":false,"
+             "\"options\":{\"temperature\":0,\"num_predict\":12}}",
+             conv);
+    json_t *o = http_json("POST", "/api/chat", KEYH, body, &st);
+    CHECK_INT(st, 200);
+    snprintf(body, sizeof body, "{%s,\"temperature\":0,\"max_tokens\":12}", conv);
+    json_t *oa = http_json("POST", "/v1/chat/completions",
+                           KEYH "Content-Type: application/json\r\n", body, &st);
+    CHECK_INT(st, 200);
+    json_t *omsg = json_object_get(o, "message");
+    json_t *choice = json_array_get(json_object_get(oa, "choices"), 0);
+    const char *want = jstr(json_object_get(choice, "message"), "content");
+    CHECK_MSG(*want && !strcmp(jstr(omsg, "content"), want), "/api/chat '%s' != /v1 '%s'",
+              jstr(omsg, "content"), want);
+    CHECK_STR(jstr(o, "model"), "Fake-Alias:latest"); /* as sent */
+    CHECK_INT(
+        json_integer_value(json_object_get(o, "eval_count")),
+        json_integer_value(json_object_get(json_object_get(oa, "usage"), "completion_tokens")));
+    CHECK_INT(json_integer_value(json_object_get(o, "prompt_eval_count")), 12);
+    char *whole = strdup(jstr(omsg, "content"));
+    json_decref(o);
+    json_decref(oa);
+
+    /* streamed by default, NDJSON on the wire */
+    snprintf(body, sizeof body,
+             "{\"model\":\"fake-alias\",%s,\"think\":false,\"options\":{\"temperature\":0,"
+             "\"num_predict\":12}}",
+             conv);
+    inf_buf r;
+    char type[64];
+    st = http("POST", "/api/chat", KEYH, body, &r, type, sizeof type);
+    CHECK_INT(st, 200);
+    CHECK_STR(type, "application/x-ndjson");
+    inf_buf text = {0};
+    int lines = 0;
+    bool done = false;
+    for (char *p = r.data, *nl; (nl = strchr(p, '\n')); p = nl + 1, lines++) {
+        json_t *j = json_loadb(p, (size_t)(nl - p), 0, NULL);
+        CHECK_MSG(json_is_object(j), "line %d: %.*s", lines, (int)(nl - p), p);
+        const char *c = jstr(json_object_get(j, "message"), "content");
+        inf_buf_add(&text, c, strlen(c));
+        done = json_is_true(json_object_get(j, "done"));
+        json_decref(j);
+    }
+    inf_buf_add(&text, "", 1);
+    CHECK_MSG(done && lines >= 2, "%d lines, done %d: %s", lines, done, r.data);
+    CHECK_MSG(!strcmp(text.data, whole), "streamed '%s' != whole '%s'", text.data, whole);
+    inf_buf_free(&text);
+    inf_buf_free(&r);
+    free(whole);
+
+    /* generate: the prompt as a user turn, raw as a completion */
+    json_t *g = http_json("POST", "/api/generate", KEYH,
+                          "{\"model\":\"fake-alias\",\"prompt\":\"hello there\",\"raw\":true,"
+                          "\"stream\":false,\"options\":{\"num_predict\":3}}",
+                          &st);
+    CHECK_INT(st, 200);
+    CHECK_INT(json_integer_value(json_object_get(g, "prompt_eval_count")), 11);
+    CHECK(json_is_string(json_object_get(g, "response")));
+    json_decref(g);
+    g = http_json("POST", "/api/generate", KEYH, "{\"model\":\"fake-alias\"}", &st);
+    CHECK_INT(st, 200);
+    CHECK_STR(jstr(g, "done_reason"), "load");
+    json_decref(g);
+
+    /* the list endpoints, with no model file behind the engine */
+    json_t *t = http_json("GET", "/api/tags", KEYH, NULL, &st);
+    CHECK_INT(st, 200);
+    json_t *m0 = json_array_get(json_object_get(t, "models"), 0);
+    CHECK_STR(jstr(m0, "name"), "fake-alias:latest");
+    CHECK_INT(strlen(jstr(m0, "digest")), 64);
+    CHECK(json_is_object(json_object_get(m0, "details")));
+    json_decref(t);
+    t = http_json("GET", "/api/ps", KEYH, NULL, &st);
+    CHECK_INT(st, 200);
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(json_object_get(t, "models"), 0),
+                                                 "context_length")),
+              256);
+    json_decref(t);
+    t = http_json("POST", "/api/show", KEYH, "{\"model\":\"fake-alias\"}", &st);
+    CHECK_INT(st, 200);
+    CHECK(json_is_object(json_object_get(t, "model_info")));
+    json_decref(t);
+    t = http_json("GET", "/api/version", KEYH, NULL, &st);
+    CHECK_INT(st, 200);
+    CHECK(*jstr(t, "version"));
+    json_decref(t);
+
+    /* errors, in Ollama's shape */
+    http_error("POST", "/api/chat", KEYH, "{\"model\":\"llama3\",\"messages\":[]}", 404,
+               "model 'llama3' not found");
+    http_error("POST", "/api/chat", KEYH, "{\"messages\":[]}", 400, "model is required");
+    http_error("POST", "/api/show", KEYH, "{\"model\":\"x\"}", 404, "not found");
+    http_error("POST", "/api/chat", "Authorization: Bearer wrong\r\n", "{}", 401, "API key");
+    http_error("GET", "/api/tags", NULL, NULL, 401, "API key");
+    http_error("POST", "/api/pull", KEYH, "{\"model\":\"x\"}", 404, "not served");
+    http_error("POST", "/api/embed", KEYH, "{\"model\":\"fake-alias\",\"input\":\"x\"}", 501,
+               "--embeddings");
+    http_error("POST", "/api/generate", KEYH,
+               "{\"model\":\"fake-alias\",\"prompt\":\"hi\",\"options\":{\"num_ctx\":9999}}", 400,
+               "options.num_ctx");
+    http_error("POST", "/api/generate", KEYH,
+               "{\"model\":\"fake-alias\",\"prompt\":\"hello there\",\"options\":{\"num_ctx\":4}}",
+               400, "num_ctx");
+    http_error("POST", "/api/generate", KEYH, "{\"model\":", 400, "malformed JSON");
+    srv_http_stop(h);
+    inf_sched_free(s);
+}
+
 int main(void) {
     test_chat_ok();
     test_chat_defaults();
@@ -604,5 +830,6 @@ int main(void) {
     test_driver();
     test_logprobs();
     test_errors_and_time();
+    test_routes();
     return th_report();
 }
