@@ -1,13 +1,16 @@
-/* libFuzzer target: the Responses and Anthropic Messages request parsers
- * and their writers (server/api_responses.c, server/api_messages.c).
- * Input: byte 0 picks the API (Responses, Messages, Messages count_tokens),
+/* libFuzzer target: the Responses, Anthropic Messages and Ollama request
+ * parsers and their writers (server/api_responses.c, server/api_messages.c,
+ * server/api_ollama.c).
+ * Input: byte 0 picks the API (% 3: Responses, Messages, Messages
+ * count_tokens; with bit 32 set, bit 0: Ollama chat or generate),
  * byte 1 the poll size (1..8 bytes), the rest is the request body. A body
  * that is refused must give an error body in the API's shape (valid JSON)
  * with a 4xx; one that parses must give a conversation of objects with a
  * role. Then the body's own bytes play the reply: cut into reasoning, text
  * and tool-call parts by its bytes, streamed in polls of the chosen size;
  * every SSE frame must be `event: NAME` + valid JSON, and for Responses the
- * final event's response must equal the whole body. */
+ * final event's response must equal the whole body; Ollama's NDJSON must be
+ * one JSON object per line, the last one done. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +42,22 @@ static json_t *check_frames(const inf_buf *out) {
     return last;
 }
 
+/* NDJSON: one object per line, every line ended; returns the last. */
+static json_t *check_lines(const inf_buf *out) {
+    const char *s = out->data ? out->data : "";
+    json_t *last = NULL;
+    while (*s) {
+        const char *nl = strchr(s, '\n');
+        if (!nl) abort();
+        json_decref(last);
+        last = json_loadb(s, (size_t)(nl - s), 0, NULL);
+        if (!json_is_object(last)) abort();
+        s = nl + 1;
+    }
+    if (!json_is_true(json_object_get(last, "done"))) abort();
+    return last;
+}
+
 /* The reply's parts from bytes: a byte < 8 switches the kind (0-2:
  * reasoning, 3-5: text, 6-7: a tool call of the next bytes up to the next
  * switch, as a JSON string argument). */
@@ -66,8 +85,12 @@ static void reply_parts(const uint8_t *d, size_t n, inf_parts *out) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
-    int which = data[0] % 3;
-    const srv_api *api = which == 0 ? &srv_api_responses : &srv_api_messages;
+    int which = data[0] & 32 ? 3 + (data[0] & 1) : data[0] % 3;
+    const srv_api *api = which == 0   ? &srv_api_responses
+                         : which == 3 ? &srv_api_ollama_chat
+                         : which == 4 ? &srv_api_ollama_generate
+                                      : &srv_api_messages;
+    bool ndjson = which >= 3;
     size_t poll = (size_t)(data[1] % 8) + 1;
     const char *body = (const char *)data + 2;
     size_t n = size - 2;
@@ -85,7 +108,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     size_t i;
     json_t *m;
-    if (!json_is_array(r.messages) || json_array_size(r.messages) == 0) abort();
+    /* (Ollama's raw generate is a completion: a prompt, no messages) */
+    if (r.kind == SRV_COMPLETION ? !r.prompt
+                                 : !json_is_array(r.messages) || json_array_size(r.messages) == 0)
+        abort();
     json_array_foreach(r.messages, i, m) {
         if (!json_is_string(json_object_get(m, "role"))) abort();
     }
@@ -108,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the same parts in polls of `poll` bytes (a call is never cut) */
     srv_stream st;
     memset(&st, 0, sizeof st);
+    st.api = api;
     st.meta = meta;
     st.open = -1;
     inf_buf sse = {0};
@@ -130,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } while (at < whole.v[k].n);
     }
     api->stream_end(&st, &sse, &o);
-    json_t *last = check_frames(&sse);
+    json_t *last = ndjson ? check_lines(&sse) : check_frames(&sse);
     /* the final event repeats the whole response, built from the parts */
     if (api == &srv_api_responses && !json_equal(json_object_get(last, "response"), bj)) abort();
     json_decref(last);

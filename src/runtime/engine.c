@@ -241,6 +241,7 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         .model_path = o->model_path,
         .chat_template = e->mf->vocab.chat_template,
         .backend_name = e->backend_name,
+        .model_file = e->mf,
         .forward = ex_forward,
         .seq_match = ex_seq_match,
         .seq_begin = ex_seq_begin,

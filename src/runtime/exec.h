@@ -59,6 +59,10 @@ typedef struct inf_exec {
     const char *model_path;    /* may be NULL */
     const char *chat_template; /* the model's Jinja source; may be NULL */
     const char *backend_name;  /* e.g. "pool-avx2 x2"; may be NULL */
+    /* The model file as read (format, architecture, hyperparameters,
+     * tensors, metadata), for what servers show about the model (Ollama's
+     * /api/show, /api/tags); NULL in fakes. */
+    const struct inf_model_file *model_file;
 
     /* Runs the rows; sequence s must hold positions 0..p-1 before a row at
      * position p, and have room reserved for it. The rows' tokens enter the

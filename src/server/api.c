@@ -13,6 +13,7 @@ void srv_resp_meta_init(srv_resp_meta *m, const srv_api *api, const char *model,
     memset(m, 0, sizeof *m);
     m->kind = api->kind;
     m->created = (long)time(NULL);
+    m->start_ns = (long long)inf_now_ns();
     unsigned long n = atomic_fetch_add(&counter, 1) + 1;
     snprintf(m->id, sizeof m->id, "%s%lx%04lx", api->id_prefix,
              (unsigned long)(inf_now_ns() & 0xffffffffffull), n & 0xffff);

@@ -42,6 +42,7 @@ typedef struct srv_resp_meta {
     char id[48]; /* the API's prefix + a fresh suffix: "chatcmpl-…", "resp_…", "msg_…" */
     char model[128];
     long created; /* unix seconds */
+    long long start_ns; /* inf_now_ns() when the request began (Ollama's total_duration) */
     /* Request fields the API echoes back (Responses: instructions, tools,
      * tool_choice, temperature, ...), owned; NULL when none. */
     json_t *echo;
@@ -101,6 +102,12 @@ extern const srv_api srv_api_responses;   /* POST /v1/responses */
 extern const srv_api srv_api_messages;    /* POST /v1/messages */
 extern const srv_api srv_api_ollama_chat;     /* POST /api/chat (NDJSON streams) */
 extern const srv_api srv_api_ollama_generate; /* POST /api/generate */
+
+/* Ollama's shapes, for api_ollama.c and ollama.c: an error's body
+ * {"error": "message"} (malloc'd), and a time as Ollama writes it (RFC 3339
+ * in UTC with nanoseconds: "2026-01-02T03:04:05.123456789Z"). */
+char *srv_ollama_error_body(const srv_error *e);
+void srv_ollama_time(char *out, size_t cap, long long unix_ns);
 
 /* The driver every endpoint's generation goes through (and the tests):
  * the task's released text → the reply parser → the API's writer. */

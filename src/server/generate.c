@@ -59,6 +59,23 @@ static int prompt_tokens(srv_http *h, const srv_request *r, int32_t **ids, int *
         return srv_error_set(e, 400, "invalid_request_error", NULL,
                              r->kind == SRV_CHAT ? "messages" : "prompt", "the prompt is empty");
     }
+    if (r->n_ctx_limit > eng->n_ctx) {
+        free(*ids);
+        *ids = NULL;
+        return srv_error_set(e, 400, "invalid_request_error", NULL, "options.num_ctx",
+                             "'options.num_ctx': %d is more than this server's context of %d "
+                             "positions per request (start it with -c %d or more)",
+                             r->n_ctx_limit, eng->n_ctx, r->n_ctx_limit);
+    }
+    if (r->n_ctx_limit && *n >= r->n_ctx_limit) {
+        free(*ids);
+        *ids = NULL;
+        return srv_error_set(e, 400, "invalid_request_error", "context_length_exceeded",
+                             "options.num_ctx",
+                             "the prompt has %d tokens but 'options.num_ctx' is %d (one position "
+                             "must remain for the reply); shorten the prompt or raise num_ctx",
+                             *n, r->n_ctx_limit);
+    }
     if (*n >= eng->n_ctx) {
         free(*ids);
         *ids = NULL;
@@ -260,6 +277,8 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     inf_gen_params gp;
     srv_request_gen_params(&r, &gp);
     if (in_think) gp.grammar_start = INF_GRAM_AFTER_THINK;
+    if (r.n_ctx_limit && (gp.max_tokens < 0 || gp.max_tokens > r.n_ctx_limit - n))
+        gp.max_tokens = r.n_ctx_limit - n; /* the reply ends where num_ctx does */
     inf_task *t = inf_task_new(ids, n, &gp); /* copies the stop strings */
     if (!t) {
         srv_request_free(&r);
@@ -269,9 +288,11 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     srv_resp_meta meta;
     srv_resp_meta_init(&meta, api, srv_model_id(h), api->echo ? api->echo(&r) : NULL);
     /* chat: <think> splits into reasoning; tool calls are parsed when tools were offered */
-    inf_reply_opts ro = {.think = kind == SRV_CHAT,
+    /* (the request's kind: Ollama's raw /api/generate is a completion
+       behind a chat-shaped API) */
+    inf_reply_opts ro = {.think = r.kind == SRV_CHAT,
                          .start_in_think = in_think,
-                         .tool_calls = kind == SRV_CHAT && r.tools};
+                         .tool_calls = r.kind == SRV_CHAT && r.tools};
     bool stream = r.stream, usage = r.include_usage;
     srv_request_free(&r);
     inf_err serr = {{0}};

@@ -402,6 +402,58 @@ static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, cons
 
 /* ---- /v1/embeddings ---- */
 
+int srv_embd_run(srv_http *h, struct MHD_Connection *c, srv_embd_request *r, inf_task ***out,
+                 srv_error *err) {
+    /* every input is a task: the scheduler runs them across its slots */
+    inf_task **tasks = calloc((size_t)r->n_inputs, sizeof *tasks);
+    *out = tasks;
+    err->status = 0;
+    if (!tasks)
+        return srv_error_set(err, 503, "unavailable_error", NULL, NULL, "out of memory");
+    inf_gen_params gp = inf_gen_defaults();
+    gp.embed = true;
+    for (int i = 0; i < r->n_inputs; i++) {
+        inf_err serr = {{0}};
+        inf_task *t = inf_task_new(r->ids[i], r->n_ids[i], &gp);
+        r->ids[i] = NULL; /* the task owns it, even on failure */
+        if (!t || inf_sched_submit(h->sched, t, &serr)) {
+            inf_task_release(t);
+            return srv_error_set(err, 503, "unavailable_error", NULL, NULL, "%s",
+                                 t ? serr.msg : "out of memory");
+        }
+        tasks[i] = t;
+    }
+    for (int i = 0; i < r->n_inputs; i++) {
+        inf_task *t = tasks[i];
+        pthread_mutex_lock(&t->mu);
+        while (!t->done) {
+            struct timespec ts;
+            srv_deadline_in(&ts, WAIT_TICK_MS);
+            pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+            if (t->done) break;
+            pthread_mutex_unlock(&t->mu);
+            if (atomic_load(&h->closing) || srv_client_gone(c)) return -1; /* status 0 */
+            pthread_mutex_lock(&t->mu);
+        }
+        pthread_mutex_unlock(&t->mu);
+        if (t->status != INF_TASK_OK) {
+            srv_task_error(t, err);
+            return -1;
+        }
+    }
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->cfg.timeout_s);
+    return 0;
+}
+
+void srv_embd_tasks_free(srv_http *h, inf_task **tasks, int n) {
+    for (int i = 0; tasks && i < n; i++) {
+        if (!tasks[i]) continue;
+        inf_sched_cancel(h->sched, tasks[i]);
+        inf_task_release(tasks[i]);
+    }
+    free(tasks);
+}
+
 static enum MHD_Result do_embeddings(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
     if (!h->cfg.embeddings)
         return srv_fail(h, c, 501, "not_supported_error", NULL, "%s",
@@ -414,71 +466,24 @@ static enum MHD_Result do_embeddings(srv_http *h, struct MHD_Connection *c, cons
     int bad = srv_embd_parse(&r, h->ex, body->data ? body->data : "", body->len, &e);
     srv_parse_leave(h);
     if (bad) return srv_send_error(h, c, &e);
-    /* every input is a task: the scheduler runs them across its slots */
-    inf_task **tasks = calloc((size_t)r.n_inputs, sizeof *tasks);
+    inf_task **tasks = NULL;
     enum MHD_Result ok = MHD_NO;
-    int n_sub = 0;
-    srv_error err = {0};
-    if (!tasks) {
-        srv_error_set(&err, 503, "unavailable_error", NULL, NULL, "out of memory");
-        goto reply;
-    }
-    inf_gen_params gp = inf_gen_defaults();
-    gp.embed = true;
-    for (; n_sub < r.n_inputs; n_sub++) {
-        inf_err serr = {{0}};
-        inf_task *t = inf_task_new(r.ids[n_sub], r.n_ids[n_sub], &gp);
-        r.ids[n_sub] = NULL; /* the task owns it, even on failure */
-        if (!t || inf_sched_submit(h->sched, t, &serr)) {
-            inf_task_release(t);
-            srv_error_set(&err, 503, "unavailable_error", NULL, NULL, "%s",
-                          t ? serr.msg : "out of memory");
-            goto reply;
+    float **embs = NULL;
+    if (srv_embd_run(h, c, &r, &tasks, &e)) {
+        if (e.status) ok = srv_send_error(h, c, &e); /* else the client is gone */
+    } else if (!(embs = malloc((size_t)r.n_inputs * sizeof *embs))) {
+        srv_error_set(&e, 503, "unavailable_error", NULL, NULL, "out of memory");
+        ok = srv_send_error(h, c, &e);
+    } else {
+        for (int i = 0; i < r.n_inputs; i++) {
+            embs[i] = tasks[i]->embd;
+            srv_embd_normalize(embs[i], r.dimensions);
         }
-        tasks[n_sub] = t;
+        ok = srv_send_body(h, c, 200, srv_embd_response(&r, embs, srv_model_id(h)),
+                           "application/json");
     }
-    for (int i = 0; i < n_sub; i++) {
-        inf_task *t = tasks[i];
-        pthread_mutex_lock(&t->mu);
-        while (!t->done) {
-            struct timespec ts;
-            srv_deadline_in(&ts, WAIT_TICK_MS);
-            pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-            if (t->done) break;
-            pthread_mutex_unlock(&t->mu);
-            if (atomic_load(&h->closing) || srv_client_gone(c)) goto gone;
-            pthread_mutex_lock(&t->mu);
-        }
-        pthread_mutex_unlock(&t->mu);
-        if (t->status != INF_TASK_OK) {
-            srv_task_error(t, &err);
-            goto reply;
-        }
-    }
-    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->cfg.timeout_s);
-    float **embs = malloc((size_t)r.n_inputs * sizeof *embs);
-    if (!embs) {
-        srv_error_set(&err, 503, "unavailable_error", NULL, NULL, "out of memory");
-        goto reply;
-    }
-    for (int i = 0; i < r.n_inputs; i++) {
-        embs[i] = tasks[i]->embd;
-        srv_embd_normalize(embs[i], r.dimensions);
-    }
-    ok = srv_send_body(h, c, 200, srv_embd_response(&r, embs, srv_model_id(h)), "application/json");
     free(embs);
-    goto done;
-reply:
-    ok = srv_send_error(h, c, &err);
-    goto done;
-gone:
-    ok = MHD_NO;
-done:
-    for (int i = 0; i < n_sub; i++) {
-        inf_sched_cancel(h->sched, tasks[i]);
-        inf_task_release(tasks[i]);
-    }
-    free(tasks);
+    srv_embd_tasks_free(h, tasks, r.n_inputs);
     srv_embd_request_free(&r);
     return ok;
 }
@@ -848,6 +853,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     if (asset && !atomic_load(&h->draining)) return do_asset(h, c, asset);
+    if (!route && !strncmp(path, "/api/", 5)) return srv_ollama(h, c, path, &rc->body); /* its 404 */
     if (!route) return srv_fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
     if (options) return do_preflight(h, c); /* a browser sends no key with it */
     if ((route->flags & ROUTE_POST) ? !post : !get)

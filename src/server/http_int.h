@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server/api.h"
+#include "server/embd.h"
 #include "server/http.h"
 #include "server/metrics.h"
 
@@ -110,6 +111,15 @@ enum MHD_Result srv_ollama(srv_http *h, struct MHD_Connection *c, const char *pa
                            const inf_buf *body);
 /* An error in Ollama's shape: {"error": "message"} with e's status. */
 enum MHD_Result srv_ollama_error(srv_http *h, struct MHD_Connection *c, const srv_error *e);
+
+/* Runs every input of r as an embedding task (the ids move to the tasks)
+ * and waits for all, watching the client. 0: (*tasks)[i]->embd holds input
+ * i's hidden state (not normalized). -1: e holds a 503/500, or e->status is
+ * 0 when the client went away (send nothing). Either way free the tasks
+ * with srv_embd_tasks_free(h, *tasks, r->n_inputs). */
+int srv_embd_run(srv_http *h, struct MHD_Connection *c, srv_embd_request *r, inf_task ***tasks,
+                 srv_error *e);
+void srv_embd_tasks_free(srv_http *h, inf_task **tasks, int n);
 
 /* POST /v1/messages/count_tokens: the prompt a Messages body renders to,
  * counted through the same render and tokenizer ({"input_tokens": N}). */

@@ -90,6 +90,10 @@ typedef struct srv_request {
     int n_prompt_tokens;
     const char *model; /* as sent, or NULL */
     int max_tokens;    /* -1 = until the context ends */
+    /* Ollama's options.num_ctx: the prompt and the reply within this many
+     * positions (at most the server's context, checked when the prompt is
+     * tokenized); 0: the server's context. */
+    int n_ctx_limit;
     srv_sampling samp;
     const char *stop[INF_MAX_STOPS]; /* borrowed from root */
     int n_stop;
