@@ -103,7 +103,9 @@ trap 'stop' EXIT
 for ((i = 1; i <= n; i++)); do
     name=r$i
     port=${port_list[$((i - 1))]:-0}
-    "$inferno" serve -m "$model" --host 127.0.0.1 --port "$port" "${serve_flags[@]}" \
+    # setsid: out of the terminal's process group, so that Ctrl-C reaches
+    # only this script, which drains the replicas in order (below).
+    setsid "$inferno" serve -m "$model" --host 127.0.0.1 --port "$port" "${serve_flags[@]}" \
         >"$dir/$name.log" 2>&1 &
     pids+=($!) names+=("$name")
 done
@@ -148,7 +150,7 @@ for attempt in 1 2 3; do
         -e "s|^@BALANCE@\$|$balance|; s|^@SERVERS@\$|$servers|" \
         "$here/haproxy.cfg.in" >"$dir/haproxy.cfg"
     "$haproxy" -c -q -f "$dir/haproxy.cfg" || die "haproxy rejects $dir/haproxy.cfg"
-    "$haproxy" -db -f "$dir/haproxy.cfg" >>"$dir/haproxy.log" 2>&1 &
+    setsid "$haproxy" -db -f "$dir/haproxy.cfg" >>"$dir/haproxy.log" 2>&1 &
     haproxy_pid=$!
     for _ in $(seq 1 50); do
         if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$sport/stats"; then started=1; break; fi

@@ -3,14 +3,17 @@
 // within its window (every replica up), the second's anywhere — so that
 // both sides sum the same prompts and only the routing differs.
 //
-//   node compare.mjs HASH.json ROUNDROBIN.json MARGIN
+//   node compare.mjs HASH.json ROUNDROBIN.json MARGIN PREFILL_RATIO
 //
 // Prints both hit rates, their ratio and the prefilled (uncached) tokens of
-// each; exits 1 unless the first is at least MARGIN points above the second.
+// each; exits 1 unless the first's hit rate is at least MARGIN points above
+// the second's and the second prefilled at least PREFILL_RATIO times as many
+// tokens (docs/PERFORMANCE.md, "Replicas behind HAProxy", for the values).
 import { readFileSync } from 'node:fs';
 
-const [aPath, bPath, marginArg] = process.argv.slice(2);
-const margin = Number(marginArg ?? 15);
+const [aPath, bPath, marginArg, ratioArg] = process.argv.slice(2);
+const margin = Number(marginArg ?? 12);
+const minRatio = Number(ratioArg ?? 1.5);
 const a = JSON.parse(readFileSync(aPath, 'utf8'));
 const b = JSON.parse(readFileSync(bPath, 'utf8'));
 const key = (r) => `${r.c}/${r.n}/${r.t}`;
@@ -30,5 +33,9 @@ if (!ok) console.log(`FAILED: only ${common.length} requests in common (expected
 if (!(ah >= bh + margin)) {
   ok = false;
   console.log(`FAILED: ${a.label} ${ah.toFixed(1)}% is not ${margin} points above ${b.label} ${bh.toFixed(1)}%`);
+}
+if (!((bp - bc) >= minRatio * (ap - ac))) {
+  ok = false;
+  console.log(`FAILED: ${b.label} prefilled ${bp - bc} tokens, not ${minRatio}x ${a.label}'s ${ap - ac}`);
 }
 process.exit(ok ? 0 : 1);
