@@ -142,13 +142,18 @@ async function chat(messages, { stream, session, rec }) {
 }
 
 // --- routing checks (hash mode) -----------------------------------------------
-async function replicaOf(path, body, session) {
+// The replica that answered; with anyStatus, whatever the answer (Ollama's
+// routes are placeholders that answer 501 until they land: HAProxy routes
+// them all the same).
+async function replicaOf(path, body, session, anyStatus = false) {
   const headers = { 'Content-Type': 'application/json' };
   if (session) headers[SESSION_HEADER] = session;
   const r = await fetch(`${FRONT}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
   await r.text();
-  return r.status === 200 ? r.headers.get('x-inferno-replica') : `status ${r.status}`;
+  return r.status === 200 || anyStatus ? r.headers.get('x-inferno-replica') : `status ${r.status}`;
 }
+const one = (set, what) => check(set.size === 1 && !String([...set][0]).startsWith('status') && [...set][0] !== null,
+  what, [...set].join(','));
 async function routingChecks() {
   const k = { model: 'tiny', max_tokens: 1, temperature: 0 };
   const sys = 'Routing check system prompt: be brief.';
@@ -177,6 +182,23 @@ async function routingChecks() {
     a.add(await replicaOf('/v1/messages', { ...k, system: [{ type: 'text', text: sys }], messages: m2.slice(1) }));
     check(a.size === 1 && !String([...a][0]).startsWith('status'),
       `messages conversation ${c}: every turn on one replica`, [...a].join(','));
+    // Responses: instructions + input as a string, then as items.
+    const rs = new Set();
+    rs.add(await replicaOf('/v1/responses', { model: 'tiny', max_output_tokens: 16, instructions: sys, input: u1 }));
+    rs.add(await replicaOf('/v1/responses', {
+      model: 'tiny', max_output_tokens: 16, instructions: sys,
+      input: [{ role: 'user', content: u1 }, { role: 'assistant', content: 'reply one' }, { role: 'user', content: 'second' }],
+    }));
+    one(rs, `responses conversation ${c}: every turn on one replica`);
+    // Completions: a raw prompt growing at its end, keyed by its first 256 bytes.
+    const p1 = `${u1}. ${text(60, 500 + c)}`;
+    const cs = new Set();
+    for (const p of [p1, `${p1} reply one. second question`]) cs.add(await replicaOf('/v1/completions', { ...k, prompt: p }));
+    one(cs, `completions conversation ${c} (a prompt past 256 bytes, growing): one replica`);
+    // Ollama /api/chat: the chat rule.
+    const os = new Set();
+    for (const m of [m1, m2]) os.add(await replicaOf('/api/chat', { model: 'tiny', messages: m, stream: false }, null, true));
+    one(os, `ollama chat conversation ${c}: every turn on one replica`);
   }
   check(spread.size >= 2, 'conversations spread over replicas', [...spread].join(','));
   // The session header wins over the body.
