@@ -7,7 +7,7 @@
 #
 #   deploy/replicas.sh [options] [-- extra `inferno serve` flags]
 #
-#   -m, --model PATH      model file (default models/tiny-q8_0.gguf)
+#   -m, --model PATH      model file (default models/tiny-q8_0.gguf in the repository)
 #   -n, --replicas N      replicas (default 3)
 #   --port P              the front port (default: a free one)
 #   --ports P1,P2,...     the replicas' ports (default: free ones, --port 0)
@@ -21,7 +21,7 @@
 #                         its content and retried (default 262144)
 #   --dir DIR             where the config, the logs and the state go
 #                         (default: a new temporary folder)
-#   --inferno PATH        the binary (default build/inferno)
+#   --inferno PATH        the binary (default build/inferno in the repository)
 #   --haproxy PATH        the binary (default haproxy, else /usr/sbin/haproxy)
 #
 # DIR holds haproxy.cfg, haproxy.log, rN.log (each replica's stderr), and
@@ -30,9 +30,10 @@
 # (137 = SIGKILL).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
 
-model=models/tiny-q8_0.gguf n=3 front_port= ports= routing=hash factor=0 bufsize=262144
-dir= inferno=build/inferno haproxy=
+model=$root/models/tiny-q8_0.gguf n=3 front_port= ports= routing=hash factor=0 bufsize=262144
+dir= inferno=$root/build/inferno haproxy=
 while (($#)); do
     case $1 in
     -m | --model) model=$2; shift 2 ;;
