@@ -43,6 +43,7 @@
   let apiKey = localStorage.getItem(KEYS.apiKey) || '';
   let busy = null; // the generation under way: { controller, msg }
   const views = new WeakMap(); // message -> its element (not saved with it)
+  const unfolded = new WeakSet(); // messages whose reasoning the reader opened
 
   const saveConversations = () => save(KEYS.conversations, conversations);
   const current = () => conversations.find((c) => c.id === currentId);
@@ -60,7 +61,7 @@
       if (!key) throw new Error('no API key: this server needs one');
       apiKey = key;
       localStorage.setItem(KEYS.apiKey, key);
-      $('forget-key').hidden = false;
+      $('key-box').hidden = false;
     }
   }
 
@@ -262,6 +263,10 @@
     }
     const reasoning = document.createElement('details');
     reasoning.className = 'reasoning';
+    reasoning.open = unfolded.has(msg); // the element is made again after each answer
+    reasoning.addEventListener('toggle', () =>
+      reasoning.open ? unfolded.add(msg) : unfolded.delete(msg),
+    );
     const summary = document.createElement('summary');
     reasoning.append(summary, Object.assign(document.createElement('div'), { className: 'md' }));
     const content = Object.assign(document.createElement('div'), { className: 'md content' });
@@ -459,13 +464,13 @@
     $('forget-key').addEventListener('click', () => {
       apiKey = '';
       localStorage.removeItem(KEYS.apiKey);
-      $('forget-key').hidden = true;
+      $('key-box').hidden = true;
     });
   }
 
   bind();
   showSettings();
-  $('forget-key').hidden = !apiKey;
+  $('key-box').hidden = !apiKey;
   if (!current()) currentId = null;
   render();
   loadServer();

@@ -7,7 +7,8 @@
 //
 // Env: BASE (the server), KEY_BASE and KEY (a server started with --api-key),
 //      CHROMIUM (/usr/bin/chromium); SCREENSHOT=FILE instead takes the docs'
-//      screenshot (a canned answer) and runs no checks.
+//      screenshot (a canned answer; SCHEME=dark for the dark look) and runs
+//      no checks.
 // Prints "ok - ..." / "not ok - ..." and ends with "N passed, N failed".
 import { chromium } from 'playwright-core';
 
@@ -247,7 +248,7 @@ async function mainChecks(browser) {
     const src = [
       '# Title <b>x</b>',
       'Some **bold**, *em*, `code <i>`, **`both`** and [a link](https://example.com/a?b=1&c=2).',
-      '[bad](javascript:alert(1)) <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>',
+      '[bad](javascript:void0) [q](https://a.example/"onclick="window.__pwned=0) <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>',
       '',
       '- one',
       '- two',
@@ -268,6 +269,7 @@ async function mainChecks(browser) {
         tags: [...d.querySelectorAll('*')].map((e) => e.tagName.toLowerCase()).sort().join(' '),
         h1: d.querySelector('h1')?.textContent,
         links: [...d.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+        attrs: [...d.querySelectorAll('a')].map((a) => a.getAttributeNames().join(' ')),
         code: d.querySelector('pre code')?.textContent,
         both: d.querySelector('strong > code')?.textContent,
         lang: d.querySelector('.code-lang')?.textContent,
@@ -280,7 +282,8 @@ async function mainChecks(browser) {
       return out;
     }, src);
     checkEq(r.h1, 'Title <b>x</b>', 'heading');
-    checkEq(r.links, ['https://example.com/a?b=1&c=2'], 'links');
+    checkEq(r.links, ['https://example.com/a?b=1&c=2', 'https://a.example/"onclick="window.__pwned=0'], 'links');
+    checkEq(r.attrs, ['href target rel', 'href target rel'], 'link attributes');
     checkEq(r.code, 'print("<b>hi</b>")', 'code block');
     checkEq(r.both, 'both', 'code inside strong');
     checkEq([r.lang, r.copy, r.items], ['python', 1, 2], 'language, copy buttons, list items');
@@ -288,7 +291,7 @@ async function mainChecks(browser) {
     for (const t of ['img', 'script', 'svg', 'b', 'i']) check(!r.tags.split(' ').includes(t), `a <${t}> element: ${r.tags}`);
     for (const t of ['strong', 'em', 'code', 'ol', 'pre']) check(r.tags.split(' ').includes(t), `no <${t}>: ${r.tags}`);
     check(r.text.includes('<img src=x onerror="window.__pwned=1">'), 'the HTML is not shown as text');
-    check(r.text.includes('[bad](javascript:alert(1))'), 'the javascript: link is not shown as text');
+    check(r.text.includes('[bad](javascript:void0)'), 'the javascript: link is not shown as text');
   });
 
   await test('a streamed answer with reasoning, Markdown and HTML (canned stream); copy buttons', async () => {
@@ -380,6 +383,9 @@ async function keyChecks(browser) {
     await page.reload();
     await page.waitForFunction(() => /^tiny · /.test(document.querySelector('#model').textContent));
     check(!(await dialog.isVisible()), 'asked again after a reload');
+    await page.click('#settings-toggle');
+    await page.click('#forget-key');
+    checkEq(await page.evaluate(() => localStorage.getItem('inferno.apiKey')), null, 'the key after Forget');
     const others = seen.requests.filter((u) => new URL(u).origin !== new URL(KEY_BASE).origin);
     checkEq(others, [], 'requests elsewhere');
   });
@@ -390,7 +396,7 @@ async function keyChecks(browser) {
 // canned stream (its timings too); the page, the server and the model name
 // are real.
 async function screenshot(browser, file) {
-  const { context, page, seen } = await openPage(browser, BASE, { colorScheme: 'light' });
+  const { context, page, seen } = await openPage(browser, BASE, { colorScheme: process.env.SCHEME || 'light' });
   await page.waitForFunction(() => /tiny/.test(document.querySelector('#model').textContent));
   await setting(page, 'system', 'You are a helpful assistant. Answer briefly.');
   await setting(page, 'temperature', 0.7);
