@@ -163,8 +163,8 @@
     const controller = new AbortController();
     busy = { controller, msg };
     setBusy(true);
-    const t0 = performance.now();
     let pieces = 0;
+    let firstAt = 0; // when the first piece came: the prompt's time is not the answer's
     try {
       const r = await api('/v1/chat/completions', {
         method: 'POST',
@@ -179,7 +179,9 @@
         const delta = choice?.delta || {};
         if (delta.reasoning_content) msg.reasoning += delta.reasoning_content;
         if (delta.content) msg.content += delta.content;
-        if (delta.reasoning_content || delta.content) pieces++;
+        if (delta.reasoning_content || delta.content) {
+          if (!pieces++) firstAt = performance.now();
+        }
         if (choice?.finish_reason) msg.finish = choice.finish_reason;
         if (chunk.timings) msg.timings = chunk.timings;
         updateLater(msg);
@@ -189,8 +191,8 @@
       else msg.error = e.message;
     }
     // stopped before the server's timings: the page's own count and clock
-    if (!msg.timings && pieces)
-      msg.estimate = { n: pieces, per_second: (pieces * 1000) / (performance.now() - t0) };
+    if (!msg.timings && pieces > 1)
+      msg.estimate = { n: pieces, per_second: ((pieces - 1) * 1000) / (performance.now() - firstAt) };
     busy = null;
     setBusy(false);
     saveConversations();
@@ -449,6 +451,10 @@
       else if (b.classList.contains('copy'))
         copy(conv.messages[el.dataset.index]?.content || '', b);
       else if (b.classList.contains('regenerate')) regenerate();
+    });
+    $('sidebar-toggle').addEventListener('click', () => {
+      const open = document.body.classList.toggle('sidebar-open'); // narrow screens only
+      $('sidebar-toggle').setAttribute('aria-expanded', String(open));
     });
     $('settings-toggle').addEventListener('click', () => {
       const panel = $('settings');

@@ -211,7 +211,7 @@ async function mainChecks(browser) {
     await setting(page, 'max_tokens', 300);
     await page.fill('#prompt', 'Count to a thousand');
     await page.press('#prompt', 'Enter');
-    await page.waitForFunction(() => document.querySelector('.msg.assistant .content').textContent.length > 10);
+    await page.waitForFunction(() => document.querySelector('.msg.assistant .content').textContent.length > 40);
     const t0 = Date.now();
     await page.click('#send'); // now "Stop"
     await idle(page);
@@ -221,7 +221,14 @@ async function mainChecks(browser) {
     checkEq(await lastAnswer(page).locator('.state').textContent(), 'stopped', 'state');
     const stats = await lastAnswer(page).locator('.stats').textContent();
     check(/^≈\d+ tokens · ≈\d+\.\d tok\/s$/.test(stats), `stats label "${stats}"`);
-    await page.waitForTimeout(300);
+    // the server saw the connection go and freed the slot
+    let busySlots = -1;
+    for (let i = 0; i < 20 && busySlots; i++) {
+      if (i) await page.waitForTimeout(100);
+      const slots = await (await fetch(BASE + '/slots')).json();
+      busySlots = slots.filter((s) => s.is_processing).length;
+    }
+    checkEq(busySlots, 0, 'slots still generating 2 s after Stop');
     checkEq((await currentMessages(page)).at(-1).content, msg.content, 'the answer after Stop');
     const whole = await direct(BASE, {
       messages: [{ role: 'system', content: system }, { role: 'user', content: 'Count to a thousand' }],
