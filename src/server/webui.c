@@ -31,7 +31,8 @@ WEBUI_FILE(markdown_js, "webui/markdown.js");
 WEBUI_FILE(app_js, "webui/app.js");
 WEBUI_FILE(favicon_svg, "webui/favicon.svg");
 
-#define ASSET(url, type, sym) {{url, type, inf_webui_##sym, 0}, inf_webui_##sym##_end}
+#define ASSET(url, type, sym)                                                                      \
+    { {url, type, inf_webui_##sym, 0}, inf_webui_##sym##_end }
 
 /* A file and where its bytes end: an end minus a start is no constant C can
  * put in a static initializer, so the lengths are filled in once. */
