@@ -241,6 +241,13 @@
     );
   }
 
+  function stateText(msg, streaming) {
+    if (msg.error) return 'error: ' + msg.error;
+    if (msg.stopped) return 'stopped';
+    if (msg.finish === 'length') return 'cut at max tokens';
+    return streaming ? '…' : '';
+  }
+
   function button(label, cls, title) {
     const b = document.createElement('button');
     b.type = 'button';
@@ -296,15 +303,7 @@
     const stats = el.querySelector('.stats');
     stats.textContent = statsText(msg);
     stats.title = stats.textContent ? statsTitle(msg) : '';
-    el.querySelector('.state').textContent = msg.error
-      ? 'error: ' + msg.error
-      : msg.stopped
-        ? 'stopped'
-        : msg.finish === 'length'
-          ? 'cut at max tokens'
-          : streaming
-            ? '…'
-            : '';
+    el.querySelector('.state').textContent = stateText(msg, streaming);
     el.classList.toggle('failed', !!msg.error);
     el.querySelectorAll('.meta button').forEach((b) => (b.disabled = streaming));
   }

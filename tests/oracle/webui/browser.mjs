@@ -350,6 +350,29 @@ async function mainChecks(browser) {
     checkEq(await page.evaluate(() => navigator.clipboard.readText()), content, 'the answer copied');
   });
 
+  await test('a server error shows under the answer; Regenerate then answers', async () => {
+    await setting(page, 'max_tokens', 8);
+    await page.route('**' + CHAT, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { message: 'all slots are busy', type: 'unavailable_error' } }),
+      }),
+    );
+    await page.click('#new-chat');
+    await say(page, 'Are you there?');
+    await page.unroute('**' + CHAT);
+    checkEq(await lastAnswer(page).locator('.state').textContent(), 'error: 503: all slots are busy', 'state');
+    seen.errors = seen.errors.filter((e) => !/status of 503/.test(e)); // the browser logs the 503
+    await lastAnswer(page).locator('button.regenerate').click();
+    await idle(page);
+    const messages = [{ role: 'system', content: system }, { role: 'user', content: 'Are you there?' }];
+    checkEq(seen.chats.at(-1).messages, messages, 'request messages');
+    const want = await direct(BASE, { messages, temperature: 0, max_tokens: 8 });
+    const msg = (await currentMessages(page)).at(-1);
+    checkEq([msg.content, msg.error], [want, undefined], 'the answer, the error');
+  });
+
   await test('deleting a conversation', async () => {
     const n = await page.locator('#conversations li').count();
     await page.locator('#conversations .delete').first().click();
