@@ -464,7 +464,8 @@ async function screenshot(browser, file) {
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox'],
+  // root in CI has no sandbox; a container's /dev/shm is often 64 MB
+  args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
 try {
   if (process.env.SCREENSHOT) {
