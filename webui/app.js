@@ -197,6 +197,8 @@
     setBusy(false);
     saveConversations();
     renderMessages();
+    // for screen readers: the answer itself is redrawn too often to be announced
+    $('status').textContent = msg.error ? 'Error: ' + msg.error : msg.stopped ? 'Stopped' : 'Answer complete';
   }
 
   function send(text) {

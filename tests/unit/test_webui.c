@@ -59,8 +59,8 @@ static void test_files_match(void) {
         CHECK_MSG(a != NULL, "%s is not built in (a line in src/server/webui.c)", path);
         if (a)
             CHECK_MSG(want && a->len == len && !memcmp(a->data, want, len),
-                      "%s: %zu bytes built in, %zu on disk (make rebuilds webui.o when it changes)",
-                      path, a->len, len);
+                      "%s: %zu bytes built in, %zu on disk (a stale build? make all tests)", path,
+                      a->len, len);
         free(want);
         files++;
     }
