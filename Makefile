@@ -91,6 +91,9 @@ $(BUILD)/%.o: %.c | check-pkgs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The chat page's files go into webui.o by .incbin, which -MMD does not see.
+$(BUILD)/src/server/webui.o: $(wildcard webui/*)
+
 $(INFERNO): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
