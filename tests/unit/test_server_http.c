@@ -673,7 +673,7 @@ static int open_stream(int max_tokens) {
     char body[256];
     snprintf(body, sizeof body,
              "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"stream\":true,"
-             "\"max_tokens\":%d,\"temperature\":1}",
+             "\"max_tokens\":%d,\"temperature\":1,\"ignore_eos\":true}",
              max_tokens);
     int fd = connect_port(g_port);
     send_request(fd, "POST", "/v1/chat/completions", AUTH, body);
@@ -725,7 +725,7 @@ static void test_slots(fake *f) {
  * runs, and when the drain's time is up it ends with an error frame and
  * [DONE]. Last: the server takes nothing new afterwards. */
 static void test_drain(fake *f, srv_http *h) {
-    f->delay_us = 2000;
+    f->delay_us = 5000; /* b needs over a second to fill its context */
     int a = open_stream(40), b = open_stream(100000);
     char buf[256];
     CHECK(read(a, buf, sizeof buf) > 0); /* a holds the only slot; b waits */
@@ -757,7 +757,7 @@ static void test_drain(fake *f, srv_http *h) {
     memset(&r, 0, sizeof r);
     read_all(a, &r);
     close(a);
-    CHECK(strstr(r.data, "\"finish_reason\":\"length\"") != NULL);
+    CHECK_MSG(strstr(r.data, "\"finish_reason\":\"length\"") != NULL, "a: %.300s", r.data + (r.len > 300 ? r.len - 300 : 0));
     CHECK(strstr(r.data, "data: [DONE]") != NULL);
     CHECK(strstr(r.data, "drain") == NULL);
     inf_buf_free(&r);
