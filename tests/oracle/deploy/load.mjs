@@ -142,20 +142,19 @@ async function chat(messages, { stream, session, rec }) {
 }
 
 // --- routing checks (hash mode) -----------------------------------------------
-// The replica that answered; with anyStatus, whatever the answer (Ollama's
-// routes are placeholders that answer 501 until they land: HAProxy routes
-// them all the same).
-async function replicaOf(path, body, session, anyStatus = false) {
+// The replica that answered (a status other than 200: "status N").
+async function replicaOf(path, body, session) {
   const headers = { 'Content-Type': 'application/json' };
   if (session) headers[SESSION_HEADER] = session;
   const r = await fetch(`${FRONT}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
   await r.text();
-  return r.status === 200 || anyStatus ? r.headers.get('x-inferno-replica') : `status ${r.status}`;
+  return r.status === 200 ? r.headers.get('x-inferno-replica') : `status ${r.status}`;
 }
 const one = (set, what) => check(set.size === 1 && !String([...set][0]).startsWith('status') && [...set][0] !== null,
   what, [...set].join(','));
 async function routingChecks() {
   const k = { model: 'tiny', max_tokens: 1, temperature: 0 };
+  const ollamaName = (await (await fetch(`${FRONT}/api/tags`)).json()).models[0].name;
   const sys = 'Routing check system prompt: be brief.';
   const spread = new Set();
   for (let c = 0; c < 8; c++) {
@@ -195,9 +194,11 @@ async function routingChecks() {
     const cs = new Set();
     for (const p of [p1, `${p1} reply one. second question`]) cs.add(await replicaOf('/v1/completions', { ...k, prompt: p }));
     one(cs, `completions conversation ${c} (a prompt past 256 bytes, growing): one replica`);
-    // Ollama /api/chat: the chat rule.
+    // Ollama /api/chat: the chat rule (its model name as /api/tags lists it).
     const os = new Set();
-    for (const m of [m1, m2]) os.add(await replicaOf('/api/chat', { model: 'tiny', messages: m, stream: false }, null, true));
+    for (const m of [m1, m2]) {
+      os.add(await replicaOf('/api/chat', { model: ollamaName, messages: m, stream: false, options: { num_predict: 1 } }));
+    }
     one(os, `ollama chat conversation ${c}: every turn on one replica`);
   }
   check(spread.size >= 2, 'conversations spread over replicas', [...spread].join(','));
