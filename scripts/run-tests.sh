@@ -16,11 +16,12 @@ run_one() { # name, command...
     local t0=$SECONDS
     "$@" >"$log" 2>&1
     local rc=$?
-    local line; line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    # the last "N passed, N failed" line, bare or after a label ("name: ")
+    local line; line=$(grep -E '(^|: )[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     local p=0 f=0
     if [ -n "$line" ]; then
-        p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed.*/\2/' <<<"$line")
-        f=$(sed -E 's/^.* ([0-9]+) failed.*/\1/' <<<"$line")
+        p=$(sed -E 's/^(.*: )?([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+        f=$(sed -E 's/^(.*: )?([0-9]+) passed, ([0-9]+) failed.*/\3/' <<<"$line")
     fi
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
