@@ -726,9 +726,12 @@ static void test_slots(fake *f) {
  * [DONE]. Last: the server takes nothing new afterwards. */
 static void test_drain(fake *f, srv_http *h) {
     f->delay_us = 5000; /* b needs over a second to fill its context */
-    int a = open_stream(40), b = open_stream(100000);
+    /* a is submitted (its first frame is back) before b is sent: a holds the
+       only slot and b waits */
+    int a = open_stream(40);
     char buf[256];
-    CHECK(read(a, buf, sizeof buf) > 0); /* a holds the only slot; b waits */
+    CHECK(read(a, buf, sizeof buf) > 0);
+    int b = open_stream(100000);
     for (int i = 0; i < 100 && srv_http_inflight(h) < 2; i++)
         usleep(10000);
     CHECK_INT(srv_http_inflight(h), 2);
