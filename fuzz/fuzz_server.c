@@ -137,8 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == 0) inf_stop_flush(&pieces, &out);
     if (out.len != whole.len) abort();
     inf_timings tm = {0};
-    srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 1, .completion_tokens = 1,
-                     .timings = &tm};
+    srv_outcome o = {
+        .finish = INF_FINISH_STOP, .prompt_tokens = 1, .completion_tokens = 1, .timings = &tm};
     srv_stream_end(&st, &sse, &o);
     check_frames(&sse);
 

@@ -23,8 +23,7 @@
 #include "util/timer.h"
 
 /* Submits prompt[0..n) (copied) for max_tokens greedy tokens, end-of-text ignored. */
-static inf_task *submit(inf_engine *e, const int32_t *prompt, int n, int max_tokens,
-                        inf_err *err) {
+static inf_task *submit(inf_engine *e, const int32_t *prompt, int n, int max_tokens, inf_err *err) {
     int32_t *copy = malloc((size_t)n * sizeof *copy);
     if (!copy) {
         inf_fail(err, "out of memory");
@@ -95,15 +94,13 @@ int main(int argc, char **argv) {
 
     inf_err err;
     if (rows > n_ctx) rows = n_ctx;
-    inf_engine_opts eo = {.model_path = path,
-                          .backend = {.name = "scalar"},
-                          .n_seq = n_req,
-                          .n_ctx = n_ctx,
-                          .n_batch = rows,
-                          .kv = {.kind = INF_KV_PAGED,
-                                 .block_size = bs,
-                                 .type_k = type_k,
-                                 .type_v = type_v}};
+    inf_engine_opts eo = {
+        .model_path = path,
+        .backend = {.name = "scalar"},
+        .n_seq = n_req,
+        .n_ctx = n_ctx,
+        .n_batch = rows,
+        .kv = {.kind = INF_KV_PAGED, .block_size = bs, .type_k = type_k, .type_v = type_v}};
     /* A pool for every request's own blocks plus the shared prefix's. */
     int per_req_blocks = (n_prefix + n_q + n_gen + bs - 1) / bs + 1;
     inf_engine *e;
@@ -111,9 +108,8 @@ int main(int argc, char **argv) {
         inf_model_file *mf;
         if (inf_model_open(&mf, path, &err)) return die(err.msg);
         int kv_dim = mf->hp.n_head_kv * mf->hp.head_dim;
-        eo.kv.mem_bytes =
-            inf_kv_block_bytes_typed(mf->hp.n_layer, kv_dim, bs, type_k, type_v) *
-            (size_t)per_req_blocks * (n_req + 2);
+        eo.kv.mem_bytes = inf_kv_block_bytes_typed(mf->hp.n_layer, kv_dim, bs, type_k, type_v) *
+                          (size_t)per_req_blocks * (n_req + 2);
         inf_model_close(mf);
     }
     if (inf_engine_open(&e, &eo, &err)) return die(err.msg);

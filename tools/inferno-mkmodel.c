@@ -97,7 +97,10 @@ int main(int argc, char **argv) {
     }
     synth_model m = {.name = preset, .seed = seed};
     if (synth_preset(&m.hp, preset)) {
-        fprintf(stderr, "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b, qwen3-30b-a3b-6l)\n", preset);
+        fprintf(stderr,
+                "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b, "
+                "qwen3-30b-a3b-6l)\n",
+                preset);
         return 2;
     }
 
@@ -123,9 +126,10 @@ int main(int argc, char **argv) {
             free(list);
             return 2;
         }
-        static const char *const suffix[] = {
-            [SYNTH_GGUF] = ".gguf", [SYNTH_HF] = "-hf", [SYNTH_HF_SHARDED] = "-hf-sharded",
-            [SYNTH_HF_FUSED] = "-hf-fused"};
+        static const char *const suffix[] = {[SYNTH_GGUF] = ".gguf",
+                                             [SYNTH_HF] = "-hf",
+                                             [SYNTH_HF_SHARDED] = "-hf-sharded",
+                                             [SYNTH_HF_FUSED] = "-hf-fused"};
         snprintf(paths[n_outs], sizeof paths[n_outs], "%s/%s-%s%s", out_dir, preset,
                  synth_mix_name(mix), suffix[kind]);
         if (skip_existing && exists(paths[n_outs])) {

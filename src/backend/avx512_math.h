@@ -50,8 +50,7 @@ static inline __m512 bf16_rest(__m512 x) {
 
 /* Elements i..i+15 of a K/V row of type t (kv_view.h; i a multiple of 16):
  * the reference's floats (q8_0: d * q, exact). */
-static inline __attribute__((always_inline)) __m512 kv_load16(inf_dtype t, const void *row,
-                                                              int i) {
+static inline __attribute__((always_inline)) __m512 kv_load16(inf_dtype t, const void *row, int i) {
     const uint16_t *h = row;
     switch (t) {
     case INF_F16:

@@ -234,8 +234,8 @@ static inline void unpack_group(uint8_t *dst, inf_pack_kind kind, const uint8_t 
 
 /* The integer sums of one group for 32 tokens x (16 or 32) outputs into cb:
  * [tokens 0-15 | panel 0], [0-15 | 1], [16-31 | 0], [16-31 | 1], 16 x 16 each. */
-static inline void group_tiles(int32_t *cb, const int8_t *a, const uint8_t *b0,
-                               const uint8_t *b1, int np, bool sgn) {
+static inline void group_tiles(int32_t *cb, const int8_t *a, const uint8_t *b0, const uint8_t *b1,
+                               int np, bool sgn) {
     _tile_zero(0);
     _tile_zero(2);
     _tile_loadd(4, a, 32);
@@ -267,9 +267,10 @@ static inline void group_tiles(int32_t *cb, const int8_t *a, const uint8_t *b0,
 }
 
 /* acc[t][16i + r] += scaled sums of one group, in the VNNI kernel's operations and order. */
-static inline __attribute__((always_inline)) void
-group_scale(float *acc, const int32_t *cb, const float *dv, const int32_t *sv, const __m512 A[2],
-            const __m512 B[2], int np, bool q4k) {
+static inline __attribute__((always_inline)) void group_scale(float *acc, const int32_t *cb,
+                                                              const float *dv, const int32_t *sv,
+                                                              const __m512 A[2], const __m512 B[2],
+                                                              int np, bool q4k) {
     for (int t = 0; t < 32; t++) {
         const int32_t *c = cb + (t < 16 ? 0 : 512) + (size_t)(t % 16) * 16;
         const __m512 vdx = _mm512_set1_ps(dv[t]);
@@ -286,7 +287,7 @@ group_scale(float *acc, const int32_t *cb, const float *dv, const int32_t *sv, c
             for (int i = 0; i < np; i++) {
                 __m512 ci = _mm512_cvtepi32_ps(_mm512_load_si512(c + 256 * i));
                 _mm512_store_ps(a + 16 * i, _mm512_fmadd_ps(_mm512_mul_ps(ci, A[i]), vdx,
-                                                             _mm512_load_ps(a + 16 * i)));
+                                                            _mm512_load_ps(a + 16 * i)));
             }
         }
     }
@@ -304,9 +305,9 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
     const int64_t n = xq->n, ng = pk->n_groups;
     const size_t pbytes = (size_t)ng * pk->group_bytes, gb = pk->group_bytes;
     uint8_t *sp = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    int32_t *cbuf = (int32_t *)sp;      /* [2][4][16][16] */
-    float *acc = (float *)(sp + 8192);  /* [32 tokens][32 outputs] */
-    uint8_t *bexp = sp + 12288;         /* [2][ng][512] B tiles */
+    int32_t *cbuf = (int32_t *)sp;     /* [2][4][16][16] */
+    float *acc = (float *)(sp + 8192); /* [32 tokens][32 outputs] */
+    uint8_t *bexp = sp + 12288;        /* [2][ng][512] B tiles */
     const bool q4k = pk->kind == INF_PACK_Q4_K, sgn = !q4k;
     const size_t qb = pk->kind == INF_PACK_Q8_0 ? 512 : 256; /* offset of the scales */
     _tile_loadconfig(&g_cfg_int8);
@@ -333,7 +334,8 @@ static void amx_matmul_int8(float *y, int64_t ldy, const inf_packed *pk, const i
                 for (int i = 0; i < np; i++) {
                     const uint8_t *gp = panel[i] + (size_t)g * gb;
                     A[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb)));
-                    if (q4k) B[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb + 32)));
+                    if (q4k)
+                        B[i] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + qb + 32)));
                 }
                 const int32_t *cb = cbuf + 1024 * (g & 1);
                 /* constant np and kind: the scaling loop unrolls without branches */

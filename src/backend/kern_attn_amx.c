@@ -135,21 +135,23 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
     float kbuf[2][256] __attribute__((aligned(64))), vbuf[2][256] __attribute__((aligned(64)));
     _tile_loadconfig(&inf_amx_cfg_16x64);
     const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
-    const __m512i rowidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                                                11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32(16)); /* 32-bit units per row */
+    const __m512i rowidx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(16)); /* 32-bit units per row */
     for (int t0 = 0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         const int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         /* K rows as A tiles (split); V transposed by pairs of keys as A tiles */
         for (int j = 0; j < INF_KV_TILE; j += 2) {
-            const float *k0 = j < nk ? kv_row(kbuf[0], kt, inf_kv_k_at(kv, t0 + j, it->kv_off), hd)
-                                     : NULL;
-            const float *k1 =
-                j + 1 < nk ? kv_row(kbuf[1], kt, inf_kv_k_at(kv, t0 + j + 1, it->kv_off), hd) : NULL;
-            const float *v0 = j < nk ? kv_row(vbuf[0], vt, inf_kv_v_at(kv, t0 + j, it->kv_off), hd)
-                                     : NULL;
-            const float *v1 =
-                j + 1 < nk ? kv_row(vbuf[1], vt, inf_kv_v_at(kv, t0 + j + 1, it->kv_off), hd) : NULL;
+            const float *k0 =
+                j < nk ? kv_row(kbuf[0], kt, inf_kv_k_at(kv, t0 + j, it->kv_off), hd) : NULL;
+            const float *k1 = j + 1 < nk
+                                  ? kv_row(kbuf[1], kt, inf_kv_k_at(kv, t0 + j + 1, it->kv_off), hd)
+                                  : NULL;
+            const float *v0 =
+                j < nk ? kv_row(vbuf[0], vt, inf_kv_v_at(kv, t0 + j, it->kv_off), hd) : NULL;
+            const float *v1 = j + 1 < nk
+                                  ? kv_row(vbuf[1], vt, inf_kv_v_at(kv, t0 + j + 1, it->kv_off), hd)
+                                  : NULL;
             /* the next tile's rows: cache rows are 4 KiB apart, beyond the prefetchers' reach */
             for (int jj = j; jj < j + 2 && t0 + INF_KV_TILE + jj < it->max_lim; jj++) {
                 const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + jj, it->kv_off);
@@ -180,8 +182,7 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
                 __m512 b = v1 ? _mm512_loadu_ps(v1 + 16 * db) : _mm512_setzero_ps();
                 uint16_t *hi = va + ((size_t)((j / 32) * ndb + db) * 2) * 512 + (j % 32);
                 _mm512_i32scatter_epi32(hi, rowidx, pair_bf16(a, b), 4);
-                _mm512_i32scatter_epi32(hi + 512, rowidx, pair_bf16(bf16_rest(a), bf16_rest(b)),
-                                        4);
+                _mm512_i32scatter_epi32(hi + 512, rowidx, pair_bf16(bf16_rest(a), bf16_rest(b)), 4);
             }
         }
         for (int b = 0; b < nqb; b++) {
@@ -223,7 +224,8 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
             }
             __mmask16 up = _mm512_cmp_ps_mask(tm, m, _CMP_GT_OQ);
             __m512 nm = _mm512_mask_blend_ps(up, m, tm);
-            __m512 corr = _mm512_mask_blend_ps(up, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m, nm)));
+            __m512 corr =
+                _mm512_mask_blend_ps(up, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m, nm)));
             __m512 l = _mm512_mul_ps(_mm512_load_ps(mb + QB), corr);
             for (int j = 0; j < INF_KV_TILE; j++) {
                 __m512 p = _mm512_setzero_ps();
@@ -267,7 +269,7 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
             float *o = ot + (size_t)b * hd * QB;
             for (int d = 0; d < hd; d++)
                 _mm512_store_ps(o + 16 * d, _mm512_fmadd_ps(_mm512_load_ps(o + 16 * d), corr,
-                                                             _mm512_load_ps(pv + 16 * d)));
+                                                            _mm512_load_ps(pv + 16 * d)));
         }
     }
     _tile_release();

@@ -93,8 +93,8 @@ static void a2_dequant_q4_0(float *dst, const void *src, int64_t n) {
         __m256 d = _mm256_set1_ps(inf_f16_to_f32(b->d));
         for (int j = 0; j < 16; j += 8) {
             __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + j)));
-            __m256i lo = _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)),
-                                          _mm256_set1_epi32(8));
+            __m256i lo =
+                _mm256_sub_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
             __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(q, 4), _mm256_set1_epi32(8));
             _mm256_storeu_ps(dst + i + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
             _mm256_storeu_ps(dst + i + 16 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
@@ -130,9 +130,10 @@ static inline __m256i nibbles32(const uint8_t *qs) {
 static inline __m256i fifth_bits(const uint8_t qh[4]) {
     uint32_t u;
     memcpy(&u, qh, 4);
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32((int)u), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                    2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32((int)u),
+                            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                                             2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -201,8 +202,8 @@ static void a2_dequant_q5_K(float *dst, const void *src, int64_t n) {
         const __m256i qh = _mm256_loadu_si256((const __m256i *)b->qh);
         for (int s = 0; s < 8; s++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * (s / 2)));
-            const __m256i lo = (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f)
-                                       : _mm256_and_si256(v, m0f);
+            const __m256i lo =
+                (s & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f) : _mm256_and_si256(v, m0f);
             const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(s)), one);
             int sc, m;
             k4_scale_min(b->scales, s, &sc, &m);
@@ -277,8 +278,8 @@ static void a2_dequant_q3_K(float *dst, const void *src, int64_t n) {
                 const __m256i low = _mm256_and_si256(_mm256_srl_epi16(v, sh), m3);
                 /* minus 4 where the high bit is clear */
                 const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(hm, hs), one);
-                const __m256i q = _mm256_sub_epi8(
-                    low, _mm256_slli_epi16(_mm256_xor_si256(hb, one), 2));
+                const __m256i q =
+                    _mm256_sub_epi8(low, _mm256_slli_epi16(_mm256_xor_si256(hb, one), 2));
                 const int s = 8 * h + 2 * j;
                 emit32(dst + i + 128 * h + 32 * j, q, d * (float)sc[s], d * (float)sc[s + 1], 0, 0,
                        MUL);
@@ -306,11 +307,10 @@ static void a2_dequant_iq4_xs(float *dst, const void *src, int64_t n) {
     for (int64_t i = 0; i < n; i += INF_QK_K, b++) {
         const float d = inf_f16_to_f32(b->d);
         for (int s = 0; s < 8; s++) {
-            const int ls = ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) |
-                           ((b->scales_h >> (2 * s)) & 3) << 4;
+            const int ls =
+                ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | ((b->scales_h >> (2 * s)) & 3) << 4;
             const float dl = d * (float)(ls - 32);
-            emit32(dst + i + 32 * s, lookup32(b->qs + 16 * s, inf_iq4nl_values), dl, dl, 0, 0,
-                   MUL);
+            emit32(dst + i + 32 * s, lookup32(b->qs + 16 * s, inf_iq4nl_values), dl, dl, 0, 0, MUL);
         }
     }
 }
@@ -389,8 +389,8 @@ static void a2_moe_sum(float *y, const float *x, const float *w, int k, int64_t 
     for (; i + 8 <= n; i += 8) {
         __m256 acc = _mm256_setzero_ps();
         for (int j = 0; j < k; j++)
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[j]),
-                                                   _mm256_loadu_ps(x + (int64_t)j * n + i)));
+            acc = _mm256_add_ps(
+                acc, _mm256_mul_ps(_mm256_set1_ps(w[j]), _mm256_loadu_ps(x + (int64_t)j * n + i)));
         _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), acc));
     }
     for (; i < n; i++) {
@@ -431,8 +431,8 @@ static inline __attribute__((always_inline)) __m256 a2_kv_load8(inf_dtype t, con
     case INF_F16:
         return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i)));
     case INF_BF16:
-        return _mm256_castsi256_ps(
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i))), 16));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i))), 16));
     case INF_Q8_0: {
         const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / 32;
         __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + i % 32)));

@@ -109,7 +109,8 @@ static void a5_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
             s16[2 * b + 1] = _mm512_reduce_add_epi32(q1);
             d[b] = db;
             if (what & INF_XQ_TILES) {
-                size_t i = ((size_t)(t / 32) * (size_t)(n / 32) + (size_t)b) * 32 + (size_t)(t % 32);
+                size_t i =
+                    ((size_t)(t / 32) * (size_t)(n / 32) + (size_t)b) * 32 + (size_t)(t % 32);
                 xq->dT[i] = db;
                 xq->sT[i] = s16[2 * b] + s16[2 * b + 1];
                 memcpy(xq->qT + 32 * i, q + 32 * b, 32);
@@ -388,8 +389,9 @@ static void a5_moe_sum(float *y, const float *x, const float *w, int k, int64_t 
         __mmask16 m = tail_mask(n - i);
         __m512 acc = _mm512_setzero_ps();
         for (int j = 0; j < k; j++)
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[j]),
-                                                   _mm512_maskz_loadu_ps(m, x + (int64_t)j * n + i)));
+            acc =
+                _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[j]),
+                                                 _mm512_maskz_loadu_ps(m, x + (int64_t)j * n + i)));
         _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), acc));
     }
 }
@@ -546,7 +548,8 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
             vrow[j] = vt == INF_F32 ? vs : vc + (size_t)j * hd;
         }
         for (; r < R; r++)
-            if (it->lim[r] > t0) scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
+            if (it->lim[r] > t0)
+                scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
             float *s = st + (size_t)r * INF_KV_TILE;
@@ -703,8 +706,10 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
             __mmask16 up1 = _mm512_cmp_ps_mask(tm1, m1, _CMP_GT_OQ);
             __m512 n0 = _mm512_mask_blend_ps(up0, m0, tm0), n1 = _mm512_mask_blend_ps(up1, m1, tm1);
             /* corr = e^(m - m'), exactly 1 where the max did not move */
-            __m512 c0 = _mm512_mask_blend_ps(up0, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m0, n0)));
-            __m512 c1 = _mm512_mask_blend_ps(up1, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m1, n1)));
+            __m512 c0 =
+                _mm512_mask_blend_ps(up0, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m0, n0)));
+            __m512 c1 =
+                _mm512_mask_blend_ps(up1, _mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(m1, n1)));
             __m512 ls0 = _mm512_mul_ps(_mm512_load_ps(ml + 64 * b + 32), c0);
             __m512 ls1 = _mm512_mul_ps(_mm512_load_ps(ml + 64 * b + 48), c1);
             for (int j = 0; j < nk; j++) {
@@ -842,8 +847,8 @@ materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, i
     }
 }
 
-static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *kv, int pos0,
-                                 int T, int h, const inf_attn_shape *s, float *S) {
+static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *kv, int pos0, int T,
+                                 int h, const inf_attn_shape *s, float *S) {
     switch (s->head_dim) {
     case 64:
         materialized_body(out, q, kv, pos0, T, h, s, S, 64);

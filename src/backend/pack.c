@@ -59,7 +59,7 @@ static void fetch_iq4_xs(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A,
     const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + g / 8;
     const int s = (int)(g % 8);
     const int ls = ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | ((b->scales_h >> (2 * s)) & 3)
-                                                                        << 4;
+                                                                       << 4;
     const uint8_t *qs = b->qs + 16 * s;
     for (int k = 0; k < 16; k++) {
         q[k] = (uint8_t)(inf_iq4nl_values[qs[k] & 0xF] + 128);
@@ -129,11 +129,11 @@ static const struct {
     inf_pack_kind kind;
     fetch_fn fetch; /* NULL for BF16 (copied as is) */
 } pack_rows[INF_DTYPE_COUNT] = {
-    [INF_BF16] = {INF_PACK_BF16, NULL},         [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
-    [INF_Q5_0] = {INF_PACK_Q8_0, fetch_q5_0},   [INF_IQ4_NL] = {INF_PACK_Q8_0, fetch_iq4_nl},
+    [INF_BF16] = {INF_PACK_BF16, NULL},           [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
+    [INF_Q5_0] = {INF_PACK_Q8_0, fetch_q5_0},     [INF_IQ4_NL] = {INF_PACK_Q8_0, fetch_iq4_nl},
     [INF_IQ4_XS] = {INF_PACK_Q8_0, fetch_iq4_xs}, [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
-    [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},   [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
-    [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},   [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
+    [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},     [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
+    [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},     [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
 };
 
 /* per kind: k elements per group and bytes of one panel's group (layouts in kernels.h) */

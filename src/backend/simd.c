@@ -45,11 +45,11 @@ typedef struct simd_ctx {
     size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
-    float **thr_scratch; /* [nth] attention + dequant scratch */
-    size_t thr_cap;      /* floats */
-    float *attn_part;    /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
+    float **thr_scratch;  /* [nth] attention + dequant scratch */
+    size_t thr_cap;       /* floats */
+    float *attn_part;     /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
     size_t attn_part_cap; /* bytes */
-    inf_attn_impl attn;  /* prefill attention: flash, or materialized (measurement only) */
+    inf_attn_impl attn;   /* prefill attention: flash, or materialized (measurement only) */
 
     bool failed;   /* an op could not get its scratch since the last take_error */
     char err[200]; /* the first such failure */
@@ -599,8 +599,8 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
     j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
     /* a decode step over many keys: by KV head and by key block */
-    j.n_kblock = !prefill && T == 1 ? (pos0 + 1 + INF_ATTN_DECODE_BLOCK - 1) / INF_ATTN_DECODE_BLOCK
-                                    : 1;
+    j.n_kblock =
+        !prefill && T == 1 ? (pos0 + 1 + INF_ATTN_DECODE_BLOCK - 1) / INF_ATTN_DECODE_BLOCK : 1;
     j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk * j.n_kblock;
     if (c->failed) return;
     if (ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK))

@@ -23,10 +23,9 @@ enum {
 #define N_TYPES (INF_DTYPE_COUNT + 1) /* a slot per type id, then "other" */
 #define N_OPS (OP_MATMUL0 + 2 * N_TYPES)
 
-static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed",        "rmsnorm",
-                                                 "rope",           "attn_prefill", "attn_decode",
-                                                 "swiglu",         "add",          "moe_sum",
-                                                 "softmax"};
+static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed",       "rmsnorm", "rope",
+                                                 "attn_prefill",   "attn_decode", "swiglu",  "add",
+                                                 "moe_sum",        "softmax"};
 
 /* a weight type's matmul slot: its id (every type inferno reads has one) */
 static int type_slot(inf_dtype t) {

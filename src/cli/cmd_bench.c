@@ -174,8 +174,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
             bool k = IS("-ctk") || IS("--cache-type-k");
             bad = parse_types(v, k ? a->ctk : a->ctv, k ? &a->n_ctk : &a->n_ctv, f);
             if (bad == -2) return -1;
-        }
-        else if (IS("-t") || IS("--threads"))
+        } else if (IS("-t") || IS("--threads"))
             bad = parse_ints(v, &a->threads);
         else if (IS("--backend"))
             bad = parse_strs(v, &a->backends);
@@ -423,7 +422,8 @@ static void print_md_row(const row *r) {
         snprintf(test + l, sizeof test - l, " @ d%d", r->n_depth);
     }
     char types[32];
-    snprintf(types, sizeof types, "%s/%s", inf_kv_type_name(r->type_k), inf_kv_type_name(r->type_v));
+    snprintf(types, sizeof types, "%s/%s", inf_kv_type_name(r->type_k),
+             inf_kv_type_name(r->type_v));
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg_ts, r->sd_ts);
     printf("| %-30s | %10s | %10s | %-16s | %7d | %9s | %10.1f | %15s | %20s |\n", r->mfx->type,
            size, params, r->backend, r->threads, types, r->kv_bytes / (1024.0 * 1024.0), test, ts);
@@ -491,13 +491,16 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
     n_ctx = (n_ctx + 255) & ~255;
     int rc = -1;
-    inf_engine_opts eo = {
-        .model_path = path,
-        .backend = {.name = backend, .n_threads = threads, .isa = a->isa, .trace = a->trace, .attn = a->attn},
-        .n_seq = 1,
-        .n_ctx = n_ctx,
-        .n_batch = a->n_batch,
-        .kv = {.type_k = type_k, .type_v = type_v}};
+    inf_engine_opts eo = {.model_path = path,
+                          .backend = {.name = backend,
+                                      .n_threads = threads,
+                                      .isa = a->isa,
+                                      .trace = a->trace,
+                                      .attn = a->attn},
+                          .n_seq = 1,
+                          .n_ctx = n_ctx,
+                          .n_batch = a->n_batch,
+                          .kv = {.type_k = type_k, .type_v = type_v}};
     inf_engine *e = NULL;
     if (inf_engine_open(&e, &eo, err)) return -1;
     const inf_model_file *mf = e->mf;
@@ -622,9 +625,8 @@ int cmd_bench(int argc, char **argv) {
                 for (int ki = 0; ki < a.n_ctk * a.n_ctv && !status; ki++) {
                     bool pool = !strcmp(a.backends.v[bi], "pool");
                     if (!pool && ti > 0) continue; /* -t only matters to the pool */
-                    if (bench_one(&a, a.models.v[mi], a.backends.v[bi],
-                                  pool ? a.threads.v[ti] : 1, a.ctk[ki / a.n_ctv],
-                                  a.ctv[ki % a.n_ctv], jrows, jttft, &err)) {
+                    if (bench_one(&a, a.models.v[mi], a.backends.v[bi], pool ? a.threads.v[ti] : 1,
+                                  a.ctk[ki / a.n_ctv], a.ctv[ki % a.n_ctv], jrows, jttft, &err)) {
                         fprintf(stderr, "inferno bench: %s\n", err.msg);
                         status = 1;
                     }

@@ -82,8 +82,9 @@ static double now_s(void) {
 static void drain(srv_http *http, const sigset_t *sigs, int sig, int drain_s) {
     srv_http_drain(http);
     const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-    fprintf(stderr, "inferno serve: %s, draining: %d requests running, up to %d s (a second "
-                    "signal ends them now)\n",
+    fprintf(stderr,
+            "inferno serve: %s, draining: %d requests running, up to %d s (a second "
+            "signal ends them now)\n",
             name, srv_http_inflight(http), drain_s);
     double end = now_s() + drain_s;
     const struct timespec tick = {0, 50 * 1000000L};
@@ -165,8 +166,7 @@ int cmd_serve(int argc, char **argv) {
                 fprintf(stderr, "inferno serve: %s\n", e.msg);
                 return 2;
             }
-        }
-        else if (IS("--api-key"))
+        } else if (IS("--api-key"))
             cfg.api_key = v;
         else if (IS("--alias"))
             cfg.alias = v;

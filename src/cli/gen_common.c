@@ -15,43 +15,45 @@
 /* ---- flags ---- */
 
 static void usage(FILE *f, const char *cmd, bool want_prompt) {
-    fprintf(f,
-            "usage: inferno %s [-m MODEL]%s [options]\n"
-            "\n"
-            "  -m, --model PATH          GGUF file or Hugging Face folder (default %s)\n"
-            "%s"
-            "  -sys, --system-prompt TXT system message for the chat template\n"
-            "  -n, --n-predict N         tokens to generate (-1 = until end or full context)\n"
-            "  -c, --ctx-size N          context size (default: the model's, or what fits in memory)\n"
-            "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
-            "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
-            "  --backend NAME            compute backend: pool (default), simd, scalar (the reference)\n"
-            "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
-            "  --trace                   print the per-op time histogram after the run\n"
-            "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
-            "  --kv-block N              paged: tokens per block, a power of two (16)\n"
-            "  --cache-mem SIZE          paged: pool size, e.g. 512M or 2G (default: the context)\n"
-            "  -ctk, --cache-type-k T    K cache type: f32, f16 (default), bf16, q8_0\n"
-            "  -ctv, --cache-type-v T    V cache type: f32, f16 (default), bf16, q8_0\n"
-            "  --temp T                  temperature (0.8; <= 0 = greedy)\n"
-            "  --top-k N                 top-k (40; 0 = off)\n"
-            "  --top-p P                 top-p (0.95; 1 = off)\n"
-            "  --min-p P                 min-p (0.05; 0 = off)\n"
-            "  --repeat-penalty X        repetition penalty (1.0 = off)\n"
-            "  --repeat-last-n N         penalty window (64; 0 = off, -1 = context)\n"
-            "  --presence-penalty X      presence penalty (0 = off)\n"
-            "  --frequency-penalty X     frequency penalty (0 = off)\n"
-            "  -s, --seed N              sampling seed (default random)\n"
-            "  --raw                     no chat template: feed the prompt as is\n"
-            "  --no-think                chat template with enable_thinking=false\n"
-            "  --ignore-eos              do not stop at end-of-generation tokens\n"
-            "  --dump-logits FILE.npy    write the logits of each sampled token [steps, vocab]\n"
-            "  --token-ids 1,2,3         the prompt as token ids (implies --raw)\n"
-            "  --verbose-prompt          print the prompt's token ids to stderr\n"
-            "  --grammar FILE            the output follows this GBNF grammar (llama.cpp's syntax)\n"
-            "  --json-schema FILE        the output is JSON valid against this JSON Schema\n",
-            cmd, want_prompt ? " -p PROMPT" : "", INF_DEFAULT_MODEL,
-            want_prompt ? "  -p, --prompt TEXT         the prompt\n" : "");
+    fprintf(
+        f,
+        "usage: inferno %s [-m MODEL]%s [options]\n"
+        "\n"
+        "  -m, --model PATH          GGUF file or Hugging Face folder (default %s)\n"
+        "%s"
+        "  -sys, --system-prompt TXT system message for the chat template\n"
+        "  -n, --n-predict N         tokens to generate (-1 = until end or full context)\n"
+        "  -c, --ctx-size N          context size (default: the model's, or what fits in memory)\n"
+        "  -b, --batch-size N        prompt rows per forward pass (default 512)\n"
+        "  -t, --threads N           pool threads (default: the physical cores we may use)\n"
+        "  --backend NAME            compute backend: pool (default), simd, scalar (the "
+        "reference)\n"
+        "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
+        "  --trace                   print the per-op time histogram after the run\n"
+        "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
+        "  --kv-block N              paged: tokens per block, a power of two (16)\n"
+        "  --cache-mem SIZE          paged: pool size, e.g. 512M or 2G (default: the context)\n"
+        "  -ctk, --cache-type-k T    K cache type: f32, f16 (default), bf16, q8_0\n"
+        "  -ctv, --cache-type-v T    V cache type: f32, f16 (default), bf16, q8_0\n"
+        "  --temp T                  temperature (0.8; <= 0 = greedy)\n"
+        "  --top-k N                 top-k (40; 0 = off)\n"
+        "  --top-p P                 top-p (0.95; 1 = off)\n"
+        "  --min-p P                 min-p (0.05; 0 = off)\n"
+        "  --repeat-penalty X        repetition penalty (1.0 = off)\n"
+        "  --repeat-last-n N         penalty window (64; 0 = off, -1 = context)\n"
+        "  --presence-penalty X      presence penalty (0 = off)\n"
+        "  --frequency-penalty X     frequency penalty (0 = off)\n"
+        "  -s, --seed N              sampling seed (default random)\n"
+        "  --raw                     no chat template: feed the prompt as is\n"
+        "  --no-think                chat template with enable_thinking=false\n"
+        "  --ignore-eos              do not stop at end-of-generation tokens\n"
+        "  --dump-logits FILE.npy    write the logits of each sampled token [steps, vocab]\n"
+        "  --token-ids 1,2,3         the prompt as token ids (implies --raw)\n"
+        "  --verbose-prompt          print the prompt's token ids to stderr\n"
+        "  --grammar FILE            the output follows this GBNF grammar (llama.cpp's syntax)\n"
+        "  --json-schema FILE        the output is JSON valid against this JSON Schema\n",
+        cmd, want_prompt ? " -p PROMPT" : "", INF_DEFAULT_MODEL,
+        want_prompt ? "  -p, --prompt TEXT         the prompt\n" : "");
 }
 
 static int parse_int(const char *s, int *out) {
@@ -86,18 +88,63 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
             usage(stdout, cmd, want_prompt);
             return 1;
         }
-        if (IS("--raw")) { a->raw = true; continue; }
-        if (IS("--no-think")) { a->no_think = true; continue; }
-        if (IS("--ignore-eos")) { a->ignore_eos = true; continue; }
-        if (IS("--verbose-prompt")) { a->verbose_prompt = true; continue; }
-        if (IS("--trace")) { a->trace = true; continue; }
-        static const char *const takes_value[] = {
-            "-m", "--model", "-p", "--prompt", "-sys", "--system-prompt", "--dump-logits",
-            "--token-ids", "--backend", "-n", "--n-predict", "-c", "--ctx-size", "-b",
-            "--batch-size", "-t", "--threads", "--temp", "--top-k", "--top-p", "--min-p",
-            "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
-            "-s", "--seed", "--kv", "--kv-block", "--cache-mem", "--isa", "--grammar",
-            "--json-schema", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v"};
+        if (IS("--raw")) {
+            a->raw = true;
+            continue;
+        }
+        if (IS("--no-think")) {
+            a->no_think = true;
+            continue;
+        }
+        if (IS("--ignore-eos")) {
+            a->ignore_eos = true;
+            continue;
+        }
+        if (IS("--verbose-prompt")) {
+            a->verbose_prompt = true;
+            continue;
+        }
+        if (IS("--trace")) {
+            a->trace = true;
+            continue;
+        }
+        static const char *const takes_value[] = {"-m",
+                                                  "--model",
+                                                  "-p",
+                                                  "--prompt",
+                                                  "-sys",
+                                                  "--system-prompt",
+                                                  "--dump-logits",
+                                                  "--token-ids",
+                                                  "--backend",
+                                                  "-n",
+                                                  "--n-predict",
+                                                  "-c",
+                                                  "--ctx-size",
+                                                  "-b",
+                                                  "--batch-size",
+                                                  "-t",
+                                                  "--threads",
+                                                  "--temp",
+                                                  "--top-k",
+                                                  "--top-p",
+                                                  "--min-p",
+                                                  "--repeat-penalty",
+                                                  "--repeat-last-n",
+                                                  "--presence-penalty",
+                                                  "--frequency-penalty",
+                                                  "-s",
+                                                  "--seed",
+                                                  "--kv",
+                                                  "--kv-block",
+                                                  "--cache-mem",
+                                                  "--isa",
+                                                  "--grammar",
+                                                  "--json-schema",
+                                                  "-ctk",
+                                                  "--cache-type-k",
+                                                  "-ctv",
+                                                  "--cache-type-v"};
         bool known = false;
         for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
             known |= !strcmp(f, takes_value[k]);
@@ -112,12 +159,18 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         }
         const char *v = argv[++i];
         int bad = 0;
-        if (IS("-m") || IS("--model")) a->model = v;
-        else if (IS("-p") || IS("--prompt")) a->prompt = v;
-        else if (IS("-sys") || IS("--system-prompt")) a->system = v;
-        else if (IS("--dump-logits")) a->dump_logits = v;
-        else if (IS("--token-ids")) a->token_ids = v, a->raw = true;
-        else if (IS("--backend")) a->backend = v;
+        if (IS("-m") || IS("--model"))
+            a->model = v;
+        else if (IS("-p") || IS("--prompt"))
+            a->prompt = v;
+        else if (IS("-sys") || IS("--system-prompt"))
+            a->system = v;
+        else if (IS("--dump-logits"))
+            a->dump_logits = v;
+        else if (IS("--token-ids"))
+            a->token_ids = v, a->raw = true;
+        else if (IS("--backend"))
+            a->backend = v;
         else if (IS("-ctk") || IS("--cache-type-k") || IS("-ctv") || IS("--cache-type-v")) {
             inf_err e;
             bool is_k = IS("-ctk") || IS("--cache-type-k");
@@ -135,22 +188,36 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         } else if (IS("--kv-block"))
             bad = parse_int(v, &a->kv.block_size) || a->kv.block_size < 1 ||
                   a->kv.block_size > 1024 || (a->kv.block_size & (a->kv.block_size - 1));
-        else if (IS("--isa")) a->isa = v;
-        else if (IS("--grammar")) a->grammar = v;
-        else if (IS("--json-schema")) a->json_schema = v;
-        else if (IS("-n") || IS("--n-predict")) bad = parse_int(v, &a->n_predict) || a->n_predict < -1;
-        else if (IS("-c") || IS("--ctx-size")) bad = parse_int(v, &a->n_ctx) || a->n_ctx < 0;
-        else if (IS("-b") || IS("--batch-size")) bad = parse_int(v, &a->n_batch) || a->n_batch < 1;
-        else if (IS("-t") || IS("--threads")) bad = parse_int(v, &a->n_threads) || a->n_threads < 0;
-        else if (IS("--temp")) bad = parse_float(v, &a->sp.temp), a->sp_set |= INF_REC_TEMP;
-        else if (IS("--top-k")) bad = parse_int(v, &a->sp.top_k), a->sp_set |= INF_REC_TOP_K;
-        else if (IS("--top-p")) bad = parse_float(v, &a->sp.top_p), a->sp_set |= INF_REC_TOP_P;
-        else if (IS("--min-p")) bad = parse_float(v, &a->sp.min_p), a->sp_set |= INF_REC_MIN_P;
+        else if (IS("--isa"))
+            a->isa = v;
+        else if (IS("--grammar"))
+            a->grammar = v;
+        else if (IS("--json-schema"))
+            a->json_schema = v;
+        else if (IS("-n") || IS("--n-predict"))
+            bad = parse_int(v, &a->n_predict) || a->n_predict < -1;
+        else if (IS("-c") || IS("--ctx-size"))
+            bad = parse_int(v, &a->n_ctx) || a->n_ctx < 0;
+        else if (IS("-b") || IS("--batch-size"))
+            bad = parse_int(v, &a->n_batch) || a->n_batch < 1;
+        else if (IS("-t") || IS("--threads"))
+            bad = parse_int(v, &a->n_threads) || a->n_threads < 0;
+        else if (IS("--temp"))
+            bad = parse_float(v, &a->sp.temp), a->sp_set |= INF_REC_TEMP;
+        else if (IS("--top-k"))
+            bad = parse_int(v, &a->sp.top_k), a->sp_set |= INF_REC_TOP_K;
+        else if (IS("--top-p"))
+            bad = parse_float(v, &a->sp.top_p), a->sp_set |= INF_REC_TOP_P;
+        else if (IS("--min-p"))
+            bad = parse_float(v, &a->sp.min_p), a->sp_set |= INF_REC_MIN_P;
         else if (IS("--repeat-penalty"))
             bad = parse_float(v, &a->sp.repeat_penalty), a->sp_set |= INF_REC_REPEAT_PENALTY;
-        else if (IS("--repeat-last-n")) bad = parse_int(v, &a->sp.repeat_last_n);
-        else if (IS("--presence-penalty")) bad = parse_float(v, &a->sp.presence_penalty);
-        else if (IS("--frequency-penalty")) bad = parse_float(v, &a->sp.frequency_penalty);
+        else if (IS("--repeat-last-n"))
+            bad = parse_int(v, &a->sp.repeat_last_n);
+        else if (IS("--presence-penalty"))
+            bad = parse_float(v, &a->sp.presence_penalty);
+        else if (IS("--frequency-penalty"))
+            bad = parse_float(v, &a->sp.frequency_penalty);
         else if (IS("-s") || IS("--seed")) {
             char *end;
             errno = 0;
@@ -199,8 +266,7 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
     g->n_vocab = g->e->ex.n_vocab;
     if (a->dump_logits) {
         g->dump = fopen(a->dump_logits, "wb");
-        if (!g->dump)
-            return inf_fail(err, "%s: cannot write: %s", a->dump_logits, strerror(errno));
+        if (!g->dump) return inf_fail(err, "%s: cannot write: %s", a->dump_logits, strerror(errno));
         static const char blank[128];
         fwrite(blank, 1, sizeof blank, g->dump); /* the header, written at the end */
     }
@@ -308,8 +374,8 @@ inf_task *gen_generate(gen_ctx *g, const gen_args *a, int32_t *prompt, int n, ch
     }
     if (p.grammar)
         p.grammar_start = !g->chat || a->no_think ? INF_GRAM_AT_ONCE
-                          : g->in_think         ? INF_GRAM_AFTER_THINK
-                                                : INF_GRAM_UNLESS_THINK;
+                          : g->in_think           ? INF_GRAM_AFTER_THINK
+                                                  : INF_GRAM_UNLESS_THINK;
     inf_task *t = inf_engine_submit(g->e, prompt, n, &p, err);
     if (!t) return NULL;
     stream st = {.capture = capture};
@@ -346,8 +412,7 @@ void gen_print_timings(const gen_ctx *g, const inf_task *t) {
     if (t->p.grammar)
         fprintf(stderr,
                 "grammar          = %10.2f ms in all, %d masks (%d walked), slowest mask %.3f ms\n",
-                tm->grammar_ms, tm->grammar_masks, tm->grammar_masks_walk,
-                tm->grammar_mask_ms_max);
+                tm->grammar_ms, tm->grammar_masks, tm->grammar_masks_walk, tm->grammar_mask_ms_max);
     if (inf_trace_is(g->e->be)) {
         static char hist[8192];
         inf_trace_format(g->e->be, hist, sizeof hist);
@@ -364,8 +429,9 @@ int gen_dump_close(gen_ctx *g, inf_err *err) {
     memcpy(hdr, "\x93NUMPY\x01\x00", 8);
     hdr[8] = (char)(128 - 10), hdr[9] = 0;
     char dict[118];
-    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }",
-                     g->dump_rows, g->n_vocab);
+    int n =
+        snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }",
+                 g->dump_rows, g->n_vocab);
     memcpy(hdr + 10, dict, (size_t)n);
     hdr[127] = '\n';
     int bad = fseek(g->dump, 0, SEEK_SET) != 0 || fwrite(hdr, 1, 128, g->dump) != 128;

@@ -35,7 +35,7 @@ typedef struct gen_args {
     const char *json_schema; /* --json-schema FILE: a JSON Schema the output must follow */
     inf_sampler_params sp;
     unsigned sp_set; /* INF_REC_* flags given: the others take the model's defaults */
-    inf_kv_opts kv;          /* --kv basic|paged, --kv-block N, --cache-mem SIZE */
+    inf_kv_opts kv;  /* --kv basic|paged, --kv-block N, --cache-mem SIZE */
 } gen_args;
 
 /* Parses argv (argv[0] is the command name). Prints one line and returns -1

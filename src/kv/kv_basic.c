@@ -17,8 +17,7 @@ int inf_kv_basic_create_typed(inf_kv_basic **out, int n_layer, int n_ctx, int kv
     if (n_layer <= 0 || n_ctx <= 0 || kv_dim <= 0)
         return inf_fail(err, "kv cache: bad size (layers %d, context %d, row %d)", n_layer, n_ctx,
                         kv_dim);
-    if (inf_kv_check_type(k_type, kv_dim, err) || inf_kv_check_type(v_type, kv_dim, err))
-        return -1;
+    if (inf_kv_check_type(k_type, kv_dim, err) || inf_kv_check_type(v_type, kv_dim, err)) return -1;
     inf_kv_basic *c = calloc(1, sizeof *c);
     if (!c) return inf_fail(err, "kv cache: out of memory");
     c->n_layer = n_layer;
@@ -27,7 +26,8 @@ int inf_kv_basic_create_typed(inf_kv_basic **out, int n_layer, int n_ctx, int kv
     c->k_type = k_type;
     c->v_type = v_type;
     size_t rows = (size_t)n_layer * (size_t)n_ctx;
-    size_t kb = rows * inf_kv_type_bytes(k_type, kv_dim), vb = rows * inf_kv_type_bytes(v_type, kv_dim);
+    size_t kb = rows * inf_kv_type_bytes(k_type, kv_dim),
+           vb = rows * inf_kv_type_bytes(v_type, kv_dim);
     void *k = kv_mem_map(kb), *v = kv_mem_map(vb);
     c->k = k == MAP_FAILED ? NULL : k;
     c->v = v == MAP_FAILED ? NULL : v;

@@ -12,12 +12,12 @@
 #include "util/err.h"
 
 typedef struct inf_kv_basic {
-    int n_layer, n_ctx, kv_dim; /* kv_dim = n_head_kv*head_dim */
-    inf_dtype k_type, v_type;   /* element types (kv_view.h) */
-    void *k;                    /* [n_layer][n_ctx][kv_dim] of k_type */
-    void *v;                    /* [n_layer][n_ctx][kv_dim] of v_type */
+    int n_layer, n_ctx, kv_dim;      /* kv_dim = n_head_kv*head_dim */
+    inf_dtype k_type, v_type;        /* element types (kv_view.h) */
+    void *k;                         /* [n_layer][n_ctx][kv_dim] of k_type */
+    void *v;                         /* [n_layer][n_ctx][kv_dim] of v_type */
     size_t map_bytes_k, map_bytes_v; /* mapped lazily (kv_mem.h) */
-    int n_past;                 /* positions 0..n_past-1 hold valid rows */
+    int n_past;                      /* positions 0..n_past-1 hold valid rows */
 } inf_kv_basic;
 
 /* Allocates an f32 cache for n_ctx positions. Returns 0, or -1 with a message

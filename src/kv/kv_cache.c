@@ -58,10 +58,9 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
         int bs = o->block_size ? o->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
         int per_ctx = (n_ctx + bs - 1) / bs;
         /* By default one spare block beyond the contexts: room for a copy-on-write. */
-        long n_blocks = o->mem_bytes
-                            ? inf_kv_pool_blocks_for_bytes_typed(o->mem_bytes, n_layer, kv_dim, bs,
-                                                                 o->type_k, o->type_v)
-                            : (long)n_seq * per_ctx + 1;
+        long n_blocks = o->mem_bytes ? inf_kv_pool_blocks_for_bytes_typed(
+                                           o->mem_bytes, n_layer, kv_dim, bs, o->type_k, o->type_v)
+                                     : (long)n_seq * per_ctx + 1;
         if (n_blocks < per_ctx) {
             inf_fail(err,
                      "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
@@ -194,7 +193,8 @@ size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq) {
 }
 
 size_t inf_kv_cache_total_bytes(const inf_kv_cache *c) {
-    if (c->kind == INF_KV_BASIC) return (size_t)c->n_seq * (size_t)c->n_ctx * inf_kv_cache_token_bytes(c);
+    if (c->kind == INF_KV_BASIC)
+        return (size_t)c->n_seq * (size_t)c->n_ctx * inf_kv_cache_token_bytes(c);
     return (size_t)c->pool->n_blocks * (size_t)c->pool->block_size * inf_kv_cache_token_bytes(c);
 }
 
@@ -211,15 +211,16 @@ void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {
     long bad = inf_kv_pool_audit(p, NULL) ? 1 : 0;
     for (int b = 0; b < p->n_blocks; b++)
         bad += c->counts[b] != p->refcount[b];
-    *st = (inf_kv_stats){.block_size = p->block_size,
-                         .blocks_total = p->n_blocks,
-                         .blocks_free = p->n_free,
-                         .prefix_lookups = rs->n_lookups,
-                         .prefix_hits = rs->n_hits,
-                         .prefix_tokens_reused = rs->tokens_reused,
-                         .tree_nodes = rs->n_nodes,
-                         .tree_tokens = rs->n_cached_tokens,
-                         .evictions = rs->n_evicted_nodes,
-                         .ref_errors = bad,
-                         .block_bytes = (double)p->block_size * (double)inf_kv_cache_token_bytes(c)};
+    *st =
+        (inf_kv_stats){.block_size = p->block_size,
+                       .blocks_total = p->n_blocks,
+                       .blocks_free = p->n_free,
+                       .prefix_lookups = rs->n_lookups,
+                       .prefix_hits = rs->n_hits,
+                       .prefix_tokens_reused = rs->tokens_reused,
+                       .tree_nodes = rs->n_nodes,
+                       .tree_tokens = rs->n_cached_tokens,
+                       .evictions = rs->n_evicted_nodes,
+                       .ref_errors = bad,
+                       .block_bytes = (double)p->block_size * (double)inf_kv_cache_token_bytes(c)};
 }

@@ -47,7 +47,7 @@ typedef struct inf_kv_stats {
     long block_size, blocks_total, blocks_free;
     long prefix_lookups, prefix_hits, prefix_tokens_reused;
     long tree_nodes, tree_tokens, evictions;
-    long ref_errors; /* pool references not accounted for by a sequence or the tree */
+    long ref_errors;    /* pool references not accounted for by a sequence or the tree */
     double block_bytes; /* bytes of one block (K and V, all layers, in the cache's types) */
 } inf_kv_stats;
 
@@ -66,9 +66,9 @@ typedef struct inf_kv_cache {
 } inf_kv_cache;
 
 /* Caches for n_seq sequences of up to n_ctx positions of kv_dim elements per
- * layer (of o->type_k / o->type_v). Returns 0, or -1 with a message (bad sizes or options, no memory,
- * a budget that holds less than one context). Free with inf_kv_cache_free
- * (NULL is a no-op). */
+ * layer (of o->type_k / o->type_v). Returns 0, or -1 with a message (bad sizes or options, no
+ * memory, a budget that holds less than one context). Free with inf_kv_cache_free (NULL is a
+ * no-op). */
 int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
                         int kv_dim, inf_err *err);
 void inf_kv_cache_free(inf_kv_cache *c);

@@ -23,8 +23,7 @@ size_t inf_kv_block_bytes_typed(int n_layer, int kv_dim, int block_size, inf_dty
 }
 
 int inf_kv_pool_blocks_for_bytes(size_t bytes, int n_layer, int kv_dim, int block_size) {
-    return inf_kv_pool_blocks_for_bytes_typed(bytes, n_layer, kv_dim, block_size, INF_F32,
-                                              INF_F32);
+    return inf_kv_pool_blocks_for_bytes_typed(bytes, n_layer, kv_dim, block_size, INF_F32, INF_F32);
 }
 
 int inf_kv_pool_blocks_for_bytes_typed(size_t bytes, int n_layer, int kv_dim, int block_size,
@@ -97,12 +96,12 @@ int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int blo
     if (n_blocks <= 0)
         return inf_fail(err, "kv pool: %d blocks: expected at least one (cache memory too small?)",
                         n_blocks);
-    if (inf_kv_check_type(k_type, kv_dim, err) || inf_kv_check_type(v_type, kv_dim, err))
-        return -1;
+    if (inf_kv_check_type(k_type, kv_dim, err) || inf_kv_check_type(v_type, kv_dim, err)) return -1;
     /* Row indices are int64 in inf_kv_row_index but block ids are int32. */
     size_t layer_floats = (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim;
     size_t rows = (size_t)n_blocks * (size_t)block_size;
-    size_t kl = rows * inf_kv_type_bytes(k_type, kv_dim), vl = rows * inf_kv_type_bytes(v_type, kv_dim);
+    size_t kl = rows * inf_kv_type_bytes(k_type, kv_dim),
+           vl = rows * inf_kv_type_bytes(v_type, kv_dim);
     size_t bytes = (kl + vl) * (size_t)n_layer;
     if ((double)n_blocks * block_size * kv_dim * n_layer * 8.0 > (double)(SIZE_MAX / 2))
         return inf_fail(err, "kv pool: %d blocks of %d rows overflow the address space", n_blocks,
@@ -215,7 +214,8 @@ int inf_kv_pool_audit(const inf_kv_pool *p, inf_err *err) {
 
 /* Copies rows 0..n_rows-1 of block src into block dst at every layer. */
 static void copy_block_rows(inf_kv_pool *p, int32_t dst, int32_t src, int n_rows) {
-    size_t kr = inf_kv_type_bytes(p->k_type, p->kv_dim), vr = inf_kv_type_bytes(p->v_type, p->kv_dim);
+    size_t kr = inf_kv_type_bytes(p->k_type, p->kv_dim),
+           vr = inf_kv_type_bytes(p->v_type, p->kv_dim);
     size_t row0_d = (size_t)dst * p->block_size, row0_s = (size_t)src * p->block_size;
     for (int l = 0; l < p->n_layer; l++) {
         uint8_t *k = p->k + (size_t)l * p->k_layer_bytes, *v = p->v + (size_t)l * p->v_layer_bytes;

@@ -43,14 +43,14 @@ struct inf_kv_pool {
     inf_dtype k_type, v_type; /* element types (kv_view.h) */
     int block_size;           /* rows per block, a power of two */
     int n_blocks;
-    size_t layer_floats;            /* n_blocks*block_size*kv_dim: elements of one layer's slab */
-    size_t k_layer_bytes;           /* bytes of one layer's K slab (likewise V) */
+    size_t layer_floats;  /* n_blocks*block_size*kv_dim: elements of one layer's slab */
+    size_t k_layer_bytes; /* bytes of one layer's K slab (likewise V) */
     size_t v_layer_bytes;
-    uint8_t *k;                     /* [n_layer][n_blocks*block_size][kv_dim] of k_type */
-    uint8_t *v;                     /* [n_layer][n_blocks*block_size][kv_dim] of v_type */
-    size_t map_bytes;    /* bytes mapped for k and v together */
-    int32_t *refcount;   /* [n_blocks] holders of each block; 0 = free */
-    int32_t *free_list;  /* [n_blocks] stack of free block ids, n_free of them */
+    uint8_t *k;         /* [n_layer][n_blocks*block_size][kv_dim] of k_type */
+    uint8_t *v;         /* [n_layer][n_blocks*block_size][kv_dim] of v_type */
+    size_t map_bytes;   /* bytes mapped for k and v together */
+    int32_t *refcount;  /* [n_blocks] holders of each block; 0 = free */
+    int32_t *free_list; /* [n_blocks] stack of free block ids, n_free of them */
     int n_free;
     int n_used_peak;     /* most blocks in use at once since creation */
     int64_t n_cow;       /* copy-on-write copies made */

@@ -39,8 +39,8 @@ static inline size_t inf_kv_type_bytes(inf_dtype t, int64_t n) {
  *   (block_table ? block_table[j / block_size] * block_size + j % block_size : j) * row_stride
  * of k (of type k_type) or v (v_type). A basic cache passes block_table = NULL. */
 typedef struct inf_kv_view {
-    void *k; /* rows of n_head_kv*head_dim elements of k_type */
-    void *v; /* rows of v_type */
+    void *k;                    /* rows of n_head_kv*head_dim elements of k_type */
+    void *v;                    /* rows of v_type */
     inf_dtype k_type, v_type;   /* INF_F32 (zero), INF_F16, INF_BF16 or INF_Q8_0 */
     int row_stride;             /* elements between consecutive rows */
     int block_size;             /* rows per block; power of two (paged only) */

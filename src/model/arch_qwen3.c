@@ -129,9 +129,8 @@ int inf_qwen3_bind_head(const inf_model_file *mf, const inf_backend *be,
     if (hp->no_head) return blk_bind_vector(output_norm, mf, norm, hp->n_embd, err);
     if (!head) return inf_fail(err, "%s: tensor output is missing", mf->path);
     /* a tied head is the embedding table, which embed reads as stored */
-    return (hp->tied_output ? blk_bind_matrix_shared : blk_bind_matrix)(output, mf, be, head,
-                                                                        hp->n_vocab, hp->n_embd,
-                                                                        err) ||
+    return (hp->tied_output ? blk_bind_matrix_shared : blk_bind_matrix)(
+               output, mf, be, head, hp->n_vocab, hp->n_embd, err) ||
                    blk_bind_vector(output_norm, mf, norm, hp->n_embd, err)
                ? -1
                : 0;
@@ -140,7 +139,7 @@ int inf_qwen3_bind_head(const inf_model_file *mf, const inf_backend *be,
 /* The HF → GGUF name of one of the tensors above ("%d" patterns matched
  * with the layer number). Returns 1 when found. */
 static int map_name(const blk_name *names, int n, const char *name, char *out, size_t cap,
-                       int *layer) {
+                    int *layer) {
     for (int i = 0; i < n; i++) {
         const char *pat = names[i].hf, *pct = strstr(pat, "%d");
         if (!pct) {
@@ -191,8 +190,7 @@ static int create(inf_model *m, inf_err *err) {
     qwen3 *w = m->w = calloc(1, sizeof *w);
     if (!w || !(w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers)))
         return inf_fail(err, "out of memory");
-    if (inf_qwen3_bind_head(mf, m->be, &w->token_embd, &w->output, &w->output_norm, err))
-        return -1;
+    if (inf_qwen3_bind_head(mf, m->be, &w->token_embd, &w->output, &w->output_norm, err)) return -1;
     for (int l = 0; l < hp->n_layer; l++)
         if (inf_qwen3_attn_bind(&w->layers[l].attn, mf, m->be, l, err) ||
             inf_qwen3_ffn_bind(&w->layers[l].ffn, mf, m->be, l, err))

@@ -121,8 +121,8 @@ static int slice(inf_tensor *out, const inf_model_file *mf, const inf_tensor *t,
                  int64_t n, inf_err *err) {
     const size_t rb = inf_dtype_row_bytes(t->type, t->ne[0]);
     if (!inf_dtype_get(t->type) || rb == 0)
-        return inf_fail(err, "%s: tensor %s: type %s with rows of %lld is not supported",
-                        mf->path, t->name, inf_ggml_type_name(t->type), (long long)t->ne[0]);
+        return inf_fail(err, "%s: tensor %s: type %s with rows of %lld is not supported", mf->path,
+                        t->name, inf_ggml_type_name(t->type), (long long)t->ne[0]);
     if (t->nbytes < rb * (size_t)t->ne[1] * (size_t)t->ne[2])
         return inf_fail(err, "%s: tensor %s holds %zu bytes, expected %zu", mf->path, t->name,
                         t->nbytes, rb * (size_t)t->ne[1] * (size_t)t->ne[2]);
@@ -168,10 +168,9 @@ static int moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be,
     /* which layout: 3-D (GGUF, HF fused) or one tensor per expert (HF) */
     const bool stacked = gguf || gu;
     if (stacked) {
-        if ((!gu && (blk_find(&g, mf, gate_exps, l, -1, 3, (int64_t[]){E, F, X}, false, false,
-                              err) ||
-                     blk_find(&u, mf, up_exps, l, -1, 3, (int64_t[]){E, F, X}, false, false,
-                              err))) ||
+        if ((!gu &&
+             (blk_find(&g, mf, gate_exps, l, -1, 3, (int64_t[]){E, F, X}, false, false, err) ||
+              blk_find(&u, mf, up_exps, l, -1, 3, (int64_t[]){E, F, X}, false, false, err))) ||
             blk_find(&d, mf, down_exps, l, -1, 3, (int64_t[]){F, E, X}, false, false, err))
             return -1;
     } else {
@@ -337,8 +336,7 @@ static void facts(const inf_model_file *mf, inf_model_facts *f) {
     blk_name_fmt(embd, sizeof embd, mf, inf_qwen3_embd, -1, -1);
     const inf_tensor *te = inf_model_find(mf, embd);
     const inf_tensor *head = blk_output_tensor(mf, inf_qwen3_embd, inf_qwen3_output);
-    const double share =
-        mf->hp.n_expert > 0 ? (double)mf->hp.n_expert_used / mf->hp.n_expert : 1.0;
+    const double share = mf->hp.n_expert > 0 ? (double)mf->hp.n_expert_used / mf->hp.n_expert : 1.0;
     f->ffn_type = INF_F32;
     for (int i = 0; i < mf->n_tensors; i++) {
         const inf_tensor *t = &mf->tensors[i];

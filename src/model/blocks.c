@@ -63,9 +63,8 @@ int blk_bind_embedding(inf_model_file *mf, blk_name embd, blk_name output, inf_e
     }
     mf->hp.n_vocab = (int)te->ne[1];
     int64_t cfg_vocab;
-    int have = mf->format == INF_FORMAT_HF
-                   ? inf_model_meta_int(mf, "vocab_size", &cfg_vocab, err)
-                   : 0;
+    int have =
+        mf->format == INF_FORMAT_HF ? inf_model_meta_int(mf, "vocab_size", &cfg_vocab, err) : 0;
     if (have < 0) return -1;
     if (mf->format == INF_FORMAT_HF && !have)
         return inf_fail(err, "%s: config.json field vocab_size is missing", mf->path);
@@ -78,9 +77,8 @@ int blk_bind_embedding(inf_model_file *mf, blk_name embd, blk_name output, inf_e
     const int64_t shape[2] = {mf->hp.n_embd, mf->hp.n_vocab};
     const inf_tensor *out;
     bool tie = false;
-    int has_tie = mf->format == INF_FORMAT_HF
-                      ? inf_model_meta_bool(mf, "tie_word_embeddings", &tie, err)
-                      : 0;
+    int has_tie =
+        mf->format == INF_FORMAT_HF ? inf_model_meta_bool(mf, "tie_word_embeddings", &tie, err) : 0;
     if (has_tie < 0) return -1;
     if (has_tie && tie) {
         out = NULL;
@@ -102,8 +100,8 @@ const inf_tensor *blk_output_tensor(const inf_model_file *mf, blk_name embd, blk
     return inf_model_find(mf, name);
 }
 
-int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix,
-                          const char *hf_prefix, inf_err *err) {
+int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix, const char *hf_prefix,
+                          inf_err *err) {
     const char *pre = mf->format == INF_FORMAT_GGUF ? gguf_prefix : hf_prefix;
     size_t k = strlen(pre);
     for (int i = 0; i < mf->n_tensors; i++) {
@@ -120,8 +118,7 @@ int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix,
 /* ---- binding ------------------------------------------------------------ */
 
 static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
-                       const inf_tensor *t, int64_t n_out, int64_t n_in, bool drop,
-                       inf_err *err) {
+                       const inf_tensor *t, int64_t n_out, int64_t n_in, bool drop, inf_err *err) {
     memset(w, 0, sizeof *w);
     INF_ASSERT(t);
     const inf_dtype_info *info = inf_dtype_get(t->type);
@@ -220,16 +217,16 @@ int blk_acts_alloc(blk_acts *a, const inf_hparams *hp, int max_rows) {
         a->xe = inf_alloc(R * E * sizeof(float));
         a->ye = inf_alloc(R * E * sizeof(float));
         a->yk = inf_alloc(R * K * E * sizeof(float));
-        if (!a->probs || !a->chosen || !a->weight || !a->by_expert || !a->start || !a->cursor || !a->xe ||
-            !a->ye || !a->yk)
+        if (!a->probs || !a->chosen || !a->weight || !a->by_expert || !a->start || !a->cursor ||
+            !a->xe || !a->ye || !a->yk)
             return -1;
     }
     return 0;
 }
 
 void blk_acts_free(blk_acts *a) {
-    float *fs[] = {a->x,  a->xb,    a->q,     a->k,  a->v,  a->att, a->gate,
-                   a->up, a->xl,    a->probs, a->weight, a->xe, a->ye, a->yk};
+    float *fs[] = {a->x,  a->xb, a->q,     a->k,      a->v,  a->att, a->gate,
+                   a->up, a->xl, a->probs, a->weight, a->xe, a->ye,  a->yk};
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
         inf_free(fs[i]);
     inf_free(a->chosen);
@@ -384,8 +381,8 @@ static void run_expert(const inf_model *m, blk_acts *a, const blk_moe *w, int e,
     matmul_kind(be, (float *const[]){a->gate, a->up}, a->xe,
                 (const inf_weight *const[]){&w->w_gate[e], &w->w_up[e]}, 2, n, prompt);
     be->swiglu(be, a->gate, a->gate, a->up, n * F);
-    matmul_kind(be, (float *const[]){a->ye}, a->gate, (const inf_weight *const[]){&w->w_down[e]},
-                1, n, prompt);
+    matmul_kind(be, (float *const[]){a->ye}, a->gate, (const inf_weight *const[]){&w->w_down[e]}, 1,
+                n, prompt);
     for (int i = 0; i < n; i++)
         memcpy(a->yk + (int64_t)a->by_expert[i0 + i] * E, a->ye + (int64_t)i * E,
                E * sizeof(float));

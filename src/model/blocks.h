@@ -41,8 +41,8 @@ const inf_tensor *blk_output_tensor(const inf_model_file *mf, blk_name embd, blk
 /* A layer count lower than the layers the file holds would silently run a
  * truncated model: refuse tensors under prefix (GGUF "blk.", HF
  * "model.layers.") past the last layer. */
-int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix,
-                          const char *hf_prefix, inf_err *err);
+int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix, const char *hf_prefix,
+                          inf_err *err);
 
 /* A matrix [n_out][n_in] of any weight type for be (prepare_weight runs on
  * it; when the backend made a packed copy, the file's pages of the weight
@@ -86,8 +86,8 @@ typedef struct blk_ffn {
 
 /* The MoE FFN: a router, then n_expert SwiGLU experts of n_ff_exp. */
 typedef struct blk_moe {
-    float *norm;        /* [n_embd] */
-    inf_weight router;  /* [n_expert][n_embd] */
+    float *norm;       /* [n_embd] */
+    inf_weight router; /* [n_expert][n_embd] */
     int n_expert;
     inf_weight *w_gate; /* [n_expert] each [n_ff_exp][n_embd] */
     inf_weight *w_up;   /* [n_expert] each [n_ff_exp][n_embd] */

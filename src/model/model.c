@@ -42,8 +42,8 @@ int inf_model_bind_file(inf_model_file *mf, inf_err *err) {
         char names[256];
         size_t k = 0;
         for (int i = 0; i < N_ARCHS && k < sizeof names; i++) {
-            const char *const *l = mf->format == INF_FORMAT_GGUF ? archs[i]->gguf_archs
-                                                                 : archs[i]->hf_types;
+            const char *const *l =
+                mf->format == INF_FORMAT_GGUF ? archs[i]->gguf_archs : archs[i]->hf_types;
             for (; *l && k < sizeof names; l++)
                 k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", *l);
         }
@@ -85,7 +85,8 @@ static int check_hparams(const inf_model_file *mf, int n_ctx, int max_rows, inf_
                         hp->rope_theta, hp->rms_eps);
     if (hp->n_expert < 0 || hp->n_expert_used < 0 || hp->n_expert_used > hp->n_expert ||
         (hp->n_expert > 0 && (hp->n_expert_used == 0 || hp->n_ff_exp <= 0)))
-        return inf_fail(err, "%s: %d experts, %d used per token, expert FFN %d: expected 1..%d used",
+        return inf_fail(err,
+                        "%s: %d experts, %d used per token, expert FFN %d: expected 1..%d used",
                         mf->path, hp->n_expert, hp->n_expert_used, hp->n_ff_exp, hp->n_expert);
     if (n_ctx <= 0 || max_rows <= 0)
         return inf_fail(err, "context size %d and batch rows %d must be positive", n_ctx, max_rows);
@@ -101,8 +102,8 @@ int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backen
     const inf_hparams *hp = &mf->hp;
     inf_model *m = calloc(1, sizeof *m);
     if (!m) return inf_fail(err, "out of memory");
-    *m = (inf_model){.arch = a, .file = mf, .be = be, .hp = *hp, .n_ctx = n_ctx,
-                     .max_rows = max_rows};
+    *m = (inf_model){
+        .arch = a, .file = mf, .be = be, .hp = *hp, .n_ctx = n_ctx, .max_rows = max_rows};
     m->attn = (inf_attn_shape){.n_head = hp->n_head,
                                .n_head_kv = hp->n_head_kv,
                                .head_dim = hp->head_dim,
@@ -146,8 +147,10 @@ static int check_batch(const inf_model *m, const inf_batch *b, const inf_kv_view
             return inf_fail(err, "row %d: sequence %d, expected 0..%d", r, b->seq[r], n_seq - 1);
         int want = b->logits ? b->logits[r] : INF_OUT_LOGITS;
         if (want > INF_OUT_HIDDEN || (want == INF_OUT_HIDDEN && !b->hidden))
-            return inf_fail(err, "row %d: output kind %d (expected INF_OUT_*, hidden rows need "
-                                 "b->hidden)", r, want);
+            return inf_fail(err,
+                            "row %d: output kind %d (expected INF_OUT_*, hidden rows need "
+                            "b->hidden)",
+                            r, want);
         if (want == INF_OUT_LOGITS && m->hp.no_head && (b->logits || r == b->n_rows - 1))
             return inf_fail(err,
                             "%s has no output head (an embedding model): it cannot generate "
@@ -228,8 +231,8 @@ int inf_model_gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err
     if (mf->format == INF_FORMAT_GGUF) {
         for (int i = 0; i < mf->n_tensors && !rc; i++) {
             const inf_tensor *t = &mf->tensors[i];
-            rc = inf_gguf_plan_add(p, t->name, !strncmp(t->name, "blk.", 4) ? atoi(t->name + 4) : -1,
-                                   t);
+            rc = inf_gguf_plan_add(p, t->name,
+                                   !strncmp(t->name, "blk.", 4) ? atoi(t->name + 4) : -1, t);
             if (rc) inf_fail(err, "out of memory");
         }
     } else {

@@ -76,8 +76,8 @@ typedef struct inf_batch {
     const int32_t *pos;    /* [n_rows] position of the row in its sequence */
     const int32_t *seq;    /* [n_rows] which sequence: index into the kv views */
     const uint8_t *logits; /* [n_rows] INF_OUT_*; NULL: logits for the last row only */
-    float *hidden; /* out [n_hidden][n_embd]: the INF_OUT_HIDDEN rows in batch order (NULL
-                      when no row asks) */
+    float *hidden;         /* out [n_hidden][n_embd]: the INF_OUT_HIDDEN rows in batch order (NULL
+                              when no row asks) */
 } inf_batch;
 
 /* Runs the model over the batch. kv[s * n_layer + l] is sequence s's cache

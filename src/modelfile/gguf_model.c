@@ -292,7 +292,8 @@ static int open_splits(inf_model_file *m, gguf_file *g, inf_err *err) {
         return inf_fail(err, "%s: metadata split.count is %lld, expected 1..9999", g->name,
                         (long long)count);
     if (no != 0)
-        return inf_fail(err, "%s: this is split %lld of %lld; open the first (-00001-of-%05lld.gguf)",
+        return inf_fail(err,
+                        "%s: this is split %lld of %lld; open the first (-00001-of-%05lld.gguf)",
                         g->name, (long long)no + 1, (long long)count, (long long)count);
     struct inf_model_file_priv *p = m->priv;
     if (!(p->splits = calloc((size_t)count, sizeof *p->splits)))
@@ -341,8 +342,10 @@ int gguf_model_open(inf_model_file **out, gguf_file *g, inf_err *err) {
     int64_t split_no = 0;
     if (gguf_find(g, "split.no") && gguf_get_int(g, "split.no", &split_no, err)) goto fail;
     if (split_no != 0) {
-        inf_fail(err, "%s: this is split %lld of a model split into files; open the first "
-                 "(-00001-of-...)", g->name, (long long)split_no + 1);
+        inf_fail(err,
+                 "%s: this is split %lld of a model split into files; open the first "
+                 "(-00001-of-...)",
+                 g->name, (long long)split_no + 1);
         goto fail;
     }
     if (get_str_dup(g, "general.architecture", &m->arch, err)) goto fail;

@@ -81,7 +81,8 @@ static int obj_num(json_t *obj, const char *path, const char *what, const char *
         *out = def;
         return 0;
     }
-    if (!json_is_number(v)) return inf_fail(err, "%s: field %s.%s is not a number", path, what, key);
+    if (!json_is_number(v))
+        return inf_fail(err, "%s: field %s.%s is not a number", path, what, key);
     *out = json_number_value(v);
     return 0;
 }
@@ -126,8 +127,8 @@ static int load_rope(inf_hparams *hp, json_t *cfg, const char *path, inf_err *er
         obj_num(s, path, what, "mscale", 0, &ms, err) ||
         obj_num(s, path, what, "mscale_all_dim", 0, &ms_all, err))
         return -1;
-    if (!(factor >= 1) || !(factor < 1e6) || !(orig >= 1) || !(orig <= INT32_MAX) ||
-        !(fast > 0) || !(slow > 0) || !(attn >= 0) || !(attn < 1e6))
+    if (!(factor >= 1) || !(factor < 1e6) || !(orig >= 1) || !(orig <= INT32_MAX) || !(fast > 0) ||
+        !(slow > 0) || !(attn >= 0) || !(attn < 1e6))
         return inf_fail(err,
                         "%s: %s: yarn factor %g, original_max_position_embeddings %g, beta_fast "
                         "%g, beta_slow %g, attention_factor %g: expected factor >= 1 and "
@@ -138,7 +139,7 @@ static int load_rope(inf_hparams *hp, json_t *cfg, const char *path, inf_err *er
     hp->yarn_beta_fast = (float)fast;
     hp->yarn_beta_slow = (float)slow;
     /* transformers: 0.1 * mscale * ln(factor) + 1 (1 for factor <= 1) */
-#define YARN_MSCALE(f, k) ((f) <= 1 ? 1.0 : 0.1 * (k) * log(f) + 1.0)
+#define YARN_MSCALE(f, k) ((f) <= 1 ? 1.0 : 0.1 * (k)*log(f) + 1.0)
     if (attn > 0)
         hp->rope_attn_factor = (float)attn;
     else if (ms > 0 && ms_all > 0)

@@ -305,8 +305,10 @@ static int hf_post_processor(inf_vocab_desc *v, json_t *pp, const char *path, in
     const char *name = json_string_value(json_object_get(sp, "id"));
     int id = name ? hf_find(v, name) : -1;
     if (id < 0)
-        return inf_fail(err, "%s: post_processor: the special token it appends (%s) is not in the "
-                             "vocabulary", path, name ? name : "?");
+        return inf_fail(err,
+                        "%s: post_processor: the special token it appends (%s) is not in the "
+                        "vocabulary",
+                        path, name ? name : "?");
     v->add_eos = true;
     v->add_eos_id = id;
     return 0;

@@ -20,25 +20,25 @@
 #include "util/err.h"
 
 typedef struct inf_hparams {
-    int n_layer;     /* 28 for Qwen3-0.6B */
-    int n_embd;      /* hidden size, 1024 */
-    int n_head;      /* query heads, 16 */
-    int n_head_kv;   /* key/value heads, 8 */
-    int head_dim;    /* 128 (Qwen3: n_head*head_dim != n_embd in general) */
-    int n_ff;        /* FFN inner size, 3072 */
-    int n_vocab;     /* 151936 */
-    int n_ctx_train; /* 40960 */
-    float rope_theta;   /* 1e6 */
+    int n_layer;      /* 28 for Qwen3-0.6B */
+    int n_embd;       /* hidden size, 1024 */
+    int n_head;       /* query heads, 16 */
+    int n_head_kv;    /* key/value heads, 8 */
+    int head_dim;     /* 128 (Qwen3: n_head*head_dim != n_embd in general) */
+    int n_ff;         /* FFN inner size, 3072 */
+    int n_vocab;      /* 151936 */
+    int n_ctx_train;  /* 40960 */
+    float rope_theta; /* 1e6 */
     /* YaRN (rope_scaling type yarn; GGUF rope.scaling.type "yarn"); factor 0: none */
-    float yarn_factor;    /* 4 for the "-128K" setups */
-    int yarn_orig_ctx;    /* original_max_position_embeddings, 32768 */
-    float yarn_beta_fast; /* 32 */
-    float yarn_beta_slow; /* 1 */
+    float yarn_factor;      /* 4 for the "-128K" setups */
+    int yarn_orig_ctx;      /* original_max_position_embeddings, 32768 */
+    float yarn_beta_fast;   /* 32 */
+    float yarn_beta_slow;   /* 1 */
     float rope_attn_factor; /* cos/sin are scaled by it: YaRN's 0.1 ln(factor) + 1; 1 without */
-    float rms_eps;      /* 1e-6 */
-    bool tied_output;   /* output head is token_embd (set by the architecture) */
-    bool no_head;       /* no output head at all (an embedding model saved without lm_head and
-                           untied): it embeds, it cannot generate (set by the architecture) */
+    float rms_eps;          /* 1e-6 */
+    bool tied_output;       /* output head is token_embd (set by the architecture) */
+    bool no_head;           /* no output head at all (an embedding model saved without lm_head and
+                               untied): it embeds, it cannot generate (set by the architecture) */
     /* Mixture of experts (0 for a dense model; set by the architecture) */
     int n_expert;        /* experts per MoE layer, 128 for Qwen3-30B-A3B */
     int n_expert_used;   /* experts each token goes through, 8 */

@@ -502,7 +502,8 @@ static void dequant_q2_K(float *y, const void *src, int64_t n) {
     for (int64_t i = 0; i < n / INF_QK_K; i++, y += INF_QK_K) {
         const float d = inf_f16_to_f32(b[i].d), min = inf_f16_to_f32(b[i].dmin);
         for (int s = 0; s < 16; s++) {
-            const float dl = d * (float)(b[i].scales[s] & 0xF), ml = min * (float)(b[i].scales[s] >> 4);
+            const float dl = d * (float)(b[i].scales[s] & 0xF),
+                        ml = min * (float)(b[i].scales[s] >> 4);
             for (int l = 0; l < 16; l++)
                 y[16 * s + l] = dl * (float)k2_field(b[i].qs, 16 * s + l) - ml;
         }
@@ -838,7 +839,8 @@ static void dequant_iq2_s(float *y, const void *src, int64_t n) {
             const float db[2] = {d * (0.5f + (float)(b[i].scales[s] & 0xF)) * 0.25f,
                                  d * (0.5f + (float)(b[i].scales[s] >> 4)) * 0.25f};
             for (int l = 0; l < 4; l++, y += 8) {
-                const uint64_t g = inf_iq2s_grid[idx[4 * s + l] | ((b[i].qh[s] >> (2 * l)) & 3) << 8];
+                const uint64_t g =
+                    inf_iq2s_grid[idx[4 * s + l] | ((b[i].qh[s] >> (2 * l)) & 3) << 8];
                 const uint8_t sg = signs[4 * s + l];
                 for (int j = 0; j < 8; j++)
                     y[j] = db[l / 2] * grid_byte(g, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
@@ -860,7 +862,8 @@ static void dequant_iq3_xxs(float *y, const void *src, int64_t n) {
                 /* 7 sign bits; the eighth makes the number of minus signs even */
                 uint32_t sg = (aux >> (7 * l)) & 127;
                 sg |= (uint32_t)(__builtin_popcount(sg) & 1) << 7;
-                const uint32_t g1 = inf_iq3xxs_grid[idx[2 * l]], g2 = inf_iq3xxs_grid[idx[2 * l + 1]];
+                const uint32_t g1 = inf_iq3xxs_grid[idx[2 * l]],
+                               g2 = inf_iq3xxs_grid[idx[2 * l + 1]];
                 for (int j = 0; j < 4; j++) {
                     y[j] = db * grid_byte(g1, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
                     y[j + 4] = db * grid_byte(g2, j) * ((sg >> (j + 4)) & 1 ? -1.0f : 1.0f);

@@ -164,12 +164,13 @@ static int context_default(inf_engine *e, inf_kv_opts *kv, int n_seq) {
         if (pos < 2 * bs) pos = 2 * bs;
         kv->mem_bytes = (size_t)pos * tok;
         if (pos < want)
-            snprintf(e->note, sizeof e->note,
-                     "the K/V pool holds %.0f positions (%.1f GiB, %s/%s K/V): what fits the memory "
-                     "left after the weights; one request may use all of it up to the model's %d "
-                     "(--cache-mem and -c set them)",
-                     pos, (double)kv->mem_bytes / (1 << 30), inf_kv_type_name(kv->type_k),
-                     inf_kv_type_name(kv->type_v), trained);
+            snprintf(
+                e->note, sizeof e->note,
+                "the K/V pool holds %.0f positions (%.1f GiB, %s/%s K/V): what fits the memory "
+                "left after the weights; one request may use all of it up to the model's %d "
+                "(--cache-mem and -c set them)",
+                pos, (double)kv->mem_bytes / (1 << 30), inf_kv_type_name(kv->type_k),
+                inf_kv_type_name(kv->type_v), trained);
         return pos < trained ? (int)pos : trained;
     }
     if (fit >= want) return trained;

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kv/kv_cache.h"   /* inf_kv_stats */
-#include "model/model.h"    /* INF_OUT_* */
+#include "kv/kv_cache.h"     /* inf_kv_stats */
+#include "model/model.h"     /* INF_OUT_* */
 #include "modelfile/model.h" /* inf_pooling */
 #include "runtime/sampler.h"
 #include "util/err.h"
@@ -46,10 +46,10 @@ typedef struct inf_exec {
     int n_seq; /* sequences (slots), each with its own KV cache */
     int n_ctx; /* positions per sequence */
     int n_vocab;
-    int max_rows; /* rows one forward call may carry */
-    int n_embd;       /* the hidden state's width; 0: cannot embed */
-    bool no_head;     /* an embedding model: it cannot generate */
-    int32_t embd_eos; /* appended to a text to embed (the tokenizer's add_eos rule); -1: none */
+    int max_rows;        /* rows one forward call may carry */
+    int n_embd;          /* the hidden state's width; 0: cannot embed */
+    bool no_head;        /* an embedding model: it cannot generate */
+    int32_t embd_eos;    /* appended to a text to embed (the tokenizer's add_eos rule); -1: none */
     inf_pooling pooling; /* as the model file states it */
     /* The sampling a request gets when it names none: the model file's
      * recommendation (rec_set: INF_REC_* it stated) over llama.cpp's. */

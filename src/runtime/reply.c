@@ -279,7 +279,8 @@ static int reply_run(inf_reply *r, inf_parts *out) {
         }
         case R_THINK: {
             int which;
-            const char *p = find_tag(h, THINK_CLOSE, TAG_LEN(THINK_CLOSE), call_tag, call_len, &which);
+            const char *p =
+                find_tag(h, THINK_CLOSE, TAG_LEN(THINK_CLOSE), call_tag, call_len, &which);
             if (p) {
                 size_t at = (size_t)(p - h->data);
                 if (emit_trimmed(out, INF_PART_REASONING, h, at)) return -1;
@@ -317,9 +318,9 @@ static int reply_run(inf_reply *r, inf_parts *out) {
             size_t at = (size_t)(p - h->data);
             int rc = parse_call(out, h->data, at);
             if (rc < 0) return -1;
-            if (rc == 0 && (inf_parts_add_text(out, INF_PART_TEXT, CALL_OPEN, call_len) ||
-                            inf_parts_add_text(out, INF_PART_TEXT, h->data,
-                                               at + TAG_LEN(CALL_CLOSE))))
+            if (rc == 0 &&
+                (inf_parts_add_text(out, INF_PART_TEXT, CALL_OPEN, call_len) ||
+                 inf_parts_add_text(out, INF_PART_TEXT, h->data, at + TAG_LEN(CALL_CLOSE))))
                 return -1;
             inf_buf_consume(h, at + TAG_LEN(CALL_CLOSE));
             r->state = R_TEXT_LEAD;

@@ -513,8 +513,8 @@ static int build_batch(inf_sched *s) {
             s->pos[n] = from + j;
             s->seq[n] = next->id;
             s->want[n] = from + j < next->task->n_prompt - 1 ? INF_OUT_NONE
-                         : next->task->p.embed                ? INF_OUT_HIDDEN
-                                                              : INF_OUT_LOGITS;
+                         : next->task->p.embed               ? INF_OUT_HIDDEN
+                                                             : INF_OUT_LOGITS;
             s->row_slot[n] = (int)(next - s->slots);
             n++;
         }
@@ -720,8 +720,9 @@ int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf
     if (ex->n_embd > 0)
         s->hidden = malloc((size_t)s->n_slots * (size_t)ex->n_embd * sizeof *s->hidden);
     s->info = calloc((size_t)s->n_slots, sizeof *s->info);
-    bool ok = s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want && s->row_slot &&
-              s->logits && s->scratch && s->gscratch && (ex->n_embd <= 0 || s->hidden);
+    bool ok = s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want &&
+              s->row_slot && s->logits && s->scratch && s->gscratch &&
+              (ex->n_embd <= 0 || s->hidden);
     for (int i = 0; ok && i < s->n_slots; i++)
         s->slots[i].id = s->info[i].id = i;
     pthread_mutex_init(&s->mu, NULL);

@@ -103,12 +103,12 @@ typedef struct inf_logprob {
 
 /* llama.cpp's timings. */
 typedef struct inf_timings {
-    int grammar_masks;      /* constrained steps whose sampled token was refused (mask built) */
-    int grammar_masks_walk; /* of those, masks computed by a trie walk (not cached) */
-    double grammar_ms;      /* time in the grammar: checks, masks, resampling */
+    int grammar_masks;          /* constrained steps whose sampled token was refused (mask built) */
+    int grammar_masks_walk;     /* of those, masks computed by a trie walk (not cached) */
+    double grammar_ms;          /* time in the grammar: checks, masks, resampling */
     double grammar_mask_ms_max; /* the slowest step's mask */
-    int cache_n;  /* prompt tokens reused from a cache */
-    int prompt_n; /* prompt tokens evaluated */
+    int cache_n;                /* prompt tokens reused from a cache */
+    int prompt_n;               /* prompt tokens evaluated */
     double prompt_ms;
     int predicted_n;
     double predicted_ms;

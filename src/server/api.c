@@ -44,8 +44,8 @@ int srv_sse_frame(inf_buf *out, const char *event, json_t *j) {
 
 /* ---- the driver ---- */
 
-void srv_stream_init(srv_stream *st, const srv_api *api, srv_resp_meta *m,
-                     const inf_reply_opts *ro, bool include_usage) {
+void srv_stream_init(srv_stream *st, const srv_api *api, srv_resp_meta *m, const inf_reply_opts *ro,
+                     bool include_usage) {
     memset(st, 0, sizeof *st);
     st->api = api;
     st->meta = *m;
@@ -70,7 +70,8 @@ static int write_parts(srv_stream *st, inf_buf *out, inf_parts *p, json_t *logpr
     int rc = 0;
     if (p->n || logprobs) {
         rc = inf_parts_append(&st->all, p);
-        if (!rc) rc = st->api->stream_parts(st, out, p, logprobs);
+        if (!rc)
+            rc = st->api->stream_parts(st, out, p, logprobs);
         else
             json_decref(logprobs);
     }

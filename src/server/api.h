@@ -41,7 +41,7 @@ typedef struct srv_resp_meta {
     srv_kind kind;
     char id[48]; /* the API's prefix + a fresh suffix: "chatcmpl-…", "resp_…", "msg_…" */
     char model[128];
-    long created; /* unix seconds */
+    long created;       /* unix seconds */
     long long start_ns; /* inf_now_ns() when the request began (Ollama's total_duration) */
     /* Request fields the API echoes back (Responses: instructions, tools,
      * tool_choice, temperature, ...), owned; NULL when none. */
@@ -61,9 +61,9 @@ typedef struct srv_stream {
     int seq;            /* Responses: sequence_number of the next event */
     int open;           /* the writer's open block/item index; -1: none */
     inf_part_kind open_kind;
-    int n_blocks; /* blocks/items opened so far */
-    int n_calls;  /* tool calls written so far */
-    int text_offset; /* completions logprobs: bytes of text sent so far */
+    int n_blocks;      /* blocks/items opened so far */
+    int n_calls;       /* tool calls written so far */
+    int text_offset;   /* completions logprobs: bytes of text sent so far */
     int prompt_tokens; /* known before the first frame (Messages' message_start) */
 } srv_stream;
 
@@ -96,10 +96,10 @@ struct srv_api {
     const char *stream_type;
 };
 
-extern const srv_api srv_api_chat;        /* POST /v1/chat/completions */
-extern const srv_api srv_api_completions; /* POST /v1/completions */
-extern const srv_api srv_api_responses;   /* POST /v1/responses */
-extern const srv_api srv_api_messages;    /* POST /v1/messages */
+extern const srv_api srv_api_chat;            /* POST /v1/chat/completions */
+extern const srv_api srv_api_completions;     /* POST /v1/completions */
+extern const srv_api srv_api_responses;       /* POST /v1/responses */
+extern const srv_api srv_api_messages;        /* POST /v1/messages */
 extern const srv_api srv_api_ollama_chat;     /* POST /api/chat (NDJSON streams) */
 extern const srv_api srv_api_ollama_generate; /* POST /api/generate */
 
@@ -112,8 +112,8 @@ void srv_ollama_time(char *out, size_t cap, long long unix_ns);
 /* The driver every endpoint's generation goes through (and the tests):
  * the task's released text → the reply parser → the API's writer. */
 /* Takes m (its echo). include_usage: chat's stream_options. */
-void srv_stream_init(srv_stream *st, const srv_api *api, srv_resp_meta *m,
-                     const inf_reply_opts *ro, bool include_usage);
+void srv_stream_init(srv_stream *st, const srv_api *api, srv_resp_meta *m, const inf_reply_opts *ro,
+                     bool include_usage);
 void srv_stream_free(srv_stream *st);
 int srv_stream_begin(srv_stream *st, inf_buf *out);
 /* New released text and the logprobs of the tokens behind it (consumed;
@@ -137,8 +137,7 @@ void srv_resp_meta_free(srv_resp_meta *m);
 
 /* A tool call's id, unique within the response: the API's prefix ("call_",
  * "toolu_", "fc_"), the response id's suffix and the call's index. */
-void srv_tool_call_id(const srv_resp_meta *m, const char *prefix, int index, char *out,
-                      size_t cap);
+void srv_tool_call_id(const srv_resp_meta *m, const char *prefix, int index, char *out, size_t cap);
 
 /* One SSE frame: "event: NAME\n" (when name is not NULL) + "data: JSON\n\n";
  * j is released. */

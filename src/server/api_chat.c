@@ -50,7 +50,8 @@ static json_t *tool_call_json(const srv_resp_meta *m, const inf_part *c, int ind
     srv_tool_call_id(m, "call_", index, id, sizeof id);
     json_t *fn = json_object();
     json_object_set_new(fn, "name", srv_json_stringn(c->name, strlen(c->name)));
-    json_object_set_new(fn, "arguments", with_args ? srv_json_stringn(c->text, c->n) : json_string(""));
+    json_object_set_new(fn, "arguments",
+                        with_args ? srv_json_stringn(c->text, c->n) : json_string(""));
     json_t *j = json_object();
     if (with_index) json_object_set_new(j, "index", json_integer(index));
     json_object_set_new(j, "id", json_string(id));
@@ -72,8 +73,9 @@ static char *body(const srv_resp_meta *m, const inf_parts *p, const srv_outcome 
         json_object_set_new(msg, "role", json_string("assistant"));
         int calls = inf_parts_calls(p);
         json_object_set_new(msg, "content",
-                            text.len || !calls ? srv_json_stringn(text.data ? text.data : "", text.len)
-                                               : json_null());
+                            text.len || !calls
+                                ? srv_json_stringn(text.data ? text.data : "", text.len)
+                                : json_null());
         if (reasoning.len)
             json_object_set_new(msg, "reasoning_content",
                                 srv_json_stringn(reasoning.data, reasoning.len));
@@ -151,11 +153,11 @@ static int stream_parts(srv_stream *st, inf_buf *out, const inf_parts *p, json_t
             rc = srv_sse_frame(out, NULL, chunk(st, one_call_delta(head), NULL, 0, lp, NULL));
             json_t *args = json_pack("{s:i,s:{s:o}}", "index", k, "function", "arguments",
                                      srv_json_stringn(q->text, q->n));
-            if (!rc) rc = srv_sse_frame(out, NULL, chunk(st, one_call_delta(args), NULL, 0, NULL, NULL));
+            if (!rc)
+                rc = srv_sse_frame(out, NULL, chunk(st, one_call_delta(args), NULL, 0, NULL, NULL));
         } else {
             json_t *delta = json_object();
-            json_object_set_new(delta,
-                                q->kind == INF_PART_TEXT ? "content" : "reasoning_content",
+            json_object_set_new(delta, q->kind == INF_PART_TEXT ? "content" : "reasoning_content",
                                 srv_json_stringn(q->text, q->n));
             rc = srv_sse_frame(out, NULL, chunk(st, delta, NULL, 0, lp, NULL));
         }

@@ -89,8 +89,10 @@ int srv_embd_parse(srv_embd_request *r, const inf_exec *ex, const char *body, si
         goto done;
     }
     if (!in) {
-        bad(e, "input", "is required (a string, an array of strings, an array of token ids, or "
-                        "an array of arrays of token ids)", -1);
+        bad(e, "input",
+            "is required (a string, an array of strings, an array of token ids, or "
+            "an array of arrays of token ids)",
+            -1);
         goto done;
     }
     if (model && !json_is_string(model) && !json_is_null(model)) {
@@ -126,8 +128,8 @@ int srv_embd_parse(srv_embd_request *r, const inf_exec *ex, const char *body, si
         r->base64 = !strcmp(f, "base64");
     }
     /* One input (a string, or an array of ids), or an array of inputs. */
-    bool many = json_is_array(in) && json_array_size(in) > 0 &&
-                !json_is_number(json_array_get(in, 0));
+    bool many =
+        json_is_array(in) && json_array_size(in) > 0 && !json_is_number(json_array_get(in, 0));
     size_t n = many ? json_array_size(in) : 1;
     if (json_is_array(in) && json_array_size(in) == 0) {
         bad(e, "input", "must not be an empty array", -1);
@@ -147,8 +149,10 @@ int srv_embd_parse(srv_embd_request *r, const inf_exec *ex, const char *body, si
     for (size_t i = 0; i < n; i++) {
         json_t *v = many ? json_array_get(in, i) : in;
         if (many && !json_is_string(v) && !json_is_array(v)) {
-            bad(e, "input", "expected a string or an array of token ids (inputs may not mix "
-                            "token ids and lists)", (int)i);
+            bad(e, "input",
+                "expected a string or an array of token ids (inputs may not mix "
+                "token ids and lists)",
+                (int)i);
             goto done;
         }
         if (one_input(r, ex, v, many ? (int)i : -1, e)) goto done;

@@ -20,10 +20,10 @@
 
 typedef struct srv_embd_request {
     int n_inputs;
-    int32_t **ids; /* [n_inputs] each malloc'd [n_ids[i]] */
-    int *n_ids;    /* [n_inputs] */
-    int dimensions; /* 1..n_embd */
-    bool base64;    /* encoding_format "base64": little-endian f32 bytes */
+    int32_t **ids;     /* [n_inputs] each malloc'd [n_ids[i]] */
+    int *n_ids;        /* [n_inputs] */
+    int dimensions;    /* 1..n_embd */
+    bool base64;       /* encoding_format "base64": little-endian f32 bytes */
     const char *model; /* as sent (copied), or NULL */
     char model_buf[256];
 } srv_embd_request;

@@ -13,7 +13,7 @@
 
 /* What a request still running when the drain's time is up gets. */
 #define DRAIN_EXPIRED                                                                              \
-    "the server is shutting down and its drain time (--drain-timeout) ran out before this "     \
+    "the server is shutting down and its drain time (--drain-timeout) ran out before this "        \
     "reply was complete"
 
 /* The prompt's token ids for a parsed request; on failure e holds the 4xx. */
@@ -124,9 +124,9 @@ typedef struct stream_ctx {
     int n_prompt;
     inf_buf out; /* frames not yet handed to MHD */
     size_t out_pos;
-    size_t text_pos; /* task text already framed */
-    int lp_pos;      /* task logprobs already framed */
-    bool ended;      /* the last frame is in out */
+    size_t text_pos;            /* task text already framed */
+    int lp_pos;                 /* task logprobs already framed */
+    bool ended;                 /* the last frame is in out */
     struct timespec last_frame; /* CLOCK_MONOTONIC: when bytes last went out (pings) */
 } stream_ctx;
 
@@ -278,7 +278,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     srv_request_gen_params(&r, &gp);
     if (in_think) gp.grammar_start = INF_GRAM_AFTER_THINK;
     if (r.n_ctx_limit && (gp.max_tokens < 0 || gp.max_tokens > r.n_ctx_limit - n))
-        gp.max_tokens = r.n_ctx_limit - n; /* the reply ends where num_ctx does */
+        gp.max_tokens = r.n_ctx_limit - n;   /* the reply ends where num_ctx does */
     inf_task *t = inf_task_new(ids, n, &gp); /* copies the stop strings */
     if (!t) {
         srv_request_free(&r);
@@ -371,8 +371,9 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     } else {
         json_t *lp = take_logprobs(h, kind, t->lp, 0, t->n_lp, 0);
         if (!lp && t->p.logprobs)
-            lp = kind == SRV_CHAT ? json_pack("{s:[]}", "content")
-                                  : srv_logprobs_json(kind, NULL, 0, 0, srv_piece_cb, (void *)h->ex);
+            lp = kind == SRV_CHAT
+                     ? json_pack("{s:[]}", "content")
+                     : srv_logprobs_json(kind, NULL, 0, 0, srv_piece_cb, (void *)h->ex);
         srv_outcome o = outcome(t, t->finish, n, t->n_gen, &t->timings, lp);
         char *resp = srv_whole_body(api, &meta, &ro, t->text.data, t->text.len, &o);
         json_decref(lp);
@@ -382,7 +383,6 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
     inf_task_release(t);
     return ok;
 }
-
 
 /* srv_messages_count_parse in parse_prompt's shape (no sampling defaults). */
 static int count_parse(srv_request *r, const char *body, size_t len,

@@ -106,8 +106,7 @@ static void *reaper_main(void *arg) {
 static bool origin_allowed(const srv_http *h, const char *origin) {
     if (!origin || !*origin) return false;
     if (!h->cfg.cors_origins) {
-        static const char *const loop[] = {"http://localhost", "http://127.0.0.1",
-                                           "http://[::1]"};
+        static const char *const loop[] = {"http://localhost", "http://127.0.0.1", "http://[::1]"};
         for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++) {
             size_t n = strlen(loop[i]);
             if (strncasecmp(origin, loop[i], n)) continue;
@@ -164,7 +163,7 @@ void srv_parse_leave(srv_http *h) {
 }
 
 enum MHD_Result srv_send_body(srv_http *h, struct MHD_Connection *c, int status, char *body,
-                                 const char *type) {
+                              const char *type) {
     pthread_mutex_lock(&h->mu);
     h->counts.requests_total++;
     if (status >= 400) h->counts.errors_total++;
@@ -197,7 +196,7 @@ enum MHD_Result srv_send_error(srv_http *h, struct MHD_Connection *c, const srv_
 }
 
 enum MHD_Result srv_fail(srv_http *h, struct MHD_Connection *c, int status, const char *type,
-                            const char *code, const char *fmt, const char *arg) {
+                         const char *code, const char *fmt, const char *arg) {
     srv_error e;
     srv_error_set(&e, status, type, code, NULL, fmt, arg);
     return srv_send_error(h, c, &e);
@@ -336,9 +335,10 @@ static enum MHD_Result do_tokenize(srv_http *h, struct MHD_Connection *c, const 
     if (!json_is_object(root) || !json_is_string(content) || (pieces && !json_is_boolean(pieces)) ||
         (special && !json_is_boolean(special))) {
         json_decref(root);
-        return srv_fail(h, c, 400, "invalid_request_error", NULL, "%s",
-                    "expected {\"content\": string, \"with_pieces\"?: bool, \"parse_special\"?: "
-                    "bool}");
+        return srv_fail(
+            h, c, 400, "invalid_request_error", NULL, "%s",
+            "expected {\"content\": string, \"with_pieces\"?: bool, \"parse_special\"?: "
+            "bool}");
     }
     int32_t *ids = NULL;
     int n = 0;
@@ -376,7 +376,7 @@ static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, cons
     if (!json_is_object(root) || !json_is_array(toks)) {
         json_decref(root);
         return srv_fail(h, c, 400, "invalid_request_error", NULL, "%s",
-                    "expected {\"tokens\": [token ids]}");
+                        "expected {\"tokens\": [token ids]}");
     }
     inf_buf text = {0};
     size_t i;
@@ -387,7 +387,7 @@ static enum MHD_Result do_detokenize(srv_http *h, struct MHD_Connection *c, cons
             inf_buf_free(&text);
             json_decref(root);
             return srv_fail(h, c, 400, "invalid_request_error", NULL, "%s",
-                        "'tokens': every element must be a token id in [0, n_vocab)");
+                            "'tokens': every element must be a token id in [0, n_vocab)");
         }
         char buf[256];
         int len = h->ex->piece(h->ex->ctx, (int32_t)json_integer_value(v), buf, sizeof buf);
@@ -408,8 +408,7 @@ int srv_embd_run(srv_http *h, struct MHD_Connection *c, srv_embd_request *r, inf
     inf_task **tasks = calloc((size_t)r->n_inputs, sizeof *tasks);
     *out = tasks;
     err->status = 0;
-    if (!tasks)
-        return srv_error_set(err, 503, "unavailable_error", NULL, NULL, "out of memory");
+    if (!tasks) return srv_error_set(err, 503, "unavailable_error", NULL, NULL, "out of memory");
     inf_gen_params gp = inf_gen_defaults();
     gp.embed = true;
     for (int i = 0; i < r->n_inputs; i++) {
@@ -457,7 +456,7 @@ void srv_embd_tasks_free(srv_http *h, inf_task **tasks, int n) {
 static enum MHD_Result do_embeddings(srv_http *h, struct MHD_Connection *c, const inf_buf *body) {
     if (!h->cfg.embeddings)
         return srv_fail(h, c, 501, "not_supported_error", NULL, "%s",
-                    "This server does not support embeddings. Start it with `--embeddings`");
+                        "This server does not support embeddings. Start it with `--embeddings`");
     srv_embd_request r;
     srv_error e;
     /* parsed and tokenized within the same bound on concurrent parses as
@@ -501,16 +500,15 @@ static enum MHD_Result do_slots(srv_http *h, struct MHD_Connection *c) {
     for (int i = 0; i < n; i++) {
         const inf_slot_info *o = &info[i];
         bool busy = o->state != INF_SLOT_IDLE;
-        json_t *next = json_pack("{s:b,s:i,s:i}", "has_next_token", busy, "n_decoded", o->n_gen,
-                                 "n_remain",
-                                 busy && o->max_tokens >= 0 ? o->max_tokens - o->n_gen : -1);
+        json_t *next =
+            json_pack("{s:b,s:i,s:i}", "has_next_token", busy, "n_decoded", o->n_gen, "n_remain",
+                      busy && o->max_tokens >= 0 ? o->max_tokens - o->n_gen : -1);
         json_array_append_new(
             a, json_pack("{s:i,s:i,s:b,s:s,s:i,s:i,s:i,s:i,s:f,s:o}", "id", o->id, "n_ctx",
-                         h->ex->n_ctx, "is_processing", busy, "state", state[o->state],
-                         "n_cache", o->n_cache, "n_prompt_tokens", o->n_prompt,
-                         "n_prompt_tokens_processed", o->n_prompt_done,
-                         "n_prompt_tokens_cache", o->n_reused, "t_seconds", o->seconds,
-                         "next_token", next));
+                         h->ex->n_ctx, "is_processing", busy, "state", state[o->state], "n_cache",
+                         o->n_cache, "n_prompt_tokens", o->n_prompt, "n_prompt_tokens_processed",
+                         o->n_prompt_done, "n_prompt_tokens_cache", o->n_reused, "t_seconds",
+                         o->seconds, "next_token", next));
     }
     free(info);
     return srv_send_json(h, c, 200, a);
@@ -542,8 +540,8 @@ static enum MHD_Result do_apply_template(srv_http *h, struct MHD_Connection *c,
                                          const inf_buf *body) {
     srv_request r;
     srv_error e;
-    if (srv_request_parse(&r, SRV_CHAT, body->data ? body->data : "", body->len,
-                          &h->ex->sampling, &e))
+    if (srv_request_parse(&r, SRV_CHAT, body->data ? body->data : "", body->len, &h->ex->sampling,
+                          &e))
         return srv_send_error(h, c, &e);
     json_t *kw = r.template_kwargs ? json_deep_copy(r.template_kwargs) : json_object();
     if (!kw) {
@@ -569,9 +567,9 @@ static enum MHD_Result do_apply_template(srv_http *h, struct MHD_Connection *c,
 static enum MHD_Result do_preflight(srv_http *h, struct MHD_Connection *c) {
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
     if (origin && !origin_allowed(h, origin))
-        return srv_fail(h, c, 403, "permission_error", NULL,
-                    "CORS: the origin %s may not call this server (allow it with --cors-origins)",
-                    origin);
+        return srv_fail(
+            h, c, 403, "permission_error", NULL,
+            "CORS: the origin %s may not call this server (allow it with --cors-origins)", origin);
     struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Allow", "GET, HEAD, POST, OPTIONS");
@@ -749,22 +747,34 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *val) {
 
 /* ---- routing ---- */
 
-/* Where a path goes. OPEN: no API key (the page and its files, /health);
- * LOOSE: a POST body of any Content-Type (Ollama's clients and `curl -d`
- * send none or a form type) — then a browser's cross-site request is held off
+/* Where a path goes (/health, the page and its files need no API key).
+ * POST: the route's method (else GET or HEAD). LOOSE: a POST body of any Content-Type (Ollama's
+ * clients and `curl -d` send none or a form type) — then a browser's cross-site request is held off
  * by its Origin instead (see check_origin). */
 typedef enum {
-    R_HEALTH, R_MODELS, R_METRICS, R_TOKENIZE, R_DETOKENIZE, R_COMPLETIONS, R_CHAT,
-    R_EMBEDDINGS, R_PROPS, R_APPLY_TEMPLATE, R_RESPONSES, R_MESSAGES, R_COUNT_TOKENS, R_SLOTS,
+    R_HEALTH,
+    R_MODELS,
+    R_METRICS,
+    R_TOKENIZE,
+    R_DETOKENIZE,
+    R_COMPLETIONS,
+    R_CHAT,
+    R_EMBEDDINGS,
+    R_PROPS,
+    R_APPLY_TEMPLATE,
+    R_RESPONSES,
+    R_MESSAGES,
+    R_COUNT_TOKENS,
+    R_SLOTS,
     R_OLLAMA, /* /api/...: server/ollama.c routes within */
 } route_id;
-enum { ROUTE_POST = 1, ROUTE_OPEN = 2, ROUTE_LOOSE = 4, ROUTE_ANY_METHOD = 8 };
+enum { ROUTE_POST = 1, ROUTE_LOOSE = 2 };
 static const struct route {
     const char *path;
     route_id id;
     unsigned flags;
 } routes[] = {
-    {"/health", R_HEALTH, ROUTE_OPEN},
+    {"/health", R_HEALTH, 0},
     {"/models", R_MODELS, 0},
     {"/metrics", R_METRICS, 0},
     {"/slots", R_SLOTS, 0},
@@ -830,8 +840,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     const srv_asset *asset = !route && get && !h->cfg.no_webui ? srv_webui_asset(url) : NULL;
     if (!rc) { /* the headers are in, the body (if any) is not */
         const char *msg = NULL;
-        bool json_body = route && (route->flags & ROUTE_POST) && !(route->flags & ROUTE_LOOSE) &&
-                         post;
+        bool json_body =
+            route && (route->flags & ROUTE_POST) && !(route->flags & ROUTE_LOOSE) && post;
         int st = check_head(h, c, version, json_body, &msg);
         if (st) return fail_head(h, c, st, msg);
         rc = calloc(1, sizeof *rc);
@@ -853,7 +863,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     if (asset && !atomic_load(&h->draining)) return do_asset(h, c, asset);
-    if (!route && !strncmp(path, "/api/", 5)) return srv_ollama(h, c, path, &rc->body); /* its 404 */
+    if (!route && !strncmp(path, "/api/", 5))
+        return srv_ollama(h, c, path, &rc->body); /* its 404 */
     if (!route) return srv_fail(h, c, 404, "not_found_error", NULL, "no endpoint %s", path);
     if (options) return do_preflight(h, c); /* a browser sends no key with it */
     if ((route->flags & ROUTE_POST) ? !post : !get)
@@ -869,9 +880,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return ollama ? srv_ollama_error(h, c, &e) : srv_send_error(h, c, &e);
     }
     /* Anthropic's and Ollama's clients read errors in their own shape */
-    const srv_api *shape = route->id == R_MESSAGES || route->id == R_COUNT_TOKENS
-                               ? &srv_api_messages
-                               : &srv_api_chat;
+    const srv_api *shape =
+        route->id == R_MESSAGES || route->id == R_COUNT_TOKENS ? &srv_api_messages : &srv_api_chat;
 #define SEND_ERROR(e)                                                                              \
     (ollama ? srv_ollama_error(h, c, &(e))                                                         \
             : srv_send_body(h, c, (e).status, shape->error_body(&(e)), "application/json"))

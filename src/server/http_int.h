@@ -54,8 +54,8 @@ struct srv_http {
      * each with its API's error frame (srv_http_expire). */
     atomic_bool draining, drain_expired;
     atomic_int inflight; /* requests between their headers and request_done */
-    bool loopback_only; /* listening on a loopback address: Host must name it */
-    pthread_mutex_t mu; /* counts */
+    bool loopback_only;  /* listening on a loopback address: Host must name it */
+    pthread_mutex_t mu;  /* counts */
     srv_http_counts counts;
     pthread_mutex_t conn_mu; /* conns; a conn's fd is valid while it is listed */
     conn *conns;

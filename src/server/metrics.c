@@ -58,8 +58,9 @@ char *srv_metrics_text(const inf_sched_metrics *m, const srv_http_counts *h, lon
                k->block_bytes * (double)(k->blocks_total - k->blocks_free));
         metric(&b, "gauge", "inferno:kv_pool_usage_ratio",
                "Share of the KV block pool referenced (1 = full).",
-               k->blocks_total ? (double)(k->blocks_total - k->blocks_free) / (double)k->blocks_total
-                               : 0);
+               k->blocks_total
+                   ? (double)(k->blocks_total - k->blocks_free) / (double)k->blocks_total
+                   : 0);
         metric(&b, "counter", "inferno:prefix_cache_lookups_total", "Prefix cache lookups.",
                (double)k->prefix_lookups);
         metric(&b, "counter", "inferno:prefix_cache_hits_total",

@@ -69,7 +69,8 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
     }
     if (json_is_string(content)) return json_incref(content);
     if (!json_is_array(content))
-        return srv_bad(e, where, "'content' must be a string, an array of text parts, or null"), NULL;
+        return srv_bad(e, where, "'content' must be a string, an array of text parts, or null"),
+               NULL;
     inf_buf text = {0};
     size_t k;
     json_t *part;
@@ -81,19 +82,19 @@ static json_t *content_string(json_t *content, bool allow_null, const char *wher
                    !strcmp(ty, "input_audio") || !strcmp(ty, "file"))) {
             inf_buf_free(&text);
             return srv_bad(e, where,
-                       "content part %zu is of type '%s': inferno runs the model's text part "
-                       "only (no vision or audio encoder), so images, audio and files cannot "
-                       "be read",
-                       k, ty),
+                           "content part %zu is of type '%s': inferno runs the model's text part "
+                           "only (no vision or audio encoder), so images, audio and files cannot "
+                           "be read",
+                           k, ty),
                    NULL;
         }
         if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
             !json_is_string(t)) {
             inf_buf_free(&text);
             return srv_bad(e, where,
-                       "content part %zu: only {\"type\": \"text\", \"text\": ...} "
-                       "parts are supported",
-                       k),
+                           "content part %zu: only {\"type\": \"text\", \"text\": ...} "
+                           "parts are supported",
+                           k),
                    NULL;
         }
         if (inf_buf_add(&text, json_string_value(t), json_string_length(t))) {
@@ -154,8 +155,8 @@ static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
                 json_decref(obj);
                 json_decref(out);
                 return srv_bad(e, where,
-                           "'function.arguments' must be a JSON object (as a string or an "
-                           "object)"),
+                               "'function.arguments' must be a JSON object (as a string or an "
+                               "object)"),
                        NULL;
             }
         } else if (!args || json_is_null(args)) {
@@ -163,7 +164,7 @@ static json_t *normalize_tool_calls(json_t *calls, size_t i, srv_error *e) {
         } else {
             json_decref(out);
             return srv_bad(e, where,
-                       "'function.arguments' must be a JSON object (as a string or an object)"),
+                           "'function.arguments' must be a JSON object (as a string or an object)"),
                    NULL;
         }
         json_t *f = json_object(), *call = json_object();
@@ -261,8 +262,8 @@ int srv_tools_check(const json_t *tools, const char *param, srv_error *e) {
         if (!json_is_object(t)) return srv_bad(e, where, "expected an object");
         if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
             return srv_bad(e, where,
-                       "only {\"type\": \"function\", \"function\": {...}} tools are "
-                       "supported");
+                           "only {\"type\": \"function\", \"function\": {...}} tools are "
+                           "supported");
         json_t *fn = json_object_get(t, "function");
         if (!json_is_object(fn)) return srv_bad(e, where, "'function' must be an object");
         json_t *name = json_object_get(fn, "name"), *desc = json_object_get(fn, "description");
@@ -280,7 +281,7 @@ int srv_tools_check(const json_t *tools, const char *param, srv_error *e) {
                 json_object_get(json_object_get(json_array_get(tools, k), "function"), "name");
             if (json_equal(other, name))
                 return srv_bad(e, where, "the function name '%s' is also tools[%zu]'s",
-                           json_string_value(name), k);
+                               json_string_value(name), k);
         }
     }
     return 0;
@@ -299,7 +300,7 @@ int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e) {
     if (r->tool_choice == SRV_TOOLS_AUTO) return 0;
     if (!r->tools)
         return srv_bad(e, param, "%s needs tools to call",
-                   r->tool_choice == SRV_TOOLS_NAMED ? "a named function" : "'required'");
+                       r->tool_choice == SRV_TOOLS_NAMED ? "a named function" : "'required'");
     if (r->tool_choice == SRV_TOOLS_NAMED) {
         bool found = false;
         size_t i;
@@ -310,12 +311,13 @@ int srv_request_apply_tools(srv_request *r, const char *param, srv_error *e) {
             found |= json_is_string(n) && !strcmp(json_string_value(n), r->tool_name);
         }
         if (!found)
-            return srv_bad(e, param, "names the function '%s', which is not in tools", r->tool_name);
+            return srv_bad(e, param, "names the function '%s', which is not in tools",
+                           r->tool_name);
     }
     if (r->grammar)
         return srv_bad(e, param,
-                   "a forced tool call cannot be combined with response_format, grammar or "
-                   "json_schema");
+                       "a forced tool call cannot be combined with response_format, grammar or "
+                       "json_schema");
     inf_err err = {{0}};
     if (inf_gram_tool_calls(&r->grammar, r->tools,
                             r->tool_choice == SRV_TOOLS_NAMED ? r->tool_name : NULL,
@@ -333,14 +335,16 @@ int srv_reasoning_effort(srv_request *r, const json_t *v, const char *param, srv
     if (!strcmp(s, "none")) {
         json_t *think = json_object_get(r->template_kwargs, "enable_thinking");
         if (json_is_true(think))
-            return srv_bad(e, param, "\"none\" contradicts chat_template_kwargs.enable_thinking: true");
+            return srv_bad(e, param,
+                           "\"none\" contradicts chat_template_kwargs.enable_thinking: true");
         r->enable_thinking = false;
         return 0;
     }
     for (size_t k = 0; k < sizeof KEEP / sizeof KEEP[0]; k++) {
         if (strcmp(s, KEEP[k])) continue;
         if (json_is_false(json_object_get(r->template_kwargs, "enable_thinking")))
-            return srv_bad(e, param, "'%s' contradicts chat_template_kwargs.enable_thinking: false", s);
+            return srv_bad(e, param, "'%s' contradicts chat_template_kwargs.enable_thinking: false",
+                           s);
         return 0;
     }
     return srv_bad(e, param, "'%s' is not one of none, minimal, low, medium, high, xhigh", s);
@@ -357,11 +361,11 @@ static int parse_tool_choice(srv_request *r, srv_error *e) {
     json_t *name = json_object_get(json_object_get(tc, "function"), "name");
     if (!json_is_object(tc) || !json_is_string(type))
         return srv_bad(e, "tool_choice",
-                   "expected \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
-                   "\"function\": {\"name\": ...}}");
+                       "expected \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
+                       "\"function\": {\"name\": ...}}");
     if (strcmp(json_string_value(type), "function"))
         return srv_bad(e, "tool_choice", "type '%s' is not supported (only \"function\")",
-                   json_string_value(type));
+                       json_string_value(type));
     if (!json_is_string(name) || !json_string_length(name))
         return srv_bad(e, "tool_choice", "'function.name' must be a non-empty string");
     return srv_tool_choice_named(r, json_string_value(name), "tool_choice", e);
@@ -395,7 +399,7 @@ static int parse_messages(srv_request *r, srv_error *e) {
     if (json_array_size(msgs) == 0) return srv_bad(e, "messages", "must not be empty");
     if (json_array_size(msgs) > SRV_MAX_MESSAGES)
         return srv_bad(e, "messages", "has %zu messages, more than the limit of %d",
-                   json_array_size(msgs), SRV_MAX_MESSAGES);
+                       json_array_size(msgs), SRV_MAX_MESSAGES);
     r->messages = json_array();
     if (!r->messages) return srv_oom(e);
     size_t i;
@@ -410,7 +414,7 @@ static int parse_messages(srv_request *r, srv_error *e) {
     r->tools = json_incref(tools);
     if (srv_field(r->root, "functions") || srv_field(r->root, "function_call"))
         return srv_bad(e, srv_field(r->root, "functions") ? "functions" : "function_call",
-                   "the deprecated functions API is not supported: use tools and tool_choice");
+                       "the deprecated functions API is not supported: use tools and tool_choice");
     if (parse_tool_choice(r, e)) return -1;
     if (srv_get_bool(r->root, "parallel_tool_calls", NULL, &r->parallel_tool_calls, e)) return -1;
     json_t *kw = srv_field(r->root, "chat_template_kwargs");
@@ -434,8 +438,8 @@ static int parse_prompt(srv_request *r, srv_error *e) {
     }
     if (!json_is_array(p) || json_array_size(p) == 0)
         return srv_bad(e, "prompt",
-                   "expected a string, an array of token ids, or one string in "
-                   "an array");
+                       "expected a string, an array of token ids, or one string in "
+                       "an array");
     json_t *first = json_array_get(p, 0);
     if (json_is_string(first)) {
         if (json_array_size(p) != 1) return srv_bad(e, "prompt", "only one prompt per request");
@@ -454,7 +458,8 @@ static int parse_prompt(srv_request *r, srv_error *e) {
         return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     json_array_foreach(p, i, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-            return srv_bad(e, "prompt", "element %zu: expected a token id (non-negative integer)", i);
+            return srv_bad(e, "prompt", "element %zu: expected a token id (non-negative integer)",
+                           i);
         r->prompt_tokens[i] = (int32_t)json_integer_value(v);
     }
     r->n_prompt_tokens = (int)n;
@@ -485,7 +490,8 @@ static int parse_stop(srv_request *r, srv_error *e) {
  * cannot be compiled is a 400 naming what is wrong. */
 static int parse_grammar(srv_request *r, srv_error *e) {
     json_t *o = r->root;
-    json_t *rf = srv_field(o, "response_format"), *gr = srv_field(o, "grammar"), *js = srv_field(o, "json_schema");
+    json_t *rf = srv_field(o, "response_format"), *gr = srv_field(o, "grammar"),
+           *js = srv_field(o, "json_schema");
     const char *param = NULL;
     const json_t *schema = NULL;
     bool any_object = false;
@@ -509,24 +515,26 @@ static int parse_grammar(srv_request *r, srv_error *e) {
             param = "response_format.json_schema.schema";
         } else if (strcmp(t, "text")) {
             return srv_bad(e, "response_format",
-                       "type '%s' is not supported (text, json_object, json_schema)", t);
+                           "type '%s' is not supported (text, json_object, json_schema)", t);
         }
     }
     if (gr) {
-        if (param) return srv_bad(e, "grammar", "give only one of response_format, grammar, json_schema");
+        if (param)
+            return srv_bad(e, "grammar", "give only one of response_format, grammar, json_schema");
         if (!json_is_string(gr)) return srv_bad(e, "grammar", "expected a string (GBNF)");
         param = "grammar";
     }
     if (js) {
         if (param)
-            return srv_bad(e, "json_schema", "give only one of response_format, grammar, json_schema");
+            return srv_bad(e, "json_schema",
+                           "give only one of response_format, grammar, json_schema");
         schema = js;
         param = "json_schema";
     }
     if (!param) return 0;
     inf_err err = {{0}};
-    int rc = gr              ? inf_gram_compile(&r->grammar, json_string_value(gr),
-                                                json_string_length(gr), "root", &err)
+    int rc = gr ? inf_gram_compile(&r->grammar, json_string_value(gr), json_string_length(gr),
+                                   "root", &err)
              : any_object ? inf_gram_json_object(&r->grammar, &err)
                           : inf_gram_from_json_schema(&r->grammar, schema, &err);
     if (rc) return srv_bad(e, param, "%s", err.msg);
@@ -544,7 +552,7 @@ static int parse_logit_bias(srv_request *r, srv_error *e) {
     size_t n = json_object_size(lb);
     if (n > INF_MAX_LOGIT_BIAS)
         return srv_bad(e, "logit_bias", "has %zu entries, more than the limit of %d", n,
-                   INF_MAX_LOGIT_BIAS);
+                       INF_MAX_LOGIT_BIAS);
     if (!n) return 0;
     r->logit_bias = calloc(n, sizeof *r->logit_bias);
     if (!r->logit_bias) return srv_oom(e);
@@ -554,13 +562,14 @@ static int parse_logit_bias(srv_request *r, srv_error *e) {
         char *end;
         long long id = (k[0] >= '0' && k[0] <= '9') ? strtoll(k, &end, 10) : -1;
         if (id < 0 || *end || id > INT32_MAX)
-            return srv_bad(e, "logit_bias", "key '%s' is not a token id (a non-negative integer)", k);
+            return srv_bad(e, "logit_bias", "key '%s' is not a token id (a non-negative integer)",
+                           k);
         if (!json_is_number(v))
             return srv_bad(e, "logit_bias", "the bias of token %lld must be a number", id);
         double b = json_number_value(v);
         if (!(b >= -100 && b <= 100))
-            return srv_bad(e, "logit_bias", "the bias of token %lld, %g, is out of range [-100, 100]",
-                       id, b);
+            return srv_bad(e, "logit_bias",
+                           "the bias of token %lld, %g, is out of range [-100, 100]", id, b);
         r->logit_bias[r->n_logit_bias++] = (inf_logit_bias){(int32_t)id, (float)b};
     }
     return 0;
@@ -587,7 +596,7 @@ static int refuse_unsupported(srv_request *r, srv_error *e) {
         if ((v = srv_field(o, "verbosity")) &&
             (!json_is_string(v) || strcmp(json_string_value(v), "medium")))
             return srv_bad(e, "verbosity",
-                       "only \"medium\" is supported (Qwen3 has no verbosity control)");
+                           "only \"medium\" is supported (Qwen3 has no verbosity control)");
     } else {
         if ((v = srv_field(o, "echo")) && !json_is_false(v))
             return srv_bad(e, "echo", "echoing the prompt is not supported");
@@ -626,8 +635,9 @@ static int parse_llamacpp(srv_request *r, srv_error *e) {
         double d = json_is_number(v) ? json_number_value(v) : NAN;
         bool off = OFF[i].off_at_or_below ? d <= OFF[i].off : d == OFF[i].off;
         if (!off)
-            return srv_bad(e, OFF[i].name, "this llama.cpp sampler is not supported (only %s%g, off)",
-                       OFF[i].off_at_or_below ? "<= " : "", OFF[i].off);
+            return srv_bad(e, OFF[i].name,
+                           "this llama.cpp sampler is not supported (only %s%g, off)",
+                           OFF[i].off_at_or_below ? "<= " : "", OFF[i].off);
     }
     return 0;
 }
@@ -642,7 +652,7 @@ int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e) {
     for (int i = 0; i < r->n_logit_bias; i++)
         if (r->logit_bias[i].id >= n_vocab)
             return srv_bad(e, "logit_bias", "token id %d is not below n_vocab %d",
-                       (int)r->logit_bias[i].id, n_vocab);
+                           (int)r->logit_bias[i].id, n_vocab);
     return 0;
 }
 
@@ -662,7 +672,7 @@ static int parse_fields(srv_request *r, srv_error *e) {
     if (have) r->max_tokens = (int)x;
     if (r->kind == SRV_COMPLETION && r->max_tokens < 0 &&
         !srv_field(o, "max_tokens")) /* null: absent */
-        r->max_tokens = 16;      /* OpenAI's default for /v1/completions */
+        r->max_tokens = 16;          /* OpenAI's default for /v1/completions */
 
     srv_sampling *s = &r->samp;
     if (srv_get_number(o, "temperature", NULL, 0, 2, &s->temperature, e)) return -1;
@@ -825,8 +835,8 @@ void srv_request_gen_params(srv_request *r, inf_gen_params *p) {
     if (r->tools && !r->parallel_tool_calls) p->end_after = "</tool_call>";
     p->grammar = r->grammar;
     r->grammar = NULL;
-    p->grammar_start = r->kind == SRV_CHAT && r->enable_thinking ? INF_GRAM_UNLESS_THINK
-                                                                  : INF_GRAM_AT_ONCE;
+    p->grammar_start =
+        r->kind == SRV_CHAT && r->enable_thinking ? INF_GRAM_UNLESS_THINK : INF_GRAM_AT_ONCE;
 }
 
 /* ---- responses ---- */

@@ -63,7 +63,7 @@ typedef enum srv_tool_choice {
 
 typedef struct srv_request {
     srv_kind kind;
-    json_t *root;     /* the parsed body (owned) */
+    json_t *root; /* the parsed body (owned) */
     /* chat: the conversation as Hugging Face templates read it (owned):
      * roles system/user/assistant/tool (developer becomes system); content
      * a string (text parts joined; an assistant's null content becomes "",
@@ -82,11 +82,11 @@ typedef struct srv_request {
     srv_tool_choice tool_choice;
     char tool_name[128];      /* SRV_TOOLS_NAMED: the function */
     bool parallel_tool_calls; /* false: the reply ends after its first call */
-    json_t *template_kwargs; /* chat_template_kwargs, borrowed, or NULL */
-    bool enable_thinking;    /* chat_template_kwargs.enable_thinking, default true;
-                                reasoning_effort "none" sets it false */
-    const char *prompt;      /* completion: text prompt (borrowed), or NULL */
-    int32_t *prompt_tokens;  /* completion: [n_prompt_tokens] when given as ids (owned) */
+    json_t *template_kwargs;  /* chat_template_kwargs, borrowed, or NULL */
+    bool enable_thinking;     /* chat_template_kwargs.enable_thinking, default true;
+                                 reasoning_effort "none" sets it false */
+    const char *prompt;       /* completion: text prompt (borrowed), or NULL */
+    int32_t *prompt_tokens;   /* completion: [n_prompt_tokens] when given as ids (owned) */
     int n_prompt_tokens;
     const char *model; /* as sent, or NULL */
     int max_tokens;    /* -1 = until the context ends */
@@ -99,8 +99,8 @@ typedef struct srv_request {
     int n_stop;
     bool stream, include_usage;
     bool logprobs;
-    int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
-    bool ignore_eos;  /* llama.cpp's extension: end-of-generation tokens do not stop */
+    int top_logprobs;           /* 0..INF_MAX_TOP_LOGPROBS */
+    bool ignore_eos;            /* llama.cpp's extension: end-of-generation tokens do not stop */
     inf_logit_bias *logit_bias; /* [n_logit_bias] owned; ids checked by srv_request_check_vocab */
     int n_logit_bias;
     /* response_format json_object / json_schema, or llama.cpp's `grammar` /

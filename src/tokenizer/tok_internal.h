@@ -68,7 +68,7 @@ struct inf_tokenizer {
     int32_t bos, eos, eot;
     bool add_bos;
     int32_t add_eos; /* appended token, -1: none */
-    int32_t eog[4]; /* end-of-generation ids, -1 padded */
+    int32_t eog[4];  /* end-of-generation ids, -1 padded */
 
     tok_cache cache;
 };

@@ -35,7 +35,7 @@ typedef struct inf_vocab_desc {
      * eos id; tokenizer.json's TemplateProcessing post-processor: its
      * trailing special token, <|endoftext|> in Qwen3-Embedding). */
     bool add_eos;
-    int add_eos_id; /* when add_eos */
+    int add_eos_id;      /* when add_eos */
     char *model;         /* "gpt2" (byte-level BPE) */
     char *pre;           /* pre-tokenizer name, e.g. "qwen2" */
     char *pretok_regex;  /* the split regex when the file states it (tokenizer.json), else NULL */

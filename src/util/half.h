@@ -17,7 +17,9 @@ static inline uint32_t inf_f32_to_bits(float f) {
     return u;
 }
 
-static inline float inf_bf16_to_f32(uint16_t h) { return inf_bits_to_f32((uint32_t)h << 16); }
+static inline float inf_bf16_to_f32(uint16_t h) {
+    return inf_bits_to_f32((uint32_t)h << 16);
+}
 
 static inline uint16_t inf_f32_to_bf16(float f) {
     uint32_t u = inf_f32_to_bits(f);

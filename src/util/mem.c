@@ -73,8 +73,7 @@ int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err) {
 
 void inf_mmap_drop(const inf_mmap *m, const void *p, size_t n) {
     const unsigned char *b = p;
-    if (!m || !m->data || b < m->data || n > m->size || (size_t)(b - m->data) > m->size - n)
-        return;
+    if (!m || !m->data || b < m->data || n > m->size || (size_t)(b - m->data) > m->size - n) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)b + page - 1) & ~(page - 1), hi = ((uintptr_t)b + n) & ~(page - 1);
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
@@ -82,8 +81,7 @@ void inf_mmap_drop(const inf_mmap *m, const void *p, size_t n) {
 
 void inf_mmap_populate(const inf_mmap *m, const void *p, size_t n) {
     const unsigned char *b = p;
-    if (!m || !m->data || b < m->data || n > m->size || (size_t)(b - m->data) > m->size - n)
-        return;
+    if (!m || !m->data || b < m->data || n > m->size || (size_t)(b - m->data) > m->size - n) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = (uintptr_t)b & ~(page - 1), hi = (uintptr_t)b + n;
     if (hi <= lo) return;

@@ -16,9 +16,10 @@
 #include "util/half.h"
 
 static const char *const mix_names[SYNTH_N_MIX] = {
-    [SYNTH_F32] = "f32",   [SYNTH_F16] = "f16",   [SYNTH_BF16] = "bf16", [SYNTH_Q8_0] = "q8_0",
-    [SYNTH_Q4_0] = "q4_0", [SYNTH_Q4_K] = "q4_k", [SYNTH_Q6_K] = "q6_k", [SYNTH_Q4_K_M] = "q4_k_m",
-    [SYNTH_Q4_1] = "q4_1", [SYNTH_Q5_0] = "q5_0", [SYNTH_Q5_1] = "q5_1", [SYNTH_Q2_K] = "q2_k",
+    [SYNTH_F32] = "f32",       [SYNTH_F16] = "f16",       [SYNTH_BF16] = "bf16",
+    [SYNTH_Q8_0] = "q8_0",     [SYNTH_Q4_0] = "q4_0",     [SYNTH_Q4_K] = "q4_k",
+    [SYNTH_Q6_K] = "q6_k",     [SYNTH_Q4_K_M] = "q4_k_m", [SYNTH_Q4_1] = "q4_1",
+    [SYNTH_Q5_0] = "q5_0",     [SYNTH_Q5_1] = "q5_1",     [SYNTH_Q2_K] = "q2_k",
     [SYNTH_Q3_K_S] = "q3_k_s", [SYNTH_Q3_K_M] = "q3_k_m", [SYNTH_Q3_K_L] = "q3_k_l",
     [SYNTH_Q4_K_S] = "q4_k_s", [SYNTH_Q5_K_S] = "q5_k_s", [SYNTH_Q5_K_M] = "q5_k_m",
     [SYNTH_IQ4_NL] = "iq4_nl", [SYNTH_IQ4_XS] = "iq4_xs", [SYNTH_MXFP4] = "mxfp4",
@@ -388,7 +389,7 @@ typedef struct piece {
 typedef struct file_tensor {
     char name[96];
     int n_dims;
-    int64_t ne[3]; /* fastest-first */
+    int64_t ne[3];           /* fastest-first */
     const synth_tensor *src; /* decides the type */
     int first, n_pieces;
 } file_tensor;
@@ -457,8 +458,8 @@ static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
         for (int64_t e = 0; e < X; e++)
             for (int j = 0; j < 3; j++) {
                 const synth_tensor *src = t + j;
-                snprintf(name, sizeof name, "model.layers.%d.mlp.experts.%lld.%s.weight",
-                         t->layer, (long long)e, proj[j]);
+                snprintf(name, sizeof name, "model.layers.%d.mlp.experts.%lld.%s.weight", t->layer,
+                         (long long)e, proj[j]);
                 if (add_file_tensor(s, name, src, 2, src->ne[0], src->ne[1], 1) ||
                     add_piece(s, src, e * src->ne[0] * src->ne[1], src->ne[0] * src->ne[1]))
                     return -1;
@@ -642,7 +643,7 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
         max_row = ts[i].ne[0] > max_row ? ts[i].ne[0] : max_row;
     /* about 1 MiB of f32 source per chunk: a whole number of rows */
     const int64_t chunk = max_row > 262144 ? max_row : 262144 / max_row * max_row;
-    float *src = malloc((size_t)chunk * sizeof *src); /* [chunk] */
+    float *src = malloc((size_t)chunk * sizeof *src);            /* [chunk] */
     unsigned char *conv = malloc((size_t)chunk * sizeof(float)); /* the chunk, converted */
     int rc = 0;
     if (n_tensors < 0 || !sinks || !src || !conv) {
@@ -667,8 +668,7 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
                     const int64_t n = pc->n - at < per ? pc->n - at : per;
                     synth_fill(src, pc->src, &m->hp, m->seed, pc->start + at, n);
                     for (int64_t r = 0; r < n / row; r++)
-                        INF_ASSERT(inf_quantize_row(type, conv + r * rb, src + r * row, row) ==
-                                   0);
+                        INF_ASSERT(inf_quantize_row(type, conv + r * rb, src + r * row, row) == 0);
                     rc = sink_write(s, i, s->n_ft, conv, rb * (size_t)(n / row), err);
                 }
             }

@@ -11,19 +11,21 @@ static int th_passed, th_failed;
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
-        if (cond) th_passed++;                                                                     \
+        if (cond)                                                                                  \
+            th_passed++;                                                                           \
         else {                                                                                     \
             th_failed++;                                                                           \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);                   \
+            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);                     \
         }                                                                                          \
     } while (0)
 
 #define CHECK_MSG(cond, ...)                                                                       \
     do {                                                                                           \
-        if (cond) th_passed++;                                                                     \
+        if (cond)                                                                                  \
+            th_passed++;                                                                           \
         else {                                                                                     \
             th_failed++;                                                                           \
-            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond);                   \
+            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond);                     \
             fprintf(stderr, __VA_ARGS__);                                                          \
             fputc('\n', stderr);                                                                   \
         }                                                                                          \
@@ -32,13 +34,13 @@ static int th_passed, th_failed;
 #define CHECK_INT(a, b)                                                                            \
     do {                                                                                           \
         long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
-        CHECK_MSG(va_ == vb_, "%s = %lld, expected %lld", #a, va_, vb_);                          \
+        CHECK_MSG(va_ == vb_, "%s = %lld, expected %lld", #a, va_, vb_);                           \
     } while (0)
 
 #define CHECK_STR(a, b)                                                                            \
     do {                                                                                           \
         const char *sa_ = (a), *sb_ = (b);                                                         \
-        CHECK_MSG(sa_ && sb_ && !strcmp(sa_, sb_), "%s = \"%s\", expected \"%s\"", #a,            \
+        CHECK_MSG(sa_ &&sb_ && !strcmp(sa_, sb_), "%s = \"%s\", expected \"%s\"", #a,              \
                   sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");                                     \
     } while (0)
 
@@ -53,8 +55,8 @@ static int th_passed, th_failed;
             if (!(d_ <= (tol)) && bad_ < 0) bad_ = i_;                                             \
             if (d_ > max_ || d_ != d_) max_ = d_;                                                  \
         }                                                                                          \
-        CHECK_MSG(bad_ < 0, "%s vs %s: max abs diff %g > %g; first at [%ld]: %g vs %g", #a, #b,   \
-                  max_, (double)(tol), bad_, bad_ >= 0 ? fa_[bad_] : 0.0,                         \
+        CHECK_MSG(bad_ < 0, "%s vs %s: max abs diff %g > %g; first at [%ld]: %g vs %g", #a, #b,    \
+                  max_, (double)(tol), bad_, bad_ >= 0 ? fa_[bad_] : 0.0,                          \
                   bad_ >= 0 ? fb_[bad_] : 0.0);                                                    \
     } while (0)
 

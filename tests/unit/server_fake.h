@@ -29,9 +29,9 @@ typedef struct fake {
     /* Statistics, written by the scheduler thread, read after tasks end. */
     int calls, max_decode_rows, mixed_calls, prefill_rows, max_rows_seen;
     int contract_errors;
-    int delay_us; /* per forward call, to let requests overlap */
+    int delay_us;     /* per forward call, to let requests overlap */
     int fail_forward; /* the next calls that fail as out of memory */
-    int nan_from; /* > 0: logits at positions >= nan_from are NaN (a broken model) */
+    int nan_from;     /* > 0: logits at positions >= nan_from are NaN (a broken model) */
     /* The prefix-cache hooks (make_paged): a store of donated sequences and
      * a budget of positions that reserve draws from (-1: unlimited). */
     int n_store;

@@ -19,8 +19,8 @@ static inline float synth_rand(void) { /* uniform in [-1, 1) */
 }
 
 /* Fills t with ne0 x ne1 weights base + amp * uniform, stored as type. */
-static inline void synth_tensor(inf_tensor *t, const char *name, inf_dtype type, int64_t ne0, int64_t ne1,
-                         float base, float amp) {
+static inline void synth_tensor(inf_tensor *t, const char *name, inf_dtype type, int64_t ne0,
+                                int64_t ne1, float base, float amp) {
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
     t->type = type;
@@ -31,7 +31,8 @@ static inline void synth_tensor(inf_tensor *t, const char *name, inf_dtype type,
     void *data = malloc(t->nbytes);
     float *src = malloc(sizeof(float) * (size_t)ne0);
     for (int64_t r = 0; r < ne1; r++) {
-        for (int64_t i = 0; i < ne0; i++) src[i] = base + amp * synth_rand();
+        for (int64_t i = 0; i < ne0; i++)
+            src[i] = base + amp * synth_rand();
         if (inf_quantize_row(type, (char *)data + (size_t)r * row, src, ne0) != 0) abort();
     }
     free(src);
@@ -65,7 +66,7 @@ static inline inf_model_file *synth_model(inf_hparams hp, const inf_dtype types[
     for (int l = 0; l < hp.n_layer; l++) {
         char name[64];
 #define SYNTH(slot, nm, ty, n0, n1, base, amp)                                                     \
-    snprintf(name, sizeof name, "blk.%d." nm ".weight", l);                                       \
+    snprintf(name, sizeof name, "blk.%d." nm ".weight", l);                                        \
     synth_tensor(t, name, ty, n0, n1, base, amp);                                                  \
     t++;
         SYNTH(attn_norm, "attn_norm", INF_F32, E, 1, 1.0f, 0.2f)

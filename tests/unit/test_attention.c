@@ -15,7 +15,8 @@ static float frand(void) { /* uniform in [-1, 1) */
     return (float)((rng_state >> 40) / (double)(1 << 24) * 2.0 - 1.0);
 }
 static void fill(float *x, int64_t n, float amp) {
-    for (int64_t i = 0; i < n; i++) x[i] = amp * frand();
+    for (int64_t i = 0; i < n; i++)
+        x[i] = amp * frand();
 }
 
 /* out[T][n_head*head_dim]: queries at positions pos0..pos0+T-1 over keys
@@ -37,12 +38,16 @@ static void materialized(float *out, const float *q, const float *k, const float
             }
         for (int i = 0; i < T; i++) {
             double *s = scores + i * n_keys, mx = -INFINITY, sum = 0;
-            for (int j = 0; j < n_keys; j++) mx = s[j] > mx ? s[j] : mx;
-            for (int j = 0; j < n_keys; j++) sum += s[j] = exp(s[j] - mx);
-            for (int j = 0; j < n_keys; j++) s[j] /= sum;
+            for (int j = 0; j < n_keys; j++)
+                mx = s[j] > mx ? s[j] : mx;
+            for (int j = 0; j < n_keys; j++)
+                sum += s[j] = exp(s[j] - mx);
+            for (int j = 0; j < n_keys; j++)
+                s[j] /= sum;
             for (int d = 0; d < head_dim; d++) {
                 double acc = 0;
-                for (int j = 0; j < n_keys; j++) acc += s[j] * v[j * kvw + kh * head_dim + d];
+                for (int j = 0; j < n_keys; j++)
+                    acc += s[j] * v[j * kvw + kh * head_dim + d];
                 out[i * qw + h * head_dim + d] = (float)acc;
             }
         }
@@ -67,7 +72,7 @@ static double max_abs_diff(const float *a, const float *b, int64_t n) {
 static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int head_dim, int pos0,
                         int T, int block_size) {
     int qw = n_head * head_dim, kvw = n_head_kv * head_dim, n_keys = pos0 + T;
-    float *q = malloc(sizeof(float) * (size_t)T * qw);      /* [T][qw] */
+    float *q = malloc(sizeof(float) * (size_t)T * qw);       /* [T][qw] */
     float *k = malloc(sizeof(float) * (size_t)n_keys * kvw); /* [n_keys][kvw] */
     float *v = malloc(sizeof(float) * (size_t)n_keys * kvw);
     float *ref = malloc(sizeof(float) * (size_t)T * qw);
@@ -83,9 +88,10 @@ static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int he
     float *ck = calloc((size_t)rows * kvw, sizeof(float)); /* [rows][kvw] */
     float *cv = calloc((size_t)rows * kvw, sizeof(float));
     int32_t *table = block_size ? malloc(sizeof(int32_t) * n_blocks) : NULL;
-    for (int b = 0; b < n_blocks; b++) table[b] = n_blocks - 1 - b;
-    inf_kv_view view = {.k = ck, .v = cv, .row_stride = kvw, .block_size = block_size,
-                        .block_table = table};
+    for (int b = 0; b < n_blocks; b++)
+        table[b] = n_blocks - 1 - b;
+    inf_kv_view view = {
+        .k = ck, .v = cv, .row_stride = kvw, .block_size = block_size, .block_table = table};
     for (int j = 0; j < n_keys; j++) {
         memcpy(inf_kv_k_row(&view, j), k + (int64_t)j * kvw, sizeof(float) * kvw);
         memcpy(inf_kv_v_row(&view, j), v + (int64_t)j * kvw, sizeof(float) * kvw);
@@ -93,7 +99,8 @@ static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int he
     inf_attn_shape s = {n_head, n_head_kv, head_dim, 1.0f / sqrtf((float)head_dim)};
 
     float *out = got + GUARD;
-    for (int i = 0; i < T * qw + 2 * GUARD; i++) got[i] = SENTINEL;
+    for (int i = 0; i < T * qw + 2 * GUARD; i++)
+        got[i] = SENTINEL;
     be->attn_prefill(be, out, q, &view, pos0, T, &s);
     double d = max_abs_diff(out, ref, (int64_t)T * qw);
     int guards_ok = 1;
@@ -106,11 +113,13 @@ static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int he
            be->name, n_head, n_head_kv, head_dim, pos0, T, block_size, d);
 
     /* Decode: the last query row alone over all keys. */
-    for (int i = 0; i < qw + 2 * GUARD; i++) got[i] = SENTINEL;
+    for (int i = 0; i < qw + 2 * GUARD; i++)
+        got[i] = SENTINEL;
     be->attn_decode(be, out, q + (int64_t)(T - 1) * qw, &view, n_keys, &s);
     d = max_abs_diff(out, ref + (int64_t)(T - 1) * qw, qw);
     guards_ok = 1;
-    for (int i = 0; i < GUARD; i++) guards_ok &= got[i] == SENTINEL && out[qw + i] == SENTINEL;
+    for (int i = 0; i < GUARD; i++)
+        guards_ok &= got[i] == SENTINEL && out[qw + i] == SENTINEL;
     CHECK_MSG(d < 1e-4, "%s decode heads %d/%d dim %d keys %d: max abs diff %g", be->name, n_head,
               n_head_kv, head_dim, n_keys, d);
     CHECK_MSG(guards_ok, "%s decode wrote outside its output", be->name);
@@ -126,7 +135,8 @@ static void check_typed(const inf_backend *be, int n_head, int n_head_kv, int he
     float *q = malloc(sizeof(float) * (size_t)T * qw);
     float *k = malloc(sizeof(float) * (size_t)n_keys * kvw); /* [n_keys][kvw] stored values */
     float *v = malloc(sizeof(float) * (size_t)n_keys * kvw);
-    float *ref = malloc(sizeof(float) * (size_t)T * qw), *out = malloc(sizeof(float) * (size_t)T * qw);
+    float *ref = malloc(sizeof(float) * (size_t)T * qw),
+          *out = malloc(sizeof(float) * (size_t)T * qw);
     fill(q, (int64_t)T * qw, 2.0f);
     fill(k, (int64_t)n_keys * kvw, 2.0f);
     fill(v, (int64_t)n_keys * kvw, 1.0f);
@@ -135,9 +145,15 @@ static void check_typed(const inf_backend *be, int n_head, int n_head_kv, int he
     void *ck = calloc((size_t)rows, inf_kv_type_bytes(kt, kvw));
     void *cv = calloc((size_t)rows, inf_kv_type_bytes(vt, kvw));
     int32_t *table = block_size ? malloc(sizeof(int32_t) * n_blocks) : NULL;
-    for (int b = 0; b < n_blocks; b++) table[b] = n_blocks - 1 - b;
-    inf_kv_view view = {.k = ck, .v = cv, .k_type = kt, .v_type = vt, .row_stride = kvw,
-                        .block_size = block_size, .block_table = table};
+    for (int b = 0; b < n_blocks; b++)
+        table[b] = n_blocks - 1 - b;
+    inf_kv_view view = {.k = ck,
+                        .v = cv,
+                        .k_type = kt,
+                        .v_type = vt,
+                        .row_stride = kvw,
+                        .block_size = block_size,
+                        .block_table = table};
     double max_err = 0; /* how far the stored values are from the f32 ones */
     for (int j = 0; j < n_keys; j++) {
         float *kj = k + (int64_t)j * kvw, *vj = v + (int64_t)j * kvw, back[1024];

@@ -61,9 +61,9 @@ done:
 
 int main(void) {
     static const char *const types[] = {
-        "f32",    "f16",    "bf16",   "q8_0",   "q4_0",   "q4_k",   "q6_k",
-        "q4_k_m", "q4_k_s", "q5_k_s", "q5_k_m", "q3_k_s", "q3_k_m", "q3_k_l",
-        "q2_k",   "q4_1",   "q5_0",   "q5_1",   "iq4_nl", "iq4_xs", "mxfp4",
+        "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m", "q4_k_s", "q5_k_s",
+        "q5_k_m", "q3_k_s", "q3_k_m", "q3_k_l", "q2_k", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs",
+        "mxfp4",
         /* qwen3moe: the tiny MoE preset (experts grouped over the batch) */
         "moe-f32", "moe-q8_0", "moe-q4_k_m", "moe-mxfp4"};
     const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
@@ -84,8 +84,8 @@ int main(void) {
         for (int i = 0; i < N_PROMPT; i++)
             prompt[i] = (i * 7919 + 13) % V;
         CHECK(run(mf, inf_backend_scalar(), prompt, NULL, greedy, ref) == 0);
-        bool exact_types = !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16") ||
-                           !strcmp(types[ti], "moe-f32");
+        bool exact_types =
+            !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16") || !strcmp(types[ti], "moe-f32");
         double tol = exact_types ? 1e-3 : !strcmp(types[ti], "bf16") ? 1e-2 : 4e-2;
         for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
             if (inf_isa_clamp(levels[li]) != levels[li]) continue;

@@ -634,9 +634,9 @@ int main(void) {
     const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0, INF_Q4_0, INF_Q4_K, INF_Q6_K};
     /* the other types share those paths (dequantization rows, or another type's
      * packed kind): fewer shapes each */
-    const inf_dtype others[] = {INF_Q4_1,   INF_Q5_0,   INF_Q5_1,  INF_Q2_K,  INF_Q3_K,
-                                INF_Q5_K,   INF_IQ4_NL, INF_IQ4_XS, INF_MXFP4, INF_IQ2_S,
-                                INF_IQ3_XXS, INF_IQ3_S};
+    const inf_dtype others[] = {INF_Q4_1,  INF_Q5_0,  INF_Q5_1,    INF_Q2_K,
+                                INF_Q3_K,  INF_Q5_K,  INF_IQ4_NL,  INF_IQ4_XS,
+                                INF_MXFP4, INF_IQ2_S, INF_IQ3_XXS, INF_IQ3_S};
     for (unsigned ti = 0; ti < sizeof others / sizeof *others; ti++) {
         const inf_dtype t = others[ti];
         const int64_t n_in = inf_dtype_get(t)->block == 256 ? 512 : 160;
@@ -676,8 +676,8 @@ int main(void) {
     test_batch_invariance(bks, nb, INF_BF16);
     test_batch_invariance(bks, nb, INF_Q6_K);
     /* the types that run as another's packed kind, and the dequantizing ones */
-    const inf_dtype more[] = {INF_Q4_1, INF_Q5_0, INF_Q5_1, INF_Q2_K, INF_Q3_K, INF_Q5_K,
-                              INF_IQ4_NL, INF_IQ4_XS, INF_MXFP4, INF_IQ3_S};
+    const inf_dtype more[] = {INF_Q4_1, INF_Q5_0,   INF_Q5_1,   INF_Q2_K,  INF_Q3_K,
+                              INF_Q5_K, INF_IQ4_NL, INF_IQ4_XS, INF_MXFP4, INF_IQ3_S};
     for (unsigned i = 0; i < sizeof more / sizeof *more; i++)
         test_batch_invariance(bks, nb, more[i]);
 

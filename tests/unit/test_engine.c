@@ -237,7 +237,10 @@ static void test_oom(void) {
 static void test_embed(const char *model) {
     inf_engine *e;
     inf_err err;
-    inf_engine_opts o = {.model_path = model, .n_seq = 2, .n_ctx = 128, .n_batch = 16,
+    inf_engine_opts o = {.model_path = model,
+                         .n_seq = 2,
+                         .n_ctx = 128,
+                         .n_batch = 16,
                          .kv = {.kind = INF_KV_PAGED, .type_k = INF_F32, .type_v = INF_F32}};
     CHECK_MSG(inf_engine_open(&e, &o, &err) == 0, "%s", err.msg);
     const int E = e->ex.n_embd;
@@ -263,13 +266,14 @@ static void test_embed(const char *model) {
             CHECK(inf_engine_wait(e, g, NULL, NULL, &err) == 0);
             CHECK_INT(g->n_gen, 8);
         }
-        CHECK_MSG(t && t->status == INF_TASK_OK && t->n_gen == 0 && t->n_embd == E,
-                  "embed %d: %s", k, t ? t->err : "not submitted");
+        CHECK_MSG(t && t->status == INF_TASK_OK && t->n_gen == 0 && t->n_embd == E, "embed %d: %s",
+                  k, t ? t->err : "not submitted");
         if (t && t->embd) {
             v[k] = malloc((size_t)E * sizeof *v[k]);
             memcpy(v[k], t->embd, (size_t)E * sizeof *v[k]);
         }
-        if (k == 1) CHECK_MSG(t && t->timings.cache_n > 0, "reused %d", t ? t->timings.cache_n : -1);
+        if (k == 1)
+            CHECK_MSG(t && t->timings.cache_n > 0, "reused %d", t ? t->timings.cache_n : -1);
         inf_task_release(t);
         inf_task_release(g);
     }

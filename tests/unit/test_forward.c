@@ -34,7 +34,8 @@ static int run_seq(inf_model *m, inf_kv_basic *c, const int32_t *tokens, int n, 
                    float *logits, inf_err *err) {
     int32_t pos[256], seq[256];
     uint8_t want[256];
-    for (int i = 0; i < n; i++) pos[i] = c->n_past + i, seq[i] = 0, want[i] = all_rows || i == n - 1;
+    for (int i = 0; i < n; i++)
+        pos[i] = c->n_past + i, seq[i] = 0, want[i] = all_rows || i == n - 1;
     inf_kv_view views[16];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq, .logits = want};
@@ -46,7 +47,8 @@ static int run_seq(inf_model *m, inf_kv_basic *c, const int32_t *tokens, int n, 
 static void test_prefill_equals_decode(inf_model *m) {
     const int V = m->hp.n_vocab, n = 70; /* crosses the 64-key tile */
     int32_t tokens[70];
-    for (int i = 0; i < n; i++) tokens[i] = (i * 37 + 11) % V;
+    for (int i = 0; i < n; i++)
+        tokens[i] = (i * 37 + 11) % V;
     float *all = malloc(sizeof(float) * (size_t)n * V); /* [n][V] */
     float *one = malloc(sizeof(float) * (size_t)V);
     inf_kv_basic *c;
@@ -80,7 +82,8 @@ static void test_prefill_equals_decode(inf_model *m) {
 static void test_cached_equals_recompute(inf_model *m) {
     const int V = m->hp.n_vocab, n_prompt = 9, n_gen = 64;
     int32_t seq_a[128], seq_b[128];
-    for (int i = 0; i < n_prompt; i++) seq_a[i] = seq_b[i] = (i * 53 + 5) % V;
+    for (int i = 0; i < n_prompt; i++)
+        seq_a[i] = seq_b[i] = (i * 53 + 5) % V;
     float *logits = malloc(sizeof(float) * (size_t)V);
     inf_kv_basic *c;
     inf_err err;
@@ -117,9 +120,11 @@ static void test_multi_sequence_batch(inf_model *m) {
     inf_kv_basic *solo[3], *shared[3];
     int32_t prompts[3][20];
     int lens[3] = {5, 17, 11};
-    float *ref = malloc(sizeof(float) * 3 * (size_t)V), *got = malloc(sizeof(float) * 3 * (size_t)V);
+    float *ref = malloc(sizeof(float) * 3 * (size_t)V),
+          *got = malloc(sizeof(float) * 3 * (size_t)V);
     for (int s = 0; s < 3; s++) {
-        for (int i = 0; i < lens[s]; i++) prompts[s][i] = (i * 31 + s * 101 + 7) % V;
+        for (int i = 0; i < lens[s]; i++)
+            prompts[s][i] = (i * 31 + s * 101 + 7) % V;
         CHECK(inf_kv_basic_create(&solo[s], L, 64, kvd, &err) == 0);
         CHECK(inf_kv_basic_create(&shared[s], L, 64, kvd, &err) == 0);
         CHECK(run_seq(m, solo[s], prompts[s], lens[s], 0, got, &err) == 0);
@@ -131,15 +136,18 @@ static void test_multi_sequence_batch(inf_model *m) {
         CHECK(run_seq(m, solo[s], &next[s], 1, 0, ref + (int64_t)s * V, &err) == 0);
     /* together: rows in the order 2, 0, 1 to show the row order is free */
     inf_kv_view views[3 * 16];
-    for (int s = 0; s < 3; s++) inf_kv_basic_views(shared[s], views + s * L);
+    for (int s = 0; s < 3; s++)
+        inf_kv_basic_views(shared[s], views + s * L);
     int32_t tok[3] = {next[2], next[0], next[1]}, seq[3] = {2, 0, 1};
     int32_t pos[3] = {shared[2]->n_past, shared[0]->n_past, shared[1]->n_past};
-    inf_batch b = {.n_rows = 3, .tokens = tok, .pos = pos, .seq = seq, .logits = (uint8_t[]){1, 1, 1}};
+    inf_batch b = {
+        .n_rows = 3, .tokens = tok, .pos = pos, .seq = seq, .logits = (uint8_t[]){1, 1, 1}};
     CHECK(inf_model_forward(m, &b, views, 3, got, &err) == 0);
     CHECK_CLOSE(got + 0 * V, ref + 2 * V, V, 1e-6);
     CHECK_CLOSE(got + 1 * V, ref + 0 * V, V, 1e-6);
     CHECK_CLOSE(got + 2 * V, ref + 1 * V, V, 1e-6);
-    for (int s = 0; s < 3; s++) shared[s]->n_past++;
+    for (int s = 0; s < 3; s++)
+        shared[s]->n_past++;
 
     /* a 4-row prefill span of sequence 0 next to a decode row of sequence 1 */
     int32_t more[4] = {9, 8, 7, 6};
@@ -148,7 +156,10 @@ static void test_multi_sequence_batch(inf_model *m) {
     int32_t tok2[5] = {9, 8, 7, 6, 9}, seq2[5] = {0, 0, 0, 0, 1};
     int32_t pos2[5] = {shared[0]->n_past, shared[0]->n_past + 1, shared[0]->n_past + 2,
                        shared[0]->n_past + 3, shared[1]->n_past};
-    inf_batch b2 = {.n_rows = 5, .tokens = tok2, .pos = pos2, .seq = seq2,
+    inf_batch b2 = {.n_rows = 5,
+                    .tokens = tok2,
+                    .pos = pos2,
+                    .seq = seq2,
                     .logits = (uint8_t[]){0, 0, 0, 1, 1}};
     CHECK(inf_model_forward(m, &b2, views, 3, got, &err) == 0);
     CHECK_CLOSE(got, ref, V, 1e-6);
@@ -167,7 +178,8 @@ static void test_multi_sequence_batch(inf_model *m) {
     bb = (inf_batch){.n_rows = m->max_rows + 1, .tokens = zero, .pos = zero, .seq = zero};
     CHECK(inf_model_forward(m, &bb, views, 3, got, &err) == -1);
 
-    for (int s = 0; s < 3; s++) inf_kv_basic_free(solo[s]), inf_kv_basic_free(shared[s]);
+    for (int s = 0; s < 3; s++)
+        inf_kv_basic_free(solo[s]), inf_kv_basic_free(shared[s]);
     free(ref);
     free(got);
 }

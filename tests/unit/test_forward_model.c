@@ -18,7 +18,8 @@ static int argmax(const float *x, int n) {
 /* Feeds tokens[0..n) after the cache's n_past; logits of the last row. */
 static int feed(inf_model *m, inf_kv_basic *c, const int32_t *tokens, int n, float *logits) {
     int32_t pos[128], seq[128] = {0};
-    for (int i = 0; i < n; i++) pos[i] = c->n_past + i;
+    for (int i = 0; i < n; i++)
+        pos[i] = c->n_past + i;
     inf_kv_view views[64];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq};
@@ -43,7 +44,8 @@ int main(void) {
     inf_model *m;
     inf_kv_basic *c;
     CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 128, 128, &err) == 0);
-    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 128, mf->hp.n_head_kv * mf->hp.head_dim, &err) == 0);
+    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 128, mf->hp.n_head_kv * mf->hp.head_dim, &err) ==
+          0);
     const int V = mf->hp.n_vocab, n_prompt = 5, n_gen = 64;
     float *logits = malloc(sizeof(float) * (size_t)V);
     int32_t a[128] = {9707, 11, 1879, 0, 3555}, b[128];
@@ -64,7 +66,8 @@ int main(void) {
         if (a[n_prompt + i] != b[n_prompt + i]) first = i;
     CHECK_MSG(first < 0, "step %d: cached decode gives %d, recomputing gives %d", first,
               a[n_prompt + first], b[n_prompt + first]);
-    printf("%d greedy tokens, cached vs recomputed: %s\n", n_gen, first < 0 ? "identical" : "differ");
+    printf("%d greedy tokens, cached vs recomputed: %s\n", n_gen,
+           first < 0 ? "identical" : "differ");
     free(logits);
     inf_kv_basic_free(c);
     inf_model_free(m);

@@ -113,8 +113,7 @@ static void test_invariance(const char *path) {
     for (int q = 0; q < 3; q++)
         CHECK(step(m, &s, 1, &tok[q], &pos[q], &seq[q], solo + (size_t)q * V) == 0);
     CHECK(step(m, &s, 3, tok, pos, seq, scratch) == 0); /* rewrites the same cache rows */
-    CHECK_MSG(!memcmp(scratch, solo, sizeof(float) * 3 * V), "%s: batched decode differs",
-              path);
+    CHECK_MSG(!memcmp(scratch, solo, sizeof(float) * 3 * V), "%s: batched decode differs", path);
 
     /* a decode row of seq 1 beside a prompt chunk of seq 2 (4 rows) */
     int32_t mt[5] = {2222, 5, 6, 7, 8}, mp[5] = {33, 36, 37, 38, 39}, ms[5] = {1, 2, 2, 2, 2};
@@ -141,7 +140,7 @@ static void test_invariance(const char *path) {
 /* A scalar backend that counts the matmul calls on each expert slice of
  * the expert tensors gate/up/down of every layer. */
 static const inf_tensor *exps[64][3]; /* [layer][gate, up, down] */
-static int calls[64][3][16];         /* [layer][tensor][expert] */
+static int calls[64][3][16];          /* [layer][tensor][expert] */
 
 static void count(const inf_weight *w) {
     for (int l = 0; l < 64; l++)
@@ -234,8 +233,8 @@ static void test_bad_experts(void) {
         const inf_tensor saved = *t;
         t->ne[2] = 7; /* an expert short */
         CHECK(inf_model_bind_file(mf, &err) == -1);
-        CHECK_MSG(strstr(err.msg, "blk.2.ffn_up_exps.weight") && strstr(err.msg, "expected"),
-                  "%s", err.msg);
+        CHECK_MSG(strstr(err.msg, "blk.2.ffn_up_exps.weight") && strstr(err.msg, "expected"), "%s",
+                  err.msg);
         *t = saved;
         char *name = t->name;
         t->name = (char *)"blk.2.ffn_up_exps.renamed";
@@ -249,8 +248,7 @@ static void test_bad_experts(void) {
         void *copy = malloc(t->nbytes);
         memcpy(copy, t->data, t->nbytes);
         inf_model_drop_pages(mf, t);
-        CHECK_MSG(!memcmp(copy, t->data, t->nbytes), "%s: dropped pages read back differ",
-                  t->name);
+        CHECK_MSG(!memcmp(copy, t->data, t->nbytes), "%s: dropped pages read back differ", t->name);
         free(copy);
     }
     inf_model_close(mf);

@@ -19,10 +19,12 @@ static void run(const inf_model_file *mf, float *logits /* [20][V] */) {
     int rc = inf_model_create(&m, mf, inf_backend_scalar(), 32, 20, &err);
     CHECK_MSG(rc == 0, "%s", err.msg);
     if (rc) return;
-    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 32, mf->hp.n_head_kv * mf->hp.head_dim, &err) == 0);
+    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 32, mf->hp.n_head_kv * mf->hp.head_dim, &err) ==
+          0);
     int32_t tok[20], pos[20], seq[20];
     uint8_t want[20];
-    for (int i = 0; i < 20; i++) tok[i] = (i * 97 + 1) % mf->hp.n_vocab, pos[i] = i, seq[i] = 0, want[i] = 1;
+    for (int i = 0; i < 20; i++)
+        tok[i] = (i * 97 + 1) % mf->hp.n_vocab, pos[i] = i, seq[i] = 0, want[i] = 1;
     inf_kv_view views[8];
     inf_kv_basic_views(c, views);
     inf_batch b = {.n_rows = 20, .tokens = tok, .pos = pos, .seq = seq, .logits = want};
@@ -42,9 +44,17 @@ static double max_abs_diff(const float *a, const float *b, int64_t n) {
 
 int main(void) {
     /* row lengths multiples of 256 so the K-quants fit */
-    inf_hparams hp = {.n_layer = 2, .n_embd = 256, .n_head = 4, .n_head_kv = 2, .head_dim = 64,
-                      .n_ff = 512, .n_vocab = 320, .n_ctx_train = 4096, .rope_theta = 1e6f,
-                      .rms_eps = 1e-6f, .tied_output = true};
+    inf_hparams hp = {.n_layer = 2,
+                      .n_embd = 256,
+                      .n_head = 4,
+                      .n_head_kv = 2,
+                      .head_dim = 64,
+                      .n_ff = 512,
+                      .n_vocab = 320,
+                      .n_ctx_train = 4096,
+                      .rope_theta = 1e6f,
+                      .rms_eps = 1e-6f,
+                      .tied_output = true};
     const int64_t N = 20 * (int64_t)hp.n_vocab;
     float *f32 = malloc(sizeof(float) * N), *deq = malloc(sizeof(float) * N),
           *got = malloc(sizeof(float) * N);
@@ -86,8 +96,8 @@ int main(void) {
         run(d, deq);
         double dd = max_abs_diff(got, deq, N), df = max_abs_diff(got, f32, N);
         CHECK_MSG(dd < 1e-4, "%s: max abs diff to its dequantized F32 %g", cases[i].name, dd);
-        printf("%-28s vs dequantized F32: %.3g   (vs original F32 weights: %.3g)\n",
-               cases[i].name, dd, cases[i].untied ? NAN : df);
+        printf("%-28s vs dequantized F32: %.3g   (vs original F32 weights: %.3g)\n", cases[i].name,
+               dd, cases[i].untied ? NAN : df);
         synth_model_free(q);
         synth_model_free(d);
     }

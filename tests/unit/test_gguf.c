@@ -246,7 +246,8 @@ static void test_tiny_model(void) {
     const float *q = inf_model_find(m, "blk.0.attn_q.weight")->data;
     CHECK(q[0] == 3.0f && q[5] == 3.0f + 5 / 1000.0f);
     CHECK((const unsigned char *)q >= b.p && (const unsigned char *)q < b.p + b.n);
-    CHECK_INT(inf_model_find(m, "blk.0.attn_q.weight")->nbytes, TINY_EMBD * TINY_HEAD * TINY_HD * 4);
+    CHECK_INT(inf_model_find(m, "blk.0.attn_q.weight")->nbytes,
+              TINY_EMBD * TINY_HEAD * TINY_HD * 4);
     CHECK_INT(inf_model_find(m, "blk.0.attn_q.weight")->offset, (const unsigned char *)q - b.p);
     /* tokenizer */
     CHECK_INT(m->vocab.n_tokens, TINY_VOCAB);
@@ -290,7 +291,8 @@ static void test_tiny_model(void) {
         CHECK(inf_model_find(m, "blk.0.ffn_down.weight")->type == INF_Q8_0);
         CHECK(inf_model_find(m, "token_embd.weight")->type == INF_Q8_0);
         CHECK(inf_model_find(m, "blk.0.attn_q_norm.weight")->type == INF_F32);
-        CHECK_INT(inf_model_find(m, "blk.0.ffn_down.weight")->nbytes, TINY_FF * TINY_EMBD / 32 * 34);
+        CHECK_INT(inf_model_find(m, "blk.0.ffn_down.weight")->nbytes,
+                  TINY_FF * TINY_EMBD / 32 * 34);
         CHECK_INT(((const uint8_t *)inf_model_find(m, "blk.0.ffn_down.weight")->data)[1], 12 + 1);
     }
     inf_model_close(m);

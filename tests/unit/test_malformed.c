@@ -476,7 +476,8 @@ static void test_hf(void) {
     config_with("rope_theta", "\"big\"");
     CHECK_ERR(hf_error(), "config.json", "rope_theta", "not a number");
     /* rope_scaling, added after rope_theta */
-    config_with("rope_theta", "1e6, \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}");
+    config_with("rope_theta",
+                "1e6, \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}");
     CHECK_ERR(hf_error(), "config.json", "longrope", "yarn");
     config_with("rope_theta", "1e6, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 0.5}");
     CHECK_ERR(hf_error(), "config.json", "yarn factor 0.5");

@@ -67,13 +67,16 @@ static void same_slots(const inf_model_file *g, const inf_model_file *h) {
         size_t off = 0;
         for (int k = 0; ok && k < t->n_runs; k++) {
             const inf_rows *r = &t->runs[k];
-            const size_t rb = r->src->nbytes / (size_t)(r->src->ne[1] * r->src->ne[2] * r->src->ne[3]);
+            const size_t rb =
+                r->src->nbytes / (size_t)(r->src->ne[1] * r->src->ne[2] * r->src->ne[3]);
             const size_t n = rb * (size_t)r->n_rows;
             ok = r->src->type == a->type && off + n <= a->nbytes &&
-                 !memcmp((const char *)a->data + off, (const char *)r->src->data + rb * (size_t)r->row0, n);
+                 !memcmp((const char *)a->data + off,
+                         (const char *)r->src->data + rb * (size_t)r->row0, n);
             off += n;
         }
-        CHECK_MSG(ok && off == a->nbytes, "stacked tensor %s differs from the GGUF file's", t->name);
+        CHECK_MSG(ok && off == a->nbytes, "stacked tensor %s differs from the GGUF file's",
+                  t->name);
     }
     inf_gguf_plan_free(&plan);
 }
@@ -175,8 +178,8 @@ static void test_hf_extras(void) {
         inf_err err = {{0}};
         m = NULL;
         CHECK_INT(inf_model_open(&m, d, &err), -1);
-        CHECK_MSG(strstr(err.msg, "generation_config.json") && strstr(err.msg, bad[i][1]),
-                  "%s: %s", bad[i][0], err.msg);
+        CHECK_MSG(strstr(err.msg, "generation_config.json") && strstr(err.msg, bad[i][1]), "%s: %s",
+                  bad[i][0], err.msg);
         inf_model_close(m);
     }
     folder_with(d, "generation_config.json", "{}");
@@ -226,9 +229,11 @@ int main(void) {
         inf_model_close(h);
     }
     /* qwen3moe: both expert layouts stack into the GGUF file's 3-D tensors */
-    static const char *const moe_folders[] = {"models/tiny-moe-f32-hf", "models/tiny-moe-f32-hf-fused"};
+    static const char *const moe_folders[] = {"models/tiny-moe-f32-hf",
+                                              "models/tiny-moe-f32-hf-fused"};
     for (int i = 0; i < 2; i++) {
-        inf_model_file *g = open_or_report("models/tiny-moe-f32.gguf"), *h = open_or_report(moe_folders[i]);
+        inf_model_file *g = open_or_report("models/tiny-moe-f32.gguf"),
+                       *h = open_or_report(moe_folders[i]);
         if (g && h) same_slots(g, h);
         inf_model_close(g);
         inf_model_close(h);

@@ -65,7 +65,7 @@ static void test_think(void) {
     reply_case(CHAT, "No thinking here.", "T[No thinking here.]");
     reply_case(CHAT, "<think>\n\n</think>\n\nHi", "T[Hi]");
     reply_case(CHAT, "  <thinking is a word", "T[  <thinking is a word]");
-    reply_case(CHAT, "Say <think> later", "T[Say <think> later]"); /* only at the start */
+    reply_case(CHAT, "Say <think> later", "T[Say <think> later]");          /* only at the start */
     reply_case(CHAT, "<think>a < b </ c </think", "R[a < b </ c </think]"); /* never closed */
     reply_case(CHAT, "<think>x</think>y</think>z", "R[x]T[y</think>z]");
     reply_case(IN_THINK, "\nreasoning\n</think>\n\nanswer", "R[reasoning]T[answer]");
@@ -91,25 +91,29 @@ static void test_calls(void) {
                "{\"y\": \"}\"}]}, \"name\": \"b\"}\n</tool_call>\n",
                "R[plan]T[Let me check.]C[a|{}]C[b|{\"x\": [1, {\"y\": \"}\"}]}]");
     /* a call opened inside <think> ends the reasoning */
-    reply_case(TOOLS, "<think>\nhmm\n<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": 1}}</tool_call>",
+    reply_case(TOOLS,
+               "<think>\nhmm\n<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": 1}}</tool_call>",
                "R[hmm]C[f|{\"k\": 1}]");
     /* arguments as a string holding an object; no arguments */
     reply_case(TOOLS, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 2}\"}</tool_call>",
                "C[f|{\"a\": 2}]");
     reply_case(TOOLS, "<tool_call>{\"name\": \"f\"}</tool_call>", "C[f|{}]");
     /* an escaped key: re-serialized */
-    reply_case(TOOLS, "<tool_call>{\"name\": \"f\", \"\\u0061rguments\": {\"a\": true}}</tool_call>",
+    reply_case(TOOLS,
+               "<tool_call>{\"name\": \"f\", \"\\u0061rguments\": {\"a\": true}}</tool_call>",
                "C[f|{\"a\":true}]");
     /* invalid calls come back as text, byte for byte */
     reply_case(TOOLS, "Hi <tool_call>{\"name\": \"f\", \"arguments\": {oops}}</tool_call> there",
                "T[Hi<tool_call>{\"name\": \"f\", \"arguments\": {oops}}</tool_call>there]");
-    reply_case(TOOLS, "<tool_call>{\"name\": 3}</tool_call>", "T[<tool_call>{\"name\": 3}</tool_call>]");
+    reply_case(TOOLS, "<tool_call>{\"name\": 3}</tool_call>",
+               "T[<tool_call>{\"name\": 3}</tool_call>]");
     reply_case(TOOLS, "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>",
                "T[<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>]");
     reply_case(TOOLS, "<tool_call>{\"name\": \"f\", \"arguments\": {}, \"x\": 1}</tool_call>",
                "T[<tool_call>{\"name\": \"f\", \"arguments\": {}, \"x\": 1}</tool_call>]");
     /* cut off inside a call */
-    reply_case(TOOLS, "ok <tool_call>{\"name\": \"f\", \"argu", "T[ok<tool_call>{\"name\": \"f\", \"argu]");
+    reply_case(TOOLS, "ok <tool_call>{\"name\": \"f\", \"argu",
+               "T[ok<tool_call>{\"name\": \"f\", \"argu]");
     /* a partial open tag at the end is text */
     reply_case(TOOLS, "a <tool_c", "T[a <tool_c]");
     reply_case(TOOLS, "a < b", "T[a < b]");

@@ -88,13 +88,17 @@ static void check_tiny_hf(const inf_model_file *m, bool tied) {
     CHECK_INT(m->hp.n_ctx_train, 4096);
     CHECK(m->hp.rope_theta == 1e6f && m->hp.rms_eps == 1e-6f);
     CHECK(m->hp.tied_output == tied);
-    CHECK(tied ? model_output(m) == inf_model_find(m, "model.embed_tokens.weight") : !strcmp(model_output(m)->name, "lm_head.weight"));
+    CHECK(tied ? model_output(m) == inf_model_find(m, "model.embed_tokens.weight")
+               : !strcmp(model_output(m)->name, "lm_head.weight"));
     /* HF [out, in] is ne = {in, out} */
     CHECK_INT(inf_model_find(m, "model.layers.0.self_attn.q_proj.weight")->ne[0], TINY_EMBD);
-    CHECK_INT(inf_model_find(m, "model.layers.0.self_attn.q_proj.weight")->ne[1], TINY_HEAD * TINY_HD);
+    CHECK_INT(inf_model_find(m, "model.layers.0.self_attn.q_proj.weight")->ne[1],
+              TINY_HEAD * TINY_HD);
     CHECK_INT(inf_model_find(m, "model.layers.0.mlp.down_proj.weight")->ne[0], TINY_FF);
-    CHECK_STR(inf_model_find(m, "model.layers.0.self_attn.q_norm.weight")->name, "model.layers.0.self_attn.q_norm.weight");
-    CHECK_STR(inf_model_find(m, "model.layers.0.post_attention_layernorm.weight")->name, "model.layers.0.post_attention_layernorm.weight");
+    CHECK_STR(inf_model_find(m, "model.layers.0.self_attn.q_norm.weight")->name,
+              "model.layers.0.self_attn.q_norm.weight");
+    CHECK_STR(inf_model_find(m, "model.layers.0.post_attention_layernorm.weight")->name,
+              "model.layers.0.post_attention_layernorm.weight");
     const float *up = inf_model_find(m, "model.layers.0.mlp.up_proj.weight")->data;
     CHECK(up[0] == 11.0f && up[7] == 11.0f + 7 / 1000.0f);
     CHECK(inf_model_find(m, "model.layers.0.mlp.up_proj.weight")->type == INF_F32);

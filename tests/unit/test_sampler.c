@@ -62,13 +62,15 @@ static void test_greedy(void) {
     inf_sampler_params p = plain(5.0f);
     p.top_k = 1; /* top-k 1 is greedy at any temperature */
     inf_sampler *s = make(p, 6);
-    for (int i = 0; i < 50; i++) CHECK_INT(inf_sampler_sample(s, logits), 3);
+    for (int i = 0; i < 50; i++)
+        CHECK_INT(inf_sampler_sample(s, logits), 3);
     inf_sampler_free(s);
 }
 
 /* Draws n tokens and counts them into hist[n_vocab]. */
 static void draw(inf_sampler *s, const float *logits, int n, int *hist) {
-    for (int i = 0; i < n; i++) hist[inf_sampler_sample(s, logits)]++;
+    for (int i = 0; i < n; i++)
+        hist[inf_sampler_sample(s, logits)]++;
 }
 
 static void test_filters(void) {
@@ -104,7 +106,8 @@ static void test_filters(void) {
     memset(hist, 0, sizeof hist);
     s = make(plain(0.5f), 4);
     draw(s, logits, 20000, hist);
-    double z = 0.25 + 0.09 + 0.0225 + 0.0025, want[4] = {0.25 / z, 0.09 / z, 0.0225 / z, 0.0025 / z};
+    double z = 0.25 + 0.09 + 0.0225 + 0.0025,
+           want[4] = {0.25 / z, 0.09 / z, 0.0225 / z, 0.0025 / z};
     for (int i = 0; i < 4; i++)
         CHECK_MSG(fabs(hist[i] / 20000.0 - want[i]) < 0.015, "token %d: %g, expected %g", i,
                   hist[i] / 20000.0, want[i]);
@@ -114,8 +117,9 @@ static void test_filters(void) {
     enum { V = 5000, K = 40 };
     static float big[V];
     static int hb[V];
-    for (int i = 0; i < V; i++) big[i] = (float)((i * 7919) % V) / V; /* a permutation */
-    p = plain(1e6f); /* nearly uniform over the kept */
+    for (int i = 0; i < V; i++)
+        big[i] = (float)((i * 7919) % V) / V; /* a permutation */
+    p = plain(1e6f);                          /* nearly uniform over the kept */
     p.top_k = K;
     s = make(p, V);
     draw(s, big, 20000, hb);
@@ -190,7 +194,8 @@ static void test_penalties(void) {
 static void test_seed(void) {
     enum { V = 1000 };
     static float logits[V];
-    for (int i = 0; i < V; i++) logits[i] = sinf((float)i * 0.37f) * 3;
+    for (int i = 0; i < V; i++)
+        logits[i] = sinf((float)i * 0.37f) * 3;
     inf_sampler_params p = inf_sampler_defaults();
     p.seed = 1234;
     p.top_k = 0, p.top_p = 1, p.min_p = 0, p.temp = 1.5f;

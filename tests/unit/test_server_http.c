@@ -382,8 +382,10 @@ static void test_out_of_memory(fake *f) {
     CHECK_INT(f->fail_forward, 0);
     j = request_json("POST", "/v1/chat/completions", AUTH, body, &st);
     CHECK_INT(st, 200);
-    json_t *a = json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "content");
-    json_t *b = json_object_get(json_object_get(json_array_get(json_object_get(want, "choices"), 0), "message"), "content");
+    json_t *a = json_object_get(
+        json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message"), "content");
+    json_t *b = json_object_get(
+        json_object_get(json_array_get(json_object_get(want, "choices"), 0), "message"), "content");
     CHECK(json_is_string(a) && json_equal(a, b));
     json_decref(j);
     json_decref(want);
@@ -760,7 +762,8 @@ static void test_drain(fake *f, srv_http *h) {
     memset(&r, 0, sizeof r);
     read_all(a, &r);
     close(a);
-    CHECK_MSG(strstr(r.data, "\"finish_reason\":\"length\"") != NULL, "a: %.300s", r.data + (r.len > 300 ? r.len - 300 : 0));
+    CHECK_MSG(strstr(r.data, "\"finish_reason\":\"length\"") != NULL, "a: %.300s",
+              r.data + (r.len > 300 ? r.len - 300 : 0));
     CHECK(strstr(r.data, "data: [DONE]") != NULL);
     CHECK(strstr(r.data, "drain") == NULL);
     inf_buf_free(&r);

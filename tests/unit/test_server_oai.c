@@ -170,8 +170,7 @@ static void test_chat_bad(void) {
         "response_format.json_schema.schema");
     bad(SRV_CHAT, "{" MSG ",\"json_schema\":{\"type\":\"object\",\"if\":{}}}", "json_schema");
     bad(SRV_CHAT, "{" MSG ",\"grammar\":\"root ::= foo\"}", "grammar");
-    bad(SRV_CHAT, "{" MSG ",\"grammar\":\"root ::= \\\"a\\\"\",\"json_schema\":{}}",
-        "json_schema");
+    bad(SRV_CHAT, "{" MSG ",\"grammar\":\"root ::= \\\"a\\\"\",\"json_schema\":{}}", "json_schema");
     bad(SRV_CHAT, "{" MSG ",\"response_format\":\"json\"}", "response_format");
     bad(SRV_CHAT, "{" MSG ",\"tools\":{}}", "tools");
 }
@@ -634,8 +633,11 @@ static void test_stream_chat(void) {
     srv_stream_text(&st, &out, "ink>plan</think>\n\nHel", 21, NULL);
     srv_stream_text(&st, &out, "lo \xC3\xA9", 5, NULL);
     inf_timings tm = {.prompt_n = 5, .predicted_n = 3, .cache_n = 2};
-    srv_outcome o = {.finish = INF_FINISH_LENGTH, .prompt_tokens = 5, .completion_tokens = 3,
-                     .cached_tokens = 2, .timings = &tm};
+    srv_outcome o = {.finish = INF_FINISH_LENGTH,
+                     .prompt_tokens = 5,
+                     .completion_tokens = 3,
+                     .cached_tokens = 2,
+                     .timings = &tm};
     srv_stream_end(&st, &out, &o);
     srv_stream_free(&st);
 
@@ -664,8 +666,8 @@ static void test_stream_chat(void) {
         CHECK_INT(json_integer_value(json_object_get(u, "prompt_tokens")), 5);
         CHECK_INT(json_integer_value(json_object_get(u, "completion_tokens")), 3);
         CHECK_INT(json_integer_value(json_object_get(u, "total_tokens")), 8);
-        CHECK_INT(json_integer_value(
-                      json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens")),
+        CHECK_INT(json_integer_value(json_object_get(json_object_get(u, "prompt_tokens_details"),
+                                                     "cached_tokens")),
                   2);
         CHECK_STR(p[6], "[DONE]");
     }
@@ -736,8 +738,12 @@ static void test_whole_response(void) {
     inf_timings tm = {
         .cache_n = 2, .prompt_n = 4, .prompt_ms = 10, .predicted_n = 1, .predicted_ms = 5};
     const char *text = "<think>r</think>\n\nbad \xFF byte";
-    srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 6, .completion_tokens = 1,
-                     .cached_tokens = 2, .timings = &tm, .logprobs = lpj};
+    srv_outcome o = {.finish = INF_FINISH_STOP,
+                     .prompt_tokens = 6,
+                     .completion_tokens = 1,
+                     .cached_tokens = 2,
+                     .timings = &tm,
+                     .logprobs = lpj};
     char *s = srv_whole_body(&srv_api_chat, &m, &CHAT_OPTS, text, strlen(text), &o);
     json_decref(lpj);
     json_t *j = json_loads(s, 0, NULL);
@@ -775,9 +781,10 @@ static void test_whole_response(void) {
  * assemble tool_calls: by index, id and name first, arguments appended). */
 static void test_tool_calls(void) {
     static const inf_reply_opts TOOLS = {.think = true, .tool_calls = true};
-    const char *text = "<think>\nplan\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", "
-                       "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": "
-                       "\"now\", \"arguments\": {}}\n</tool_call>";
+    const char *text =
+        "<think>\nplan\n</think>\n\nChecking.\n<tool_call>\n{\"name\": \"get_weather\", "
+        "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": "
+        "\"now\", \"arguments\": {}}\n</tool_call>";
     srv_outcome o = {.finish = INF_FINISH_STOP, .prompt_tokens = 3, .completion_tokens = 9};
     srv_resp_meta m;
     srv_resp_meta_init(&m, &srv_api_chat, "tiny", NULL);
@@ -828,7 +835,8 @@ static void test_tool_calls(void) {
             if (idx != 0 && idx != 1) continue;
             json_t *fn = json_object_get(tc, "function");
             if (json_object_get(tc, "id")) ids[idx] = json_string_value(json_object_get(tc, "id"));
-            if (json_object_get(fn, "name")) names[idx] = json_string_value(json_object_get(fn, "name"));
+            if (json_object_get(fn, "name"))
+                names[idx] = json_string_value(json_object_get(fn, "name"));
             const char *a = json_string_value(json_object_get(fn, "arguments"));
             if (a) inf_buf_adds(&args[idx], a);
         }
@@ -897,8 +905,10 @@ static void embd_bad(const char *body, const char *param) {
     int rc = embd_parse(&r, body, &e);
     CHECK_MSG(rc == -1, "accepted: %s", body);
     if (rc) {
-        CHECK_MSG(e.status == 400 && !strcmp(e.param, param), "%s: status %d param '%s', expected "
-                  "'%s' (%s)", body, e.status, e.param, param, e.msg);
+        CHECK_MSG(e.status == 400 && !strcmp(e.param, param),
+                  "%s: status %d param '%s', expected "
+                  "'%s' (%s)",
+                  body, e.status, e.param, param, e.msg);
         CHECK_MSG(strstr(e.msg, param) != NULL, "%s: the message names %s: %s", body, param, e.msg);
     } else {
         srv_embd_request_free(&r);
@@ -916,8 +926,11 @@ static void test_embd(void) {
     CHECK(!r.base64);
     CHECK_STR(r.model, "m");
     srv_embd_request_free(&r);
-    CHECK_INT(embd_parse(&r, "{\"input\":[\"a\",\"bc\"],\"dimensions\":2,"
-                             "\"encoding_format\":\"base64\"}", &e), 0);
+    CHECK_INT(embd_parse(&r,
+                         "{\"input\":[\"a\",\"bc\"],\"dimensions\":2,"
+                         "\"encoding_format\":\"base64\"}",
+                         &e),
+              0);
     CHECK(r.n_inputs == 2 && r.n_ids[0] == 2 && r.n_ids[1] == 3 && r.dimensions == 2 && r.base64);
     srv_embd_request_free(&r);
     CHECK_INT(embd_parse(&r, "{\"input\":[5,6,7]}", &e), 0); /* ids: as given */
@@ -926,7 +939,8 @@ static void test_embd(void) {
     CHECK_INT(embd_parse(&r, "{\"input\":[[5],[6,63]]}", &e), 0);
     CHECK(r.n_inputs == 2 && r.n_ids[0] == 1 && r.n_ids[1] == 2);
     srv_embd_request_free(&r);
-    CHECK_INT(embd_parse(&r, "{\"input\":\"a\",\"dimensions\":null,\"encoding_format\":null}", &e), 0);
+    CHECK_INT(embd_parse(&r, "{\"input\":\"a\",\"dimensions\":null,\"encoding_format\":null}", &e),
+              0);
     srv_embd_request_free(&r);
 
     embd_bad("{}", "input");
@@ -963,8 +977,11 @@ static void test_embd(void) {
     CHECK(z[0] == 0 && z[1] == 0);
     float a[2] = {1.0f, -2.0f}, b[2] = {0.5f, 0.25f};
     float *embs[2] = {a, b};
-    CHECK_INT(embd_parse(&r, "{\"input\":[\"ab\",\"c\"],\"dimensions\":2,"
-                             "\"encoding_format\":\"base64\"}", &e), 0);
+    CHECK_INT(embd_parse(&r,
+                         "{\"input\":[\"ab\",\"c\"],\"dimensions\":2,"
+                         "\"encoding_format\":\"base64\"}",
+                         &e),
+              0);
     char *body = srv_embd_response(&r, embs, "m");
     json_t *j = json_loads(body, 0, NULL);
     CHECK_STR(json_string_value(json_object_get(j, "object")), "list");
@@ -972,11 +989,14 @@ static void test_embd(void) {
     json_t *d = json_object_get(j, "data");
     CHECK_INT((int)json_array_size(d), 2);
     /* little-endian f32: 1.0 = 00 00 80 3f, -2.0 = 00 00 00 c0 */
-    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 0), "embedding")), "AACAPwAAAMA=");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(d, 0), "embedding")),
+              "AACAPwAAAMA=");
     CHECK_INT((int)json_integer_value(json_object_get(json_array_get(d, 1), "index")), 1);
     CHECK_STR(json_string_value(json_object_get(json_array_get(d, 1), "object")), "embedding");
-    CHECK_INT((int)json_integer_value(json_object_get(json_object_get(j, "usage"), "prompt_tokens")), 5);
-    CHECK_INT((int)json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")), 5);
+    CHECK_INT(
+        (int)json_integer_value(json_object_get(json_object_get(j, "usage"), "prompt_tokens")), 5);
+    CHECK_INT((int)json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")),
+              5);
     json_decref(j);
     free(body);
     r.base64 = false;

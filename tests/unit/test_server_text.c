@@ -1,6 +1,6 @@
 /* The server's text stages: whole-UTF-8 cutting, stop strings across token
- * boundaries (no prefix of a stop string ever released). Each input is also fed in every possible split into pieces, and
- * the released text must equal the one-piece result. */
+ * boundaries (no prefix of a stop string ever released). Each input is also fed in every possible
+ * split into pieces, and the released text must equal the one-piece result. */
 #include <stdlib.h>
 
 #include "harness.h"
@@ -238,9 +238,16 @@ static void test_utf8(void) {
     CHECK_INT(inf_utf8_stream_flush(&st, o), 3);
     CHECK_INT(st.n_tail, 0);
     /* Whatever the cut, the stream gives what sanitize gives. */
-    static const char *const cases[] = {"ok\xFF\xC3\xA9\xC3", "\xED\xA0\x80", "\xF0\x9F\x98\x80",
-                                        "\x80\x80" "a", "\xE0\x80\xAF", "\xF4\x90\x80\x80",
-                                        "a\xE2\x82\xAC" "b\xF0\x9F", "\xC2"};
+    static const char *const cases[] = {"ok\xFF\xC3\xA9\xC3",
+                                        "\xED\xA0\x80",
+                                        "\xF0\x9F\x98\x80",
+                                        "\x80\x80"
+                                        "a",
+                                        "\xE0\x80\xAF",
+                                        "\xF4\x90\x80\x80",
+                                        "a\xE2\x82\xAC"
+                                        "b\xF0\x9F",
+                                        "\xC2"};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         size_t n = strlen(cases[c]), m;
         char *want = inf_utf8_sanitize(cases[c], n, &m);
