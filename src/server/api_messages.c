@@ -230,12 +230,7 @@ static int parse_messages(srv_request *r, srv_error *e) {
         if (rc) return -1;
     }
     json_t *msgs = json_object_get(o, "messages");
-    if (!msgs || json_is_null(msgs)) return srv_bad(e, "messages", "is required");
-    if (!json_is_array(msgs)) return srv_bad(e, "messages", "expected an array");
-    if (json_array_size(msgs) == 0) return srv_bad(e, "messages", "must not be empty");
-    if (json_array_size(msgs) > SRV_MAX_MESSAGES)
-        return srv_bad(e, "messages", "has %zu messages, more than the limit of %d",
-                       json_array_size(msgs), SRV_MAX_MESSAGES);
+    if (srv_check_messages(msgs, e)) return -1;
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
@@ -422,15 +417,7 @@ static int parse_fields(srv_request *r, bool count, srv_error *e) {
 
 static int parse_common(srv_request *r, const char *body, size_t len,
                         const inf_sampler_params *defaults, bool count, srv_error *e) {
-    memset(r, 0, sizeof *r);
-    r->kind = SRV_CHAT;
-    r->max_tokens = -1;
-    r->parallel_tool_calls = true;
-    /* what the request leaves out: the model's recommended sampling */
-    if (defaults)
-        srv_sampling_from(&r->samp, defaults);
-    else
-        srv_sampling_default(&r->samp);
+    srv_request_init(r, SRV_CHAT, defaults);
     r->root = srv_parse_object(body, len, e);
     if (!r->root) return -1;
     if (parse_fields(r, count, e)) {

@@ -127,12 +127,7 @@ static int push(srv_request *r, json_t *m, srv_error *e) {
 
 static int chat_messages(srv_request *r, srv_error *e) {
     json_t *msgs = srv_field(r->root, "messages");
-    if (!msgs) return srv_bad(e, "messages", "is required");
-    if (!json_is_array(msgs)) return srv_bad(e, "messages", "expected an array");
-    if (json_array_size(msgs) == 0) return srv_bad(e, "messages", "must not be empty");
-    if (json_array_size(msgs) > SRV_MAX_MESSAGES)
-        return srv_bad(e, "messages", "has %zu messages, more than the limit of %d",
-                       json_array_size(msgs), SRV_MAX_MESSAGES);
+    if (srv_check_messages(msgs, e)) return -1;
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
@@ -242,24 +237,6 @@ static const struct {
     double off;
 } OFF_ONLY[] = {{"typical_p", 1}, {"tfs_z", 1}, {"mirostat", 0}};
 
-static int option_stop(srv_request *r, json_t *v, srv_error *e) {
-    if (json_is_string(v)) {
-        if (json_string_length(v)) r->stop[r->n_stop++] = json_string_value(v);
-        return 0;
-    }
-    if (!json_is_array(v)) return srv_bad(e, "options.stop", "expected an array of strings");
-    if (json_array_size(v) > INF_MAX_STOPS)
-        return srv_bad(e, "options.stop", "at most %d stop strings", INF_MAX_STOPS);
-    size_t i;
-    json_t *s;
-    json_array_foreach(v, i, s) {
-        if (!json_is_string(s))
-            return srv_bad(e, "options.stop", "element %zu: expected a string", i);
-        if (json_string_length(s)) r->stop[r->n_stop++] = json_string_value(s);
-    }
-    return 0;
-}
-
 /* The sampling and limits options; each name is checked so that a typo is
  * a 400 rather than a default silently kept. */
 static int option(srv_request *r, json_t *opts, const char *k, json_t *v, srv_error *e) {
@@ -309,7 +286,7 @@ static int option(srv_request *r, json_t *opts, const char *k, json_t *v, srv_er
         if (have) r->n_ctx_limit = (int)x;
         return 0;
     }
-    if (!strcmp(k, "stop")) return option_stop(r, v, e);
+    if (!strcmp(k, "stop")) return srv_stop_value(r, v, "options.stop", e);
     for (size_t i = 0; i < sizeof NO_EFFECT / sizeof NO_EFFECT[0]; i++)
         if (!strcmp(k, NO_EFFECT[i])) return 0;
     for (size_t i = 0; i < sizeof OFF_ONLY / sizeof OFF_ONLY[0]; i++) {
@@ -359,15 +336,7 @@ static int parse_fields(srv_request *r, bool generate, srv_error *e) {
 
 static int parse(srv_request *r, const char *body, size_t len, const inf_sampler_params *defaults,
                  bool generate, srv_error *e) {
-    memset(r, 0, sizeof *r);
-    r->kind = SRV_CHAT;
-    r->max_tokens = -1;
-    r->enable_thinking = true;
-    r->parallel_tool_calls = true;
-    if (defaults)
-        srv_sampling_from(&r->samp, defaults);
-    else
-        srv_sampling_default(&r->samp);
+    srv_request_init(r, SRV_CHAT, defaults);
     r->messages = json_array();
     r->root = srv_parse_object(body, len, e);
     if (!r->root || !r->messages) {

@@ -433,16 +433,7 @@ static int parse_fields(srv_request *r, srv_error *e) {
 
 static int responses_parse(srv_request *r, const char *body, size_t len,
                            const inf_sampler_params *defaults, srv_error *e) {
-    memset(r, 0, sizeof *r);
-    r->kind = SRV_CHAT;
-    r->max_tokens = -1;
-    r->enable_thinking = true;
-    r->parallel_tool_calls = true;
-    /* what the request leaves out: the model's recommended sampling */
-    if (defaults)
-        srv_sampling_from(&r->samp, defaults);
-    else
-        srv_sampling_default(&r->samp);
+    srv_request_init(r, SRV_CHAT, defaults);
     r->root = srv_parse_object(body, len, e);
     if (!r->root) return -1;
     if (parse_fields(r, e)) {

@@ -392,14 +392,19 @@ int srv_tool_choice_named(srv_request *r, const char *name, const char *param, s
     return 0;
 }
 
-static int parse_messages(srv_request *r, srv_error *e) {
-    json_t *msgs = json_object_get(r->root, "messages");
-    if (!msgs) return srv_bad(e, "messages", "is required");
+int srv_check_messages(const json_t *msgs, srv_error *e) {
+    if (!msgs || json_is_null(msgs)) return srv_bad(e, "messages", "is required");
     if (!json_is_array(msgs)) return srv_bad(e, "messages", "expected an array");
     if (json_array_size(msgs) == 0) return srv_bad(e, "messages", "must not be empty");
     if (json_array_size(msgs) > SRV_MAX_MESSAGES)
         return srv_bad(e, "messages", "has %zu messages, more than the limit of %d",
                        json_array_size(msgs), SRV_MAX_MESSAGES);
+    return 0;
+}
+
+static int parse_messages(srv_request *r, srv_error *e) {
+    json_t *msgs = json_object_get(r->root, "messages");
+    if (srv_check_messages(msgs, e)) return -1;
     r->messages = json_array();
     if (!r->messages) return srv_oom(e);
     size_t i;
@@ -466,23 +471,26 @@ static int parse_prompt(srv_request *r, srv_error *e) {
     return 0;
 }
 
-static int parse_stop(srv_request *r, srv_error *e) {
-    json_t *s = srv_field(r->root, "stop");
-    if (!s) return 0;
+int srv_stop_value(srv_request *r, json_t *s, const char *field, srv_error *e) {
     if (json_is_string(s)) {
         if (json_string_length(s)) r->stop[r->n_stop++] = json_string_value(s);
         return 0;
     }
-    if (!json_is_array(s)) return srv_bad(e, "stop", "expected a string or an array of strings");
+    if (!json_is_array(s)) return srv_bad(e, field, "expected a string or an array of strings");
     if (json_array_size(s) > INF_MAX_STOPS)
-        return srv_bad(e, "stop", "at most %d stop strings", INF_MAX_STOPS);
+        return srv_bad(e, field, "at most %d stop strings", INF_MAX_STOPS);
     size_t i;
     json_t *v;
     json_array_foreach(s, i, v) {
-        if (!json_is_string(v)) return srv_bad(e, "stop", "element %zu: expected a string", i);
+        if (!json_is_string(v)) return srv_bad(e, field, "element %zu: expected a string", i);
         if (json_string_length(v)) r->stop[r->n_stop++] = json_string_value(v);
     }
     return 0;
+}
+
+static int parse_stop(srv_request *r, srv_error *e) {
+    json_t *s = srv_field(r->root, "stop");
+    return s ? srv_stop_value(r, s, "stop", e) : 0;
 }
 
 /* The constraint on the output: response_format (OpenAI), or llama.cpp's
@@ -762,6 +770,19 @@ static size_t json_values_bound(const char *p, size_t n) {
     return k;
 }
 
+void srv_request_init(srv_request *r, srv_kind kind, const inf_sampler_params *defaults) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->max_tokens = -1;
+    r->enable_thinking = true;
+    r->parallel_tool_calls = true;
+    /* what the request leaves out: the model's recommended sampling */
+    if (defaults)
+        srv_sampling_from(&r->samp, defaults);
+    else
+        srv_sampling_default(&r->samp);
+}
+
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len,
                       const inf_sampler_params *defaults, srv_error *e) {
     memset(r, 0, sizeof *r);
@@ -773,14 +794,7 @@ int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t le
                              "the request body holds about %zu JSON values, more than the limit "
                              "of %d",
                              nv, SRV_MAX_JSON_VALUES);
-    r->kind = kind;
-    r->max_tokens = -1;
-    r->enable_thinking = true;
-    r->parallel_tool_calls = true;
-    if (defaults)
-        srv_sampling_from(&r->samp, defaults);
-    else
-        srv_sampling_default(&r->samp);
+    srv_request_init(r, kind, defaults);
     json_error_t je;
     r->root = srv_json_parse_body(body, len, &je);
     if (!r->root)

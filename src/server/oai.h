@@ -116,6 +116,16 @@ typedef struct srv_request {
 #define SRV_MAX_MESSAGES 16384
 /* Fields the request leaves out take `defaults` (the model's recommended
  * sampling over llama.cpp's: inf_exec.sampling; NULL: llama.cpp's). */
+/* An empty request of kind with every API's defaults: no limit, thinking on,
+ * parallel tool calls allowed, the sampling of defaults (NULL: llama.cpp's).
+ * The API parsers start from it. */
+void srv_request_init(srv_request *r, srv_kind kind, const inf_sampler_params *defaults);
+/* A `stop` value (a string or up to INF_MAX_STOPS strings, "" skipped) into
+ * r->stop, borrowed from the JSON; field names it in errors. */
+int srv_stop_value(srv_request *r, json_t *v, const char *field, srv_error *e);
+/* A conversation's `messages`: present, a non-empty array, within
+ * SRV_MAX_MESSAGES. */
+int srv_check_messages(const json_t *msgs, srv_error *e);
 int srv_request_parse(srv_request *r, srv_kind kind, const char *body, size_t len,
                       const inf_sampler_params *defaults, srv_error *e);
 
