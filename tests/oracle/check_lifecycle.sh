@@ -13,6 +13,7 @@ cd "$(dirname "$0")/../.."
 MODEL=${MODEL:-models/tiny-q8_0.gguf}
 INFERNO=${INFERNO:-build/inferno}
 KEY=sk-inferno-test
+. tests/oracle/serve_lib.sh # wait_ready
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
@@ -30,13 +31,7 @@ run() {
     "$INFERNO" serve -m "$MODEL" --host 127.0.0.1 --port 0 -np 4 -c 4096 --api-key "$KEY" \
         --alias tiny "$@" >"$log" 2>&1 &
     local spid=$! port=
-    for _ in $(seq 1 300); do
-        port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$log" | head -n 1)
-        [ -n "$port" ] && curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" |
-            grep -q 200 && break
-        sleep 0.1
-    done
-    if [ -z "$port" ]; then
+    if ! port=$(wait_ready "$log" "$spid"); then
         bad "$mode: the server did not start"; cat "$log"; kill -9 "$spid" 2>/dev/null; return
     fi
     local out; out=$(mktemp)

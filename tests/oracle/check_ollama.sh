@@ -42,20 +42,7 @@ start() {
         --alias tiny "$@" >"$l" 2>&1 &
     spid=$!
 }
-# wait_ready LOGFILE PID: prints the port once /health says 200 (60 s at most).
-wait_ready() {
-    local l=$1 p=$2 port= code
-    for _ in $(seq 1 600); do
-        port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$l" | head -n 1)
-        if [ -n "$port" ]; then
-            code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/health")
-            if [ "$code" = 200 ]; then echo "$port"; return 0; fi
-        fi
-        kill -0 "$p" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
+. tests/oracle/serve_lib.sh # wait_ready
 
 start "$log" "$MODEL"
 pid=$spid

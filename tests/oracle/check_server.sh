@@ -34,24 +34,7 @@ start_server() {
         --alias tiny "$@" >"$log" 2>&1 &
     spid=$!
 }
-# wait_ready LOGFILE PID: prints the port once /health says 200 (60 s at most).
-wait_ready() {
-    local log=$1 p=$2 port=
-    for _ in $(seq 1 100); do
-        port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$log" | head -n 1)
-        [ -n "$port" ] && break
-        kill -0 "$p" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    [ -n "$port" ] || return 1
-    for _ in $(seq 1 600); do
-        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/health")
-        if [ "$code" = 200 ]; then echo "$port"; return 0; fi
-        kill -0 "$p" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
+. tests/oracle/serve_lib.sh # wait_ready
 
 log=$(mktemp)
 blog=$(mktemp)
