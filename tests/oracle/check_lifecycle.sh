@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The server's life: SIGTERM during 8 streaming requests over the four APIs
+# The server's life: SIGTERM during 10 streaming requests over the five APIs
 # (server/drain.mjs MODE=finish: nothing new accepted, every stream ends
 # normally with the answer it would have had), then the exit status 0; and
 # with --drain-timeout 1, streams that cannot finish each end with their

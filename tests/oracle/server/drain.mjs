@@ -1,21 +1,23 @@
 // SIGTERM while streams run (check_lifecycle.sh starts the server and passes
-// its pid). MODE=finish: 8 streams over the four APIs (chat, completions,
-// Responses, Messages; openai@6 and @anthropic-ai/sdk) are open, half of
-// them still queued, when the signal comes: a request sent after it is
+// its pid). MODE=finish: 10 streams over the five APIs (chat, completions,
+// Responses, Messages, Ollama's chat; openai@6, @anthropic-ai/sdk, ollama)
+// are open, most of them still queued, when the signal comes: a request sent after it is
 // refused, and every stream ends as it would have — its normal last event,
 // the same text as the same request answered whole before the signal.
-// MODE=expire: with --drain-timeout 1, four endless streams (one per API)
+// MODE=expire: with --drain-timeout 1, five endless streams (one per API)
 // each end with their API's error event and a clean end of stream.
 import Anthropic from '@anthropic-ai/sdk';
+import { Ollama } from 'ollama';
 import { BASE, KEY, MODEL, client, check, checkEq, test, report, sleep } from './lib.mjs';
 
 const PID = Number(process.env.SERVER_PID);
 const MODE = process.env.MODE ?? 'finish';
 const anthropic = new Anthropic({ baseURL: BASE, apiKey: KEY, maxRetries: 0, timeout: 120_000 });
+const ollama = new Ollama({ host: BASE, headers: { Authorization: `Bearer ${KEY}` } });
 
 const say = (i) => `request ${i}: tell me about the number ${i * 7}`;
 const MAX = 48;
-const APIS = ['chat', 'completions', 'responses', 'messages'];
+const APIS = ['chat', 'completions', 'responses', 'messages', 'ollama'];
 
 // One request of an API; whole: the text, streamed: an async text collector
 // that also reports how the stream ended.
@@ -24,6 +26,10 @@ function params(api, i, stream) {
   if (api === 'chat') return { ...common, messages: [{ role: 'user', content: say(i) }], max_tokens: MAX };
   if (api === 'completions') return { ...common, prompt: say(i), max_tokens: MAX };
   if (api === 'responses') return { ...common, input: say(i), max_output_tokens: MAX };
+  if (api === 'ollama') {
+    return { model: MODEL, stream, messages: [{ role: 'user', content: say(i) }],
+      options: { temperature: 0, num_predict: MAX } };
+  }
   return { ...common, messages: [{ role: 'user', content: say(i) }], max_tokens: MAX };
 }
 
@@ -32,6 +38,7 @@ async function whole(api, i) {
   if (api === 'chat') return (await client.chat.completions.create(p)).choices[0].message.content;
   if (api === 'completions') return (await client.completions.create(p)).choices[0].text;
   if (api === 'responses') return (await client.responses.create(p)).output_text;
+  if (api === 'ollama') return (await ollama.chat(p)).message.content;
   return (await anthropic.messages.create(p)).content.map((b) => b.text ?? '').join('');
 }
 
@@ -41,6 +48,7 @@ async function open(api, i) {
   if (api === 'chat') return client.chat.completions.create(p);
   if (api === 'completions') return client.completions.create(p);
   if (api === 'responses') return client.responses.create(p);
+  if (api === 'ollama') return ollama.chat(p);
   return anthropic.messages.create(p);
 }
 
@@ -57,6 +65,9 @@ async function drainStream(api, s) {
       } else if (api === 'completions') {
         text += ev.choices?.[0]?.text ?? '';
         if (ev.choices?.[0]?.finish_reason) end = ev.choices[0].finish_reason;
+      } else if (api === 'ollama') {
+        text += ev.message?.content ?? '';
+        if (ev.done) end = ev.done_reason;
       } else if (api === 'responses') {
         if (ev.type === 'response.output_text.delta') text += ev.delta;
         if (ev.type === 'response.completed' || ev.type === 'response.incomplete' || ev.type === 'error') end = ev.type;
@@ -82,9 +93,9 @@ async function rawFrames(path, body) {
 }
 
 if (MODE === 'finish') {
-  await test('8 streams over 4 APIs finish during the drain, as they would have', async () => {
+  await test('10 streams over 5 APIs finish during the drain, as they would have', async () => {
     const jobs = [];
-    for (let i = 0; i < 8; i++) jobs.push({ api: APIS[i % 4], i });
+    for (let i = 0; i < 10; i++) jobs.push({ api: APIS[i % APIS.length], i });
     for (const j of jobs) j.want = await whole(j.api, j.i);
     const streams = await Promise.all(jobs.map((j) => open(j.api, j.i)));
     process.kill(PID, 'SIGTERM');
@@ -111,11 +122,13 @@ if (MODE === 'finish') {
   });
 } else {
   await test('past --drain-timeout, every API ends its stream with its error event', async () => {
+    // (Ollama's num_predict -1 runs to the context's end: longer than the drain)
     const bodies = {
       '/v1/chat/completions': { model: MODEL, stream: true, messages: [{ role: 'user', content: 'go on' }], max_tokens: 100000, ignore_eos: true },
       '/v1/completions': { model: MODEL, stream: true, prompt: 'go on', max_tokens: 100000, ignore_eos: true },
       '/v1/responses': { model: MODEL, stream: true, input: 'go on', max_output_tokens: 100000, ignore_eos: true },
       '/v1/messages': { model: MODEL, stream: true, messages: [{ role: 'user', content: 'go on' }], max_tokens: 100000, ignore_eos: true },
+      '/api/chat': { model: MODEL, stream: true, messages: [{ role: 'user', content: 'go on' }], options: { num_predict: -1 } },
     };
     const open4 = await Promise.all(Object.entries(bodies).map(([p, b]) => rawFrames(p, b)));
     await sleep(300);
@@ -129,7 +142,13 @@ if (MODE === 'finish') {
       checkEq(open4[k].status, 200, `${paths[k]}: the stream had started`);
       const frames = t.split('\n\n').filter((f) => f.trim() && !f.startsWith(':'));
       const last = frames.at(-1) ?? '', before = frames.at(-2) ?? '';
-      if (paths[k].endsWith('completions')) {
+      if (paths[k] === '/api/chat') {
+        const lines = t.split('\n').filter((l) => l.trim());
+        let last = null;
+        try { last = JSON.parse(lines.at(-1)); } catch { /* not JSON */ }
+        check(last && typeof last.error === 'string' && last.error.includes('drain'),
+          `${paths[k]}: ends with an {"error"} line naming the drain`, lines.at(-1)?.slice(0, 200));
+      } else if (paths[k].endsWith('completions')) {
         checkEq(last, 'data: [DONE]', `${paths[k]}: ends with [DONE]`);
         check(/^data: \{"error":/.test(before) && before.includes('drain'), `${paths[k]}: an error frame naming the drain`, before.slice(0, 200));
       } else {
