@@ -15,6 +15,7 @@
     apiKey: 'inferno.apiKey',
   };
   const NUMBERS = ['temperature', 'top_p', 'top_k', 'min_p', 'max_tokens', 'seed'];
+  const SAVE_EVERY_MS = 1000; // a streaming answer is saved this often
 
   // ---- storage ----
 
@@ -165,6 +166,7 @@
     setBusy(true);
     let pieces = 0;
     let firstAt = 0; // when the first piece came: the prompt's time is not the answer's
+    let savedAt = performance.now(); // a reload mid-answer keeps what came up to a second ago
     try {
       const r = await api('/v1/chat/completions', {
         method: 'POST',
@@ -185,6 +187,10 @@
         if (choice?.finish_reason) msg.finish = choice.finish_reason;
         if (chunk.timings) msg.timings = chunk.timings;
         updateLater(msg);
+        if (performance.now() - savedAt > SAVE_EVERY_MS) {
+          saveConversations();
+          savedAt = performance.now();
+        }
       }
     } catch (e) {
       if (e.name === 'AbortError') msg.stopped = true;

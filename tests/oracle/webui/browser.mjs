@@ -208,10 +208,19 @@ async function mainChecks(browser) {
 
   await test('Stop ends a long answer and keeps what came', async () => {
     await page.click('#new-chat');
-    await setting(page, 'max_tokens', 300);
+    await setting(page, 'max_tokens', 1000);
     await page.fill('#prompt', 'Count to a thousand');
     await page.press('#prompt', 'Enter');
     await page.waitForFunction(() => document.querySelector('.msg.assistant .content').textContent.length > 40);
+    // while it streams, the answer so far is saved (a reload would keep it)
+    const partial = await page.waitForFunction(() => {
+      const s = JSON.parse(localStorage.getItem('inferno.conversations') || '[]');
+      const cur = JSON.parse(localStorage.getItem('inferno.current') || 'null');
+      const m = s.find((c) => c.id === cur)?.messages.at(-1);
+      return m && m.content.length > 0 && !m.stopped && !m.finish && m.content;
+    }, null, { timeout: 5000 }).then((h) => h.jsonValue(), () => null);
+    check(partial !== null, 'the streaming answer was saved while it streamed');
+    checkEq(await page.textContent('#send'), 'Stop', 'still streaming when it was saved');
     const t0 = Date.now();
     await page.click('#send'); // now "Stop"
     await idle(page);
@@ -233,9 +242,10 @@ async function mainChecks(browser) {
     const whole = await direct(BASE, {
       messages: [{ role: 'system', content: system }, { role: 'user', content: 'Count to a thousand' }],
       temperature: 0,
-      max_tokens: 300,
+      max_tokens: 1000,
     });
     check(whole.startsWith(msg.content), 'the kept text is not the start of the whole answer');
+    check(partial !== null && msg.content.startsWith(partial), 'the text saved mid-stream starts the kept text');
     check(whole.length > msg.content.length, 'the answer was not cut');
   });
 
