@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing the parsers (libFuzzer + ASan/UBSan, built by `make fuzz`): each
 # target first replays its seed corpus fuzz/corpus/NAME/, then fuzzes for
-# FUZZ_SECONDS starting from it (default: FUZZ_TOTAL_SECONDS, 150, shared
+# FUZZ_SECONDS starting from it (default: FUZZ_TOTAL_SECONDS, 100, shared
 # evenly by the targets, so a new target does not lengthen CI). A target passes
 # when neither step finds a crash, leak or sanitizer report. New inputs go to
 # fuzz/corpus-NAME/ (ignored by git); crashes to build-fuzz/crash-*.
@@ -17,7 +17,7 @@ if ! make -s fuzz >/tmp/inferno-fuzz-build.$$ 2>&1; then
 fi
 rm -f /tmp/inferno-fuzz-build.$$
 targets=(build-fuzz/fuzz/fuzz_*)
-secs=${FUZZ_SECONDS:-$(( ${FUZZ_TOTAL_SECONDS:-150} / ${#targets[@]} ))}
+secs=${FUZZ_SECONDS:-$(( ${FUZZ_TOTAL_SECONDS:-100} / ${#targets[@]} ))}
 
 pass=0 fail=0
 for bin in "${targets[@]}"; do
