@@ -83,7 +83,7 @@ static void drain(srv_http *http, const sigset_t *sigs, int sig, int drain_s) {
     srv_http_drain(http);
     const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     fprintf(stderr,
-            "inferno serve: %s, draining: %d requests running, up to %d s (a second "
+            "inferno serve: %s, draining: requests running: %d; up to %d s (a second "
             "signal ends them now)\n",
             name, srv_http_inflight(http), drain_s);
     double end = now_s() + drain_s;
@@ -92,7 +92,7 @@ static void drain(srv_http *http, const sigset_t *sigs, int sig, int drain_s) {
         if (sigtimedwait(sigs, NULL, &tick) > 0) break;
     int left = srv_http_inflight(http);
     if (left > 0) {
-        fprintf(stderr, "inferno serve: ending %d requests still running\n", left);
+        fprintf(stderr, "inferno serve: the drain time is up; requests ended: %d\n", left);
         srv_http_expire(http);
         double grace = now_s() + 5;
         while (srv_http_inflight(http) > 0 && now_s() < grace)

@@ -23,27 +23,7 @@
 
 static const srv_api *CHAT = &srv_api_ollama_chat, *GEN = &srv_api_ollama_generate;
 
-static int parse(const srv_api *api, srv_request *r, const char *body, srv_error *e) {
-    memset(e, 0, sizeof *e);
-    return api->parse(r, body, strlen(body), NULL, e);
-}
-
-/* Expects a 400 whose param is `param` and whose message names it. */
-static void bad(const srv_api *api, const char *body, const char *param) {
-    srv_request r;
-    srv_error e;
-    int rc = parse(api, &r, body, &e);
-    CHECK_MSG(rc == -1, "accepted: %s", body);
-    if (rc == 0) {
-        srv_request_free(&r);
-        return;
-    }
-    CHECK_MSG(e.status == 400, "%s: status %d (%s)", body, e.status, e.msg);
-    CHECK_MSG(!strcmp(e.param, param), "%s: param '%s', expected '%s' (%s)", body, e.param, param,
-              e.msg);
-    CHECK_MSG(strstr(e.msg, param) != NULL, "%s: message '%s' does not name '%s'", body, e.msg,
-              param);
-}
+#include "api_parse.h"
 
 static const char *mstr(const srv_request *r, size_t i, const char *key) {
     return json_string_value(json_object_get(json_array_get(r->messages, i), key));
