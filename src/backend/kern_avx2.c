@@ -599,4 +599,5 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->moe_sum = a2_moe_sum;
     k->softmax = a2_softmax;
     k->attn_rows = a2_attn_rows;
+    inf_kernels_fill_avx2_attn(k);
 }
