@@ -599,5 +599,6 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->moe_sum = a2_moe_sum;
     k->softmax = a2_softmax;
     k->attn_rows = a2_attn_rows;
+    inf_kernels_fill_avx2_matmul(k);
     inf_kernels_fill_avx2_attn(k);
 }

@@ -218,6 +218,8 @@ void inf_kernels_fill_amx_attn(inf_kernels *k);
 /* Prefill attention with query rows in AVX2 lanes (kern_attn_avx2.c); decode
  * items keep kern_avx2.c's row kernel. */
 void inf_kernels_fill_avx2_attn(inf_kernels *k);
+/* Packed matmuls and activation quantization on AVX2 (kern_matmul_avx2.c). */
+void inf_kernels_fill_avx2_matmul(inf_kernels *k);
 void inf_kernels_fill_neon(inf_kernels *k);
 
 /* Whether this kind runs on AMX int8 tiles with the VNNI kernels' exact

@@ -1,0 +1,386 @@
+/* Packed matmuls on AVX2 (+ FMA, F16C): the panels of kernels.h, read as
+ * two 8-row halves (a 64-byte chunk is two 256-bit vectors: rows 0..7 and
+ * 8..15), and the activation quantization they read.
+ *
+ * AVX2 has no VPDPBUSD; its integer product is VPMADDUBSW (u8 x s8, adjacent
+ * pairs summed into saturating i16) followed by VPMADDWD against ones (pairs
+ * of i16 into i32). The kinds are laid out so that no i16 ever saturates:
+ *   - 4-bit kinds (Q4_0, Q4_K): a pair is at most 2 * 15 * 127 = 3810, so the
+ *     i16 sums of a whole 32-weight group (8 pairs per lane) stay exact below
+ *     32767 and one VPMADDWD per group finishes them;
+ *   - Q6_K's 6-bit values: a pair is at most 16002, two pairs are summed;
+ *   - Q8_0 keeps q + 128 (up to 255): instead the sign is moved onto the
+ *     activation (|w| times x with w's sign), so a pair is at most
+ *     2 * 128 * 127 = 32512, and the sum is the signed w . x directly.
+ * The integer sums of a group are therefore exactly those of the VNNI
+ * kernels, and the float scaling is the same operations in the same order:
+ * per row and group, (float)(sum - offset) * A, times the activation scale,
+ * added into the row's accumulator. BF16 panels are widened to f32 (a shift
+ * or a mask per vector) against bf16 activations, in two accumulators per
+ * row (even and odd k), summed at the end.
+ *
+ * A token's arithmetic never depends on the other tokens of the call: prompt
+ * rows (blocks of 4 tokens, one 8-row half at a time, so the unpacking of a
+ * weight vector is shared by 4 tokens) and decode rows (one token, both
+ * halves in one pass so each weight byte streams from memory once) give the
+ * same bits. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/kernels.h"
+#include "util/half.h"
+
+/* ---- activation quantization (what the scalar reference does, in vectors) ----------------- */
+
+static inline float hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+static inline int32_t hsum8_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* f32 -> bf16, rounding to nearest even (a NaN stays a quiet NaN), 8 at a time */
+static inline __m128i to_bf16x8(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+    /* 8 x u32 (each < 65536) -> 8 x u16 */
+    const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+    return _mm_packus_epi32(lo, hi);
+}
+
+static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) {
+    const int64_t n = xq->n;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int t = t0; t < t1; t++) {
+        const float *xr = x + (size_t)t * (size_t)n;
+        if (what & INF_XQ_BF16) {
+            uint16_t *bf = xq->bf + (size_t)t * (size_t)n;
+            int64_t i = 0;
+            for (; i + 8 <= n; i += 8)
+                _mm_storeu_si128((__m128i *)(bf + i), to_bf16x8(_mm256_loadu_ps(xr + i)));
+            for (; i < n; i++)
+                bf[i] = inf_f32_to_bf16(xr[i]);
+        }
+        if (!(what & INF_XQ_INT8)) continue;
+        int8_t *q = xq->q + (size_t)t * (size_t)n;
+        float *d = xq->d + (size_t)t * (size_t)(n / 32);
+        int32_t *s16 = xq->s16 + (size_t)t * (size_t)(n / 16);
+        for (int64_t b = 0; b < n / 32; b++) {
+            __m256 v[4];
+            for (int i = 0; i < 4; i++)
+                v[i] = _mm256_loadu_ps(xr + 32 * b + 8 * i);
+            __m256 m = _mm256_max_ps(
+                _mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+            float amax = hmax8(m);
+            float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+            /* a NaN or infinity in the block: zeros with a NaN scale, as the
+               other levels do (the matmul's result is NaN, caught where logits
+               are sampled; no integer sum sees cvtps' 0x80000000) */
+            __m256 bad = _mm256_setzero_ps();
+            for (int i = 0; i < 4; i++)
+                bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_sub_ps(v[i], v[i]),
+                                                      _mm256_setzero_ps(), _CMP_NEQ_UQ));
+            if (_mm256_movemask_ps(bad)) {
+                for (int i = 0; i < 4; i++)
+                    v[i] = _mm256_setzero_ps();
+                db = NAN;
+            }
+            const __m256 vid = _mm256_set1_ps(id);
+            __m256i qi[4];
+            for (int i = 0; i < 4; i++)
+                qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
+            /* |q| <= 127: the saturating packs are exact; packs interleave the 128-bit lanes */
+            const __m256i w16 = _mm256_packs_epi32(qi[0], qi[1]),
+                          w16b = _mm256_packs_epi32(qi[2], qi[3]);
+            __m256i b8 = _mm256_packs_epi16(w16, w16b);
+            b8 = _mm256_permutevar8x32_epi32(b8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(q + 32 * b), b8);
+            s16[2 * b] = hsum8_epi32(_mm256_add_epi32(qi[0], qi[1]));
+            s16[2 * b + 1] = hsum8_epi32(_mm256_add_epi32(qi[2], qi[3]));
+            d[b] = db;
+        }
+    }
+}
+
+/* ---- packed matmul ------------------------------------------------------------------------ */
+
+static inline __m256i bcast4(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* Decode streams each weight once from DRAM: ask for the bytes this far ahead
+ * of the group being read (more lines in flight than the hardware prefetchers
+ * keep by themselves). */
+#define PREFETCH_AHEAD 2048
+static inline void prefetch_ahead(const uint8_t *p, size_t bytes) {
+    for (size_t l = 0; l < bytes; l += 64)
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + l, _MM_HINT_T0);
+}
+
+/* Outputs h0*8 .. h0*8 + 8*NH - 1 of one panel for tokens t0 .. t0+TB-1:
+ * NH = 2 (both halves, one pass: decode) or 1 (half h0: prompt blocks). */
+static inline __attribute__((always_inline)) void
+panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+          int t0, const int TB, const int NH, int h0) {
+    const int64_t n = xq->n;
+    const int8_t *xqr[4];
+    const float *dr[4];
+    const int32_t *sr[4];
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++) {
+        xqr[t] = xq->q + (size_t)(t0 + t) * (size_t)n;
+        dr[t] = xq->d + (size_t)(t0 + t) * (size_t)(n / 32);
+        sr[t] = xq->s16 + (size_t)(t0 + t) * (size_t)(n / 16);
+        for (int h = 0; h < NH; h++)
+            acc[t][h] = _mm256_setzero_ps();
+    }
+    const __m256i m0f = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const size_t gb = pk->group_bytes;
+    for (int64_t g = 0; g < pk->n_groups; g++) {
+        const uint8_t *gp = panel + (size_t)g * gb;
+        if (NH == 2) prefetch_ahead(gp, gb);
+        __m256i ai[4][2];
+        switch (pk->kind) {
+        case INF_PACK_Q8_0: {
+            const __m256i flip = _mm256_set1_epi8((char)0x80);
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++)
+                for (int h = 0; h < NH; h++)
+                    ai[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int c = 0; c < 8; c++) {
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m256i w = _mm256_xor_si256(
+                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h))), flip);
+                    const __m256i aw = _mm256_abs_epi8(w);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const __m256i p = _mm256_maddubs_epi16(
+                            aw, _mm256_sign_epi8(bcast4(xqr[t] + 32 * g + 4 * c), w));
+                        ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(p, ones));
+                    }
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                const __m256 A =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 512 + 16 * (h0 + h))));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
+                                                _mm256_set1_ps(dr[t][g]), acc[t][h]);
+            }
+            break;
+        }
+        case INF_PACK_Q4_0:
+        case INF_PACK_Q4_K: {
+            __m256i s[4][2];
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++)
+                for (int h = 0; h < NH; h++)
+                    s[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m256i w =
+                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
+                    const __m256i lo = _mm256_and_si256(w, m0f);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const int8_t *xc = xqr[t] + 32 * g + 8 * c;
+                        s[t][h] = _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(lo, bcast4(xc)));
+                        s[t][h] =
+                            _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
+                    }
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                const __m256 A =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 256 + 16 * (h0 + h))));
+                if (pk->kind == INF_PACK_Q4_0) {
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
+                        __m256i v = _mm256_sub_epi32(_mm256_madd_epi16(s[t][h], ones),
+                                                     _mm256_set1_epi32(8 * sx));
+                        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A),
+                                                    _mm256_set1_ps(dr[t][g]), acc[t][h]);
+                    }
+                } else {
+                    const __m256 B = _mm256_cvtph_ps(
+                        _mm_loadu_si128((const __m128i *)(gp + 288 + 16 * (h0 + h))));
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
+                        const __m256 dx = _mm256_set1_ps(dr[t][g]);
+                        acc[t][h] = _mm256_fmadd_ps(
+                            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[t][h], ones)), A),
+                            dx, acc[t][h]);
+                        acc[t][h] =
+                            _mm256_fnmadd_ps(B, _mm256_set1_ps(dr[t][g] * (float)sx), acc[t][h]);
+                    }
+                }
+            }
+            break;
+        }
+        case INF_PACK_Q6_K: {
+            const __m256i m30 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                const __m256i n0 = _mm256_loadu_si256((const __m256i *)(gp + 32 * (h0 + h)));
+                const __m256i n1 = _mm256_loadu_si256((const __m256i *)(gp + 64 + 32 * (h0 + h)));
+                const __m256i hb = _mm256_loadu_si256((const __m256i *)(gp + 128 + 32 * (h0 + h)));
+                const __m256i q0 = _mm256_or_si256(_mm256_and_si256(n0, m0f),
+                                                   _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m0f),
+                                                   _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+                const __m256i q2 =
+                    _mm256_or_si256(_mm256_and_si256(n1, m0f), _mm256_and_si256(hb, m30));
+                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m0f),
+                                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    const int8_t *xg = xqr[t] + 16 * g;
+                    const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, bcast4(xg)),
+                                                         _mm256_maddubs_epi16(q1, bcast4(xg + 4)));
+                    const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(q2, bcast4(xg + 8)),
+                                                         _mm256_maddubs_epi16(q3, bcast4(xg + 12)));
+                    ai[t][h] = _mm256_add_epi32(_mm256_madd_epi16(p01, ones),
+                                                _mm256_madd_epi16(p23, ones));
+                }
+                const __m256 A =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 192 + 16 * (h0 + h))));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(32 * sr[t][g]));
+                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A),
+                                                _mm256_set1_ps(dr[t][g / 2]), acc[t][h]);
+                }
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        for (int h = 0; h < NH; h++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * (h0 + h), acc[t][h]);
+}
+
+static inline __attribute__((always_inline)) void
+panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+           int t0, const int TB, const int NH, int h0) {
+    const int64_t n = xq->n;
+    const uint16_t *xr[4];
+    __m256 acc[4][2], acc2[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++) {
+        xr[t] = xq->bf + (size_t)(t0 + t) * (size_t)n;
+        for (int h = 0; h < NH; h++)
+            acc[t][h] = acc2[t][h] = _mm256_setzero_ps();
+    }
+    const __m256i hi16 = _mm256_set1_epi32((int)0xFFFF0000u);
+    for (int64_t g = 0; g < pk->n_groups; g++) {
+        const uint8_t *gp = panel + (size_t)g * 1024;
+        if (NH == 2) prefetch_ahead(gp, 1024);
+#pragma GCC unroll 4
+        for (int c = 0; c < 16; c++) {
+            __m256 we[2], wo[2];
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                /* lane r = (w[r][2c], w[r][2c+1]) as bf16: the even one shifted up, the odd one
+                 * masked */
+                const __m256i v =
+                    _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
+                we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi16));
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                const __m256i xp = bcast4(xr[t] + 32 * g + 2 * c);
+                const __m256 xe = _mm256_castsi256_ps(_mm256_slli_epi32(xp, 16));
+                const __m256 xo = _mm256_castsi256_ps(_mm256_and_si256(xp, hi16));
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    acc[t][h] = _mm256_fmadd_ps(we[h], xe, acc[t][h]);
+                    acc2[t][h] = _mm256_fmadd_ps(wo[h], xo, acc2[t][h]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        for (int h = 0; h < NH; h++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * (h0 + h),
+                             _mm256_add_ps(acc[t][h], acc2[t][h]));
+}
+
+/* One panel for all T tokens: fewer than 4 tokens one at a time over both
+ * halves (each weight byte read once); otherwise blocks of 4 tokens per half
+ * (the panel is read again from cache per block), the rest one at a time. */
+static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t ldy,
+                                                            const inf_packed *pk,
+                                                            const uint8_t *panel, const inf_xq *xq,
+                                                            int T, const int bf16) {
+    if (T < 4) {
+        for (int t = 0; t < T; t++)
+            if (bf16)
+                panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+            else
+                panel_int(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+        return;
+    }
+    for (int h = 0; h < 2; h++) {
+        int t = 0;
+        for (; t + 4 <= T; t += 4)
+            if (bf16)
+                panel_bf16(yp, ldy, pk, panel, xq, t, 4, 1, h);
+            else
+                panel_int(yp, ldy, pk, panel, xq, t, 4, 1, h);
+        for (; t < T; t++)
+            if (bf16)
+                panel_bf16(yp, ldy, pk, panel, xq, t, 1, 1, h);
+            else
+                panel_int(yp, ldy, pk, panel, xq, t, 1, 1, h);
+    }
+}
+
+static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
+                             int64_t p0, int64_t p1) {
+    const size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
+    for (int64_t p = p0; p < p1; p++) {
+        const uint8_t *panel = pk->data + (size_t)p * pbytes;
+        if (pk->kind == INF_PACK_BF16)
+            panel_all(y + 16 * p, ldy, pk, panel, xq, T, 1);
+        else
+            panel_all(y + 16 * p, ldy, pk, panel, xq, T, 0);
+    }
+}
+
+void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
+    k->has_packed = 1;
+    k->quantize_x = a2_quantize_x;
+    k->matmul_packed = a2_matmul_packed;
+}
