@@ -16,14 +16,14 @@
  * kernels, and the float scaling is the same operations in the same order:
  * per row and group, (float)(sum - offset) * A, times the activation scale,
  * added into the row's accumulator. BF16 panels are widened to f32 (a shift
- * or a mask per vector) against bf16 activations, in two accumulators per
- * row (even and odd k), summed at the end.
+ * or a mask per vector) against the activations as they are (f32: AVX2 has
+ * no bf16 dot product, so nothing is gained by rounding them), in two
+ * accumulators per row (even and odd k), summed at the end.
  *
- * A token's arithmetic never depends on the other tokens of the call: prompt
- * rows (blocks of 4 tokens, one 8-row half at a time, so the unpacking of a
- * weight vector is shared by 4 tokens) and decode rows (one token, both
- * halves in one pass so each weight byte streams from memory once) give the
- * same bits. */
+ * A token's arithmetic never depends on the other tokens of the call: tokens
+ * run two at a time (the unpacking of a weight vector shared by both) or
+ * alone, and give the same bits either way, so prompt rows and decode rows
+ * are one code path. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -47,32 +47,13 @@ static inline int32_t hsum8_epi32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-/* f32 -> bf16, rounding to nearest even (a NaN stays a quiet NaN), 8 at a time */
-static inline __m128i to_bf16x8(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(
-        _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
-    /* 8 x u32 (each < 65536) -> 8 x u16 */
-    const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
-    return _mm_packus_epi32(lo, hi);
-}
-
 static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) {
     const int64_t n = xq->n;
     const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int t = t0; t < t1; t++) {
         const float *xr = x + (size_t)t * (size_t)n;
-        if (what & INF_XQ_BF16) {
-            uint16_t *bf = xq->bf + (size_t)t * (size_t)n;
-            int64_t i = 0;
-            for (; i + 8 <= n; i += 8)
-                _mm_storeu_si128((__m128i *)(bf + i), to_bf16x8(_mm256_loadu_ps(xr + i)));
-            for (; i < n; i++)
-                bf[i] = inf_f32_to_bf16(xr[i]);
-        }
+        if (what & INF_XQ_BF16)
+            memcpy(xq->f + (size_t)t * (size_t)n, xr, sizeof(float) * (size_t)n);
         if (!(what & INF_XQ_INT8)) continue;
         int8_t *q = xq->q + (size_t)t * (size_t)n;
         float *d = xq->d + (size_t)t * (size_t)(n / 32);
@@ -196,7 +177,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             for (int t = 0; t < TB; t++)
                 for (int h = 0; h < NH; h++)
                     s[t][h] = _mm256_setzero_si256();
-#pragma GCC unroll 4
+#pragma GCC unroll 1
             for (int c = 0; c < 4; c++) {
 #pragma GCC unroll 2
                 for (int h = 0; h < NH; h++) {
@@ -293,11 +274,11 @@ static inline __attribute__((always_inline)) void
 panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
            int t0, const int TB, const int NH, int h0) {
     const int64_t n = xq->n;
-    const uint16_t *xr[4];
+    const float *xr[4];
     __m256 acc[4][2], acc2[4][2];
 #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
-        xr[t] = xq->bf + (size_t)(t0 + t) * (size_t)n;
+        xr[t] = xq->f + (size_t)(t0 + t) * (size_t)n;
         for (int h = 0; h < NH; h++)
             acc[t][h] = acc2[t][h] = _mm256_setzero_ps();
     }
@@ -305,7 +286,7 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
         if (NH == 2) prefetch_ahead(gp, 1024);
-#pragma GCC unroll 4
+#pragma GCC unroll 2
         for (int c = 0; c < 16; c++) {
             __m256 we[2], wo[2];
 #pragma GCC unroll 2
@@ -319,9 +300,8 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
             }
 #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
-                const __m256i xp = bcast4(xr[t] + 32 * g + 2 * c);
-                const __m256 xe = _mm256_castsi256_ps(_mm256_slli_epi32(xp, 16));
-                const __m256 xo = _mm256_castsi256_ps(_mm256_and_si256(xp, hi16));
+                const __m256 xe = _mm256_broadcast_ss(xr[t] + 32 * g + 2 * c);
+                const __m256 xo = _mm256_broadcast_ss(xr[t] + 32 * g + 2 * c + 1);
 #pragma GCC unroll 2
                 for (int h = 0; h < NH; h++) {
                     acc[t][h] = _mm256_fmadd_ps(we[h], xe, acc[t][h]);
@@ -337,33 +317,24 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
                              _mm256_add_ps(acc[t][h], acc2[t][h]));
 }
 
-/* One panel for all T tokens: fewer than 4 tokens one at a time over both
- * halves (each weight byte read once); otherwise blocks of 4 tokens per half
- * (the panel is read again from cache per block), the rest one at a time. */
+/* One panel for all T tokens, two at a time over both halves (each
+ * broadcast activation serves 16 rows, and 16 accumulators fit the 16
+ * registers), the odd one alone. */
 static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t ldy,
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
                                                             int T, const int bf16) {
-    if (T < 4) {
-        for (int t = 0; t < T; t++)
-            if (bf16)
-                panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
-            else
-                panel_int(yp, ldy, pk, panel, xq, t, 1, 2, 0);
-        return;
-    }
-    for (int h = 0; h < 2; h++) {
-        int t = 0;
-        for (; t + 4 <= T; t += 4)
-            if (bf16)
-                panel_bf16(yp, ldy, pk, panel, xq, t, 4, 1, h);
-            else
-                panel_int(yp, ldy, pk, panel, xq, t, 4, 1, h);
-        for (; t < T; t++)
-            if (bf16)
-                panel_bf16(yp, ldy, pk, panel, xq, t, 1, 1, h);
-            else
-                panel_int(yp, ldy, pk, panel, xq, t, 1, 1, h);
+    int t = 0;
+    for (; t + 2 <= T; t += 2)
+        if (bf16)
+            panel_bf16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
+        else
+            panel_int(yp, ldy, pk, panel, xq, t, 2, 2, 0);
+    if (t < T) {
+        if (bf16)
+            panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+        else
+            panel_int(yp, ldy, pk, panel, xq, t, 1, 2, 0);
     }
 }
 
@@ -381,6 +352,7 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     k->has_packed = 1;
+    k->bf16_as_f32 = 1;
     k->quantize_x = a2_quantize_x;
     k->matmul_packed = a2_matmul_packed;
 }

@@ -71,6 +71,11 @@ typedef struct inf_packed {
  * when the memory for it cannot be had (a weight silently left unpacked
  * would give other bits). Caller frees with inf_packed_free. */
 int inf_pack_weight(inf_packed **out, const inf_weight *w);
+/* The same in two steps, so the panels can be packed by several threads:
+ * inf_pack_alloc sets up *out (NULL as above; -1 without memory), then
+ * inf_pack_panels fills panels pi0..pi1-1 (any split gives the same bytes). */
+int inf_pack_alloc(inf_packed **out, const inf_weight *w);
+void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1);
 void inf_packed_free(inf_packed *p);
 
 /* Activations quantized once per matmul for the integer kernels: per row t,
@@ -85,6 +90,8 @@ typedef struct inf_xq {
     float *d;     /* [T][n/32] */
     int32_t *s16; /* [T][n/16] */
     uint16_t *bf; /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
+    float *f;     /* [T][n] the rows as they are, for levels with bf16_as_f32 (AVX2: BF16
+                     panels widened to f32 against exact activations) */
     /* d and the sums of q per 32, by blocks of 32 rows: element (t, b) at
      * [t / 32][b][t % 32], so a token block's scales for one k block are contiguous */
     float *dT;   /* [T rounded up to 32 / 32][n/32][32] */
@@ -158,6 +165,8 @@ typedef struct inf_kernels {
 
     /* Packed path; NULL where the level has none. */
     int has_packed;
+    /* INF_XQ_BF16 asks quantize_x for xq->f instead of xq->bf (no bf16 dot product) */
+    int bf16_as_f32;
     /* Rows t0..t1-1 of x[T][n] into xq: the integer form (what & INF_XQ_INT8)
      * and/or the bf16 copy (what & INF_XQ_BF16). */
     void (*quantize_x)(inf_xq *xq, const float *x, int t0, int t1, int what);

@@ -30,8 +30,12 @@ typedef void (*fetch_fn)(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A,
 
 static void fetch_q8_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
     const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + g;
-    for (int k = 0; k < 32; k++)
-        q[k] = (uint8_t)(b->qs[k] + 128);
+    for (int k = 0; k < 32; k += 4) { /* + 128 per byte: the sign bit flipped */
+        uint32_t v;
+        memcpy(&v, b->qs + k, 4);
+        v ^= 0x80808080u;
+        memcpy(q + k, &v, 4);
+    }
     *A = b->d;
 }
 
@@ -161,14 +165,12 @@ static void *pack_alloc(size_t n, size_t *mapped) {
     return p;
 }
 
-int inf_pack_weight(inf_packed **out, const inf_weight *w) {
+int inf_pack_alloc(inf_packed **out, const inf_weight *w) {
     *out = NULL;
     const inf_dtype type = w->t->type;
     if ((unsigned)type >= INF_DTYPE_COUNT || !pack_rows[type].kind) return 0;
     const inf_pack_kind kind = pack_rows[type].kind;
-    const fetch_fn fetch = pack_rows[type].fetch;
     const int group = kinds[kind].group;
-    const size_t gbytes = kinds[kind].bytes;
     if (w->n_in % group || w->n_out < INF_PANEL) return 0;
     inf_packed *p = inf_alloc(sizeof *p);
     if (!p) return -1;
@@ -176,60 +178,83 @@ int inf_pack_weight(inf_packed **out, const inf_weight *w) {
     p->group = group;
     p->n_panels = w->n_out / INF_PANEL;
     p->n_groups = w->n_in / group;
-    p->group_bytes = gbytes;
-    p->data = pack_alloc((size_t)p->n_panels * (size_t)p->n_groups * gbytes, &p->mapped);
+    p->group_bytes = kinds[kind].bytes;
+    p->data = pack_alloc((size_t)p->n_panels * (size_t)p->n_groups * p->group_bytes, &p->mapped);
     if (!p->data) {
         inf_free(p);
         return -1;
     }
-    const uint8_t *base = w->t->data;
-    for (int64_t pi = 0; pi < p->n_panels; pi++) {
-        for (int64_t g = 0; g < p->n_groups; g++) {
-            uint8_t *dst = p->data + ((size_t)pi * (size_t)p->n_groups + (size_t)g) * gbytes;
-            if (kind == INF_PACK_BF16) {
-                for (int r = 0; r < INF_PANEL; r++) {
-                    const uint16_t *row =
-                        (const uint16_t *)(base + (size_t)(16 * pi + r) * w->row_bytes);
-                    for (int c = 0; c < 16; c++)
-                        memcpy(dst + 64 * c + 4 * r, row + 32 * g + 2 * c, 4);
-                }
-                continue;
+    *out = p;
+    return 0;
+}
+
+static inline uint32_t load32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline void store32(uint8_t *p, uint32_t v) {
+    memcpy(p, &v, 4);
+}
+
+/* One panel's group g: 16 rows' 4-byte slices laid side by side per chunk
+ * (kernels.h), 32-bit words at a time. */
+static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch, int64_t pi,
+                       int64_t g, uint8_t *dst) {
+    const uint8_t *base = (const uint8_t *)w->t->data + (size_t)(16 * pi) * w->row_bytes;
+    if (p->kind == INF_PACK_BF16) {
+        for (int r = 0; r < INF_PANEL; r++) {
+            const uint8_t *row = base + (size_t)r * w->row_bytes + 64 * (size_t)g;
+            for (int c = 0; c < 16; c++)
+                store32(dst + 64 * c + 4 * r, load32(row + 4 * c));
+        }
+        return;
+    }
+    uint8_t q[INF_PANEL][32];
+    uint16_t A[INF_PANEL], B[INF_PANEL];
+    for (int r = 0; r < INF_PANEL; r++)
+        fetch(base + (size_t)r * w->row_bytes, g, q[r], &A[r], &B[r]);
+    size_t qbytes;
+    if (p->kind == INF_PACK_Q8_0) {
+        for (int c = 0; c < 8; c++)
+            for (int r = 0; r < 16; r++)
+                store32(dst + 64 * c + 4 * r, load32(q[r] + 4 * c));
+        qbytes = 512;
+    } else {
+        const int nchunks = p->group / 8;
+        for (int c = 0; c < nchunks; c++)
+            for (int r = 0; r < 16; r++) {
+                const uint32_t lo = load32(q[r] + 8 * c), hi = load32(q[r] + 8 * c + 4);
+                store32(dst + 64 * c + 4 * r, (lo & 0x0F0F0F0Fu) | (hi & 0x0F0F0F0Fu) << 4);
             }
-            uint8_t q[INF_PANEL][32];
-            uint16_t A[INF_PANEL], B[INF_PANEL];
-            for (int r = 0; r < INF_PANEL; r++)
-                fetch(base + (size_t)(16 * pi + r) * w->row_bytes, g, q[r], &A[r], &B[r]);
-            size_t qbytes;
-            if (kind == INF_PACK_Q8_0) {
-                for (int c = 0; c < 8; c++)
-                    for (int r = 0; r < 16; r++)
-                        for (int j = 0; j < 4; j++)
-                            dst[64 * c + 4 * r + j] = q[r][4 * c + j];
-                qbytes = 512;
-            } else {
-                int nchunks = group / 8;
-                for (int c = 0; c < nchunks; c++)
-                    for (int r = 0; r < 16; r++)
-                        for (int j = 0; j < 4; j++)
-                            dst[64 * c + 4 * r + j] = (uint8_t)((q[r][8 * c + j] & 0xF) |
-                                                                (q[r][8 * c + 4 + j] & 0xF) << 4);
-                qbytes = 64 * (size_t)nchunks;
-                if (kind == INF_PACK_Q6_K) {
-                    for (int r = 0; r < 16; r++)
-                        for (int j = 0; j < 4; j++) {
-                            int h = 0;
-                            for (int i = 0; i < 4; i++)
-                                h |= ((q[r][4 * i + j] >> 4) & 3) << (2 * i);
-                            dst[128 + 4 * r + j] = (uint8_t)h;
-                        }
-                    qbytes = 192;
-                }
+        qbytes = 64 * (size_t)nchunks;
+        if (p->kind == INF_PACK_Q6_K) {
+            /* byte j of lane r: bits 2i..2i+1 = the high bits of k = 4i + j */
+            for (int r = 0; r < 16; r++) {
+                uint32_t h = 0;
+                for (int i = 0; i < 4; i++)
+                    h |= ((load32(q[r] + 4 * i) >> 4) & 0x03030303u) << (2 * i);
+                store32(dst + 128 + 4 * r, h);
             }
-            memcpy(dst + qbytes, A, sizeof A);
-            if (kind == INF_PACK_Q4_K) memcpy(dst + qbytes + sizeof A, B, sizeof B);
+            qbytes = 192;
         }
     }
-    *out = p;
+    memcpy(dst + qbytes, A, sizeof A);
+    if (p->kind == INF_PACK_Q4_K) memcpy(dst + qbytes + sizeof A, B, sizeof B);
+}
+
+void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1) {
+    const fetch_fn fetch = pack_rows[w->t->type].fetch;
+    for (int64_t pi = pi0; pi < pi1; pi++)
+        for (int64_t g = 0; g < p->n_groups; g++)
+            pack_group(p, w, fetch, pi, g,
+                       p->data + ((size_t)pi * (size_t)p->n_groups + (size_t)g) * p->group_bytes);
+}
+
+int inf_pack_weight(inf_packed **out, const inf_weight *w) {
+    if (inf_pack_alloc(out, w)) return -1;
+    if (*out) inf_pack_panels(*out, w, 0, (*out)->n_panels);
     return 0;
 }
 

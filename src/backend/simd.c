@@ -42,7 +42,7 @@ typedef struct simd_ctx {
 
     /* workspace, grown on first use of a larger shape, never per token after */
     inf_xq xq;
-    size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
+    size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap, xq_f_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
     float **thr_scratch;  /* [nth] attention + dequant scratch */
@@ -132,11 +132,28 @@ static int simd_take_error(const inf_backend *be, inf_err *err) {
 
 /* ---- weights ------------------------------------------------------------------------------ */
 
+typedef struct pack_job {
+    inf_packed *p;
+    const inf_weight *w;
+} pack_job;
+
+static void pack_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
+    pack_job *j = arg;
+    int64_t lo, hi;
+    slice(j->p->n_panels, ith, nth, &lo, &hi);
+    if (lo < hi) inf_pack_panels(j->p, j->w, lo, hi);
+}
+
 static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
     simd_ctx *c = ctx_of(be);
     if (!c->k->has_packed || w->packed) return 0;
     inf_packed *p;
-    if (inf_pack_weight(&p, w)) return -1;
+    if (inf_pack_alloc(&p, w)) return -1;
+    if (p) { /* panels on every thread: loading is bounded by this copy */
+        pack_job j = {.p = p, .w = w};
+        run(c, pack_task, &j, n_chunks_for(c, p->n_panels));
+    }
     w->packed = p; /* NULL: the generic path */
     return 0;
 }
@@ -259,6 +276,8 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
             grow(c, (void **)&c->xq.s16, &c->xq_s_cap,
                  sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16), T) ||
             grow(c, (void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n, T) ||
+            (c->k->bf16_as_f32 &&
+             grow(c, (void **)&c->xq.f, &c->xq_f_cap, sizeof(float) * (size_t)T * (size_t)n, T)) ||
             grow(c, (void **)&c->xq.dT, &c->xq_dT_cap,
                  sizeof(float) * (size_t)T32 * (size_t)(n / 32), T) ||
             grow(c, (void **)&c->xq.sT, &c->xq_sT_cap,
@@ -738,6 +757,7 @@ void inf_backend_simd_free(inf_backend *be) {
     inf_free(c->xq.d);
     inf_free(c->xq.s16);
     inf_free(c->xq.bf);
+    inf_free(c->xq.f);
     inf_free(c->xq.dT);
     inf_free(c->xq.sT);
     inf_free(c->xq.qT);
