@@ -882,6 +882,7 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
     k->types[INF_Q4_0].dequant = a5_dequant_q4_0;
     k->has_packed = 1;
     k->bf16_as_f32 = 0; /* vdpbf16ps against bf16 activations */
+    k->pack_kinds = INF_PACK_KINDS_BASE;
     k->quantize_x = a5_quantize_x;
     k->matmul_packed = a5_matmul_packed;
     k->rmsnorm_row = a5_rmsnorm_row;

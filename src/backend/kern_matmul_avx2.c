@@ -9,6 +9,8 @@
  *     i16 sums of a whole 32-weight group (8 pairs per lane) stay exact below
  *     32767 and one VPMADDWD per group finishes them;
  *   - Q6_K's 6-bit values: a pair is at most 16002, two pairs are summed;
+ *     Q5_K's 5-bit ones (4 nibble chunks and a chunk of fifth bits, a kind
+ *     only this level packs) likewise;
  *   - Q8_0 keeps q + 128 (up to 255): instead the sign is moved onto the
  *     activation (|w| times x with w's sign), so a pair is at most
  *     2 * 128 * 127 = 32512, and the sum is the signed w . x directly.
@@ -224,6 +226,62 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
+        case INF_PACK_Q5_K: {
+            /* 5-bit values: a pair is at most 2 * 31 * 127, so the two pairs of
+               a chunk's low and high weights are summed in i16, then widened */
+            const __m256i m10 = _mm256_set1_epi8(0x10);
+            __m256i L[2],
+                H[2]; /* fifth bits: of the low nibbles at bit 4 + c, the high ones at 4 */
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++)
+                for (int h = 0; h < NH; h++)
+                    ai[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                H[h] = _mm256_loadu_si256((const __m256i *)(gp + 256 + 32 * (h0 + h)));
+                L[h] = _mm256_slli_epi16(H[h], 4);
+            }
+#pragma GCC unroll 1
+            for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m256i w =
+                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
+                    const __m256i lo =
+                        _mm256_or_si256(_mm256_and_si256(w, m0f), _mm256_and_si256(L[h], m10));
+                    const __m256i hi =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w, 4), m0f),
+                                        _mm256_and_si256(H[h], m10));
+                    L[h] = _mm256_srli_epi16(L[h], 1);
+                    H[h] = _mm256_srli_epi16(H[h], 1);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const int8_t *xc = xqr[t] + 32 * g + 8 * c;
+                        const __m256i p =
+                            _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xc)),
+                                             _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
+                        ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(p, ones));
+                    }
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                const __m256 A =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 320 + 16 * (h0 + h))));
+                const __m256 B =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 352 + 16 * (h0 + h))));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
+                    const __m256 dx = _mm256_set1_ps(dr[t][g]);
+                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A), dx,
+                                                acc[t][h]);
+                    acc[t][h] =
+                        _mm256_fnmadd_ps(B, _mm256_set1_ps(dr[t][g] * (float)sx), acc[t][h]);
+                }
+            }
+            break;
+        }
         case INF_PACK_Q6_K: {
             const __m256i m30 = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 2
@@ -353,6 +411,7 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
+    k->pack_kinds = INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K);
     k->quantize_x = a2_quantize_x;
     k->matmul_packed = a2_matmul_packed;
 }

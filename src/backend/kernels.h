@@ -26,9 +26,13 @@
  *   Q6_K: group of 16: 2 nibble chunks (as Q4_0, k 0..7 and 8..15), one
  *         chunk of high bit pairs (lane r byte j: bits 2i..2i+1 = high bits
  *         of k = 4i + j), then 16 f16 (d*sc) (w = (d*sc)(q - 32))     224 B
+ *   Q5_K: Q4_K's 4 nibble chunks (the low 4 bits), one chunk of fifth bits
+ *         (lane r byte j: bit c = bit 4 of q[r][8c+j], bit 4+c = bit 4 of
+ *         q[r][8c+4+j]), then 16 f16 (d*sc) and 16 f16 (dmin*m)       384 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
+ * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds).
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -54,7 +58,15 @@ typedef enum inf_pack_kind {
     INF_PACK_Q4_0,
     INF_PACK_Q4_K,
     INF_PACK_Q6_K,
+    INF_PACK_Q5_K,
 } inf_pack_kind;
+
+#define INF_PACK_KIND_BIT(k) (1u << (k))
+/* the kinds every packed level has */
+#define INF_PACK_KINDS_BASE                                                                        \
+    (INF_PACK_KIND_BIT(INF_PACK_BF16) | INF_PACK_KIND_BIT(INF_PACK_Q8_0) |                         \
+     INF_PACK_KIND_BIT(INF_PACK_Q4_0) | INF_PACK_KIND_BIT(INF_PACK_Q4_K) |                         \
+     INF_PACK_KIND_BIT(INF_PACK_Q6_K))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
@@ -72,9 +84,10 @@ typedef struct inf_packed {
  * would give other bits). Caller frees with inf_packed_free. */
 int inf_pack_weight(inf_packed **out, const inf_weight *w);
 /* The same in two steps, so the panels can be packed by several threads:
- * inf_pack_alloc sets up *out (NULL as above; -1 without memory), then
+ * inf_pack_alloc sets up *out (NULL as above, or when the weight's kind is
+ * not in `kinds`, a mask of INF_PACK_KIND_BIT; -1 without memory), then
  * inf_pack_panels fills panels pi0..pi1-1 (any split gives the same bytes). */
-int inf_pack_alloc(inf_packed **out, const inf_weight *w);
+int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned kinds);
 void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1);
 void inf_packed_free(inf_packed *p);
 
@@ -165,6 +178,7 @@ typedef struct inf_kernels {
 
     /* Packed path; NULL where the level has none. */
     int has_packed;
+    unsigned pack_kinds; /* the kinds matmul_packed reads (INF_PACK_KIND_BIT mask) */
     /* INF_XQ_BF16 asks quantize_x for xq->f instead of xq->bf (no bf16 dot product) */
     int bf16_as_f32;
     /* Rows t0..t1-1 of x[T][n] into xq: the integer form (what & INF_XQ_INT8)

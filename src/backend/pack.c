@@ -102,6 +102,19 @@ static void fetch_q4_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, u
     *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
 }
 
+static void fetch_q5_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q5_K *b = (const inf_block_q5_K *)row + g / 8;
+    int sub = (int)(g % 8), sc, m;
+    q4k_scale_min(b->scales, sub, &sc, &m);
+    const uint8_t *qs = b->qs + 32 * (sub / 2);
+    for (int k = 0; k < 32; k++) { /* bit 4 of weight 32 sub + k: bit sub of qh[k] */
+        const int lo = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
+        q[k] = (uint8_t)(lo | ((b->qh[k] >> sub) & 1) << 4);
+    }
+    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
+    *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
+}
+
 static void fetch_q6_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
     const inf_block_q6_K *b = (const inf_block_q6_K *)row + g / 16;
     int s = (int)(g % 16);
@@ -138,6 +151,7 @@ static const struct {
     [INF_IQ4_XS] = {INF_PACK_Q8_0, fetch_iq4_xs}, [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
     [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},     [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
     [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},     [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
+    [INF_Q5_K] = {INF_PACK_Q5_K, fetch_q5_K},
 };
 
 /* per kind: k elements per group and bytes of one panel's group (layouts in kernels.h) */
@@ -146,7 +160,7 @@ static const struct {
     size_t bytes;
 } kinds[] = {
     [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544}, [INF_PACK_Q4_0] = {32, 288},
-    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {16, 224},
+    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {16, 224}, [INF_PACK_Q5_K] = {32, 384},
 };
 
 /* Packed weights live in 2 MiB huge pages where the kernel allows (THP
@@ -165,11 +179,12 @@ static void *pack_alloc(size_t n, size_t *mapped) {
     return p;
 }
 
-int inf_pack_alloc(inf_packed **out, const inf_weight *w) {
+int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned allowed) {
     *out = NULL;
     const inf_dtype type = w->t->type;
     if ((unsigned)type >= INF_DTYPE_COUNT || !pack_rows[type].kind) return 0;
     const inf_pack_kind kind = pack_rows[type].kind;
+    if (!(allowed & INF_PACK_KIND_BIT(kind))) return 0;
     const int group = kinds[kind].group;
     if (w->n_in % group || w->n_out < INF_PANEL) return 0;
     inf_packed *p = inf_alloc(sizeof *p);
@@ -229,6 +244,17 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
                 store32(dst + 64 * c + 4 * r, (lo & 0x0F0F0F0Fu) | (hi & 0x0F0F0F0Fu) << 4);
             }
         qbytes = 64 * (size_t)nchunks;
+        if (p->kind == INF_PACK_Q5_K) {
+            for (int r = 0; r < 16; r++) {
+                uint32_t h = 0;
+                for (int c = 0; c < 4; c++) {
+                    h |= ((load32(q[r] + 8 * c) >> 4) & 0x01010101u) << c;
+                    h |= ((load32(q[r] + 8 * c + 4) >> 4) & 0x01010101u) << (4 + c);
+                }
+                store32(dst + 256 + 4 * r, h);
+            }
+            qbytes = 320;
+        }
         if (p->kind == INF_PACK_Q6_K) {
             /* byte j of lane r: bits 2i..2i+1 = the high bits of k = 4i + j */
             for (int r = 0; r < 16; r++) {
@@ -241,7 +267,8 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
         }
     }
     memcpy(dst + qbytes, A, sizeof A);
-    if (p->kind == INF_PACK_Q4_K) memcpy(dst + qbytes + sizeof A, B, sizeof B);
+    if (p->kind == INF_PACK_Q4_K || p->kind == INF_PACK_Q5_K)
+        memcpy(dst + qbytes + sizeof A, B, sizeof B);
 }
 
 void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1) {
@@ -253,7 +280,7 @@ void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi
 }
 
 int inf_pack_weight(inf_packed **out, const inf_weight *w) {
-    if (inf_pack_alloc(out, w)) return -1;
+    if (inf_pack_alloc(out, w, ~0u)) return -1;
     if (*out) inf_pack_panels(*out, w, 0, (*out)->n_panels);
     return 0;
 }

@@ -149,7 +149,7 @@ static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
     simd_ctx *c = ctx_of(be);
     if (!c->k->has_packed || w->packed) return 0;
     inf_packed *p;
-    if (inf_pack_alloc(&p, w)) return -1;
+    if (inf_pack_alloc(&p, w, c->k->pack_kinds)) return -1;
     if (p) { /* panels on every thread: loading is bounded by this copy */
         pack_job j = {.p = p, .w = w};
         run(c, pack_task, &j, n_chunks_for(c, p->n_panels));

@@ -121,6 +121,18 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf((float)q * inf_f16_to_f32(A)) + fabsf(inf_f16_to_f32(B));
         }
         break;
+    case INF_PACK_Q5_K:
+        memcpy(&A, gp + 320 + 2 * r, 2);
+        memcpy(&B, gp + 352 + 2 * r, 2);
+        for (int k = 0; k < 32; k++) {
+            const int c = k / 8, j = k % 8;
+            const uint8_t byte = gp[64 * c + 4 * r + j % 4];
+            const int bit = (gp[256 + 4 * r + j % 4] >> (j < 4 ? c : 4 + c)) & 1;
+            const int q = (j < 4 ? byte & 0xF : byte >> 4) | bit << 4;
+            w[k] = (float)q * inf_f16_to_f32(A) - inf_f16_to_f32(B);
+            mag[k] = fabsf((float)q * inf_f16_to_f32(A)) + fabsf(inf_f16_to_f32(B));
+        }
+        break;
     case INF_PACK_Q6_K:
         memcpy(&A, gp + 192 + 2 * r, 2);
         for (int k = 0; k < 16; k++) {
