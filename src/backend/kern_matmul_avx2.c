@@ -11,6 +11,8 @@
  *   - Q6_K's 6-bit values: a pair is at most 16002, two pairs are summed;
  *     Q5_K's 5-bit ones (4 nibble chunks and a chunk of fifth bits, a kind
  *     only this level packs) likewise;
+ *   - IQ4 (IQ4_NL/IQ4_XS indices, looked up into their signed values) uses
+ *     Q8_0's sign trick;
  *   - Q8_0 keeps q + 128 (up to 255): instead the sign is moved onto the
  *     activation (|w| times x with w's sign), so a pair is at most
  *     2 * 128 * 127 = 32512, and the sum is the signed w . x directly.
@@ -282,6 +284,48 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
+        case INF_PACK_IQ4: {
+            /* indices looked up (VPSHUFB) into the signed values, then Q8_0's sign trick */
+            const __m256i tbl =
+                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values));
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++)
+                for (int h = 0; h < NH; h++)
+                    ai[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+            for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m256i w =
+                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
+                    const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(w, m0f));
+                    const __m256i hi =
+                        _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f));
+                    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const int8_t *xc = xqr[t] + 32 * g + 8 * c;
+                        const __m256i p0 =
+                            _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(xc), lo));
+                        const __m256i p1 =
+                            _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(xc + 4), hi));
+                        ai[t][h] = _mm256_add_epi32(ai[t][h],
+                                                    _mm256_add_epi32(_mm256_madd_epi16(p0, ones),
+                                                                     _mm256_madd_epi16(p1, ones)));
+                    }
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                const __m256 A =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 256 + 16 * (h0 + h))));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
+                                                _mm256_set1_ps(dr[t][g]), acc[t][h]);
+            }
+            break;
+        }
         case INF_PACK_Q6_K: {
             const __m256i m30 = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 2
@@ -411,7 +455,7 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
-    k->pack_kinds = INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K);
+    k->pack_kinds = INF_PACK_KINDS_ALL;
     k->quantize_x = a2_quantize_x;
     k->matmul_packed = a2_matmul_packed;
 }

@@ -29,10 +29,13 @@
  *   Q5_K: Q4_K's 4 nibble chunks (the low 4 bits), one chunk of fifth bits
  *         (lane r byte j: bit c = bit 4 of q[r][8c+j], bit 4+c = bit 4 of
  *         q[r][8c+4+j]), then 16 f16 (d*sc) and 16 f16 (dmin*m)       384 B
+ *   IQ4:  Q4_0's layout of IQ4_NL/IQ4_XS's 4-bit indices into
+ *         inf_iq4nl_values, then 16 f16 d (IQ4_XS: d * (ls - 32))      288 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
- * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds).
+ * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
+ * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing.
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -59,6 +62,7 @@ typedef enum inf_pack_kind {
     INF_PACK_Q4_K,
     INF_PACK_Q6_K,
     INF_PACK_Q5_K,
+    INF_PACK_IQ4,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -67,6 +71,8 @@ typedef enum inf_pack_kind {
     (INF_PACK_KIND_BIT(INF_PACK_BF16) | INF_PACK_KIND_BIT(INF_PACK_Q8_0) |                         \
      INF_PACK_KIND_BIT(INF_PACK_Q4_0) | INF_PACK_KIND_BIT(INF_PACK_Q4_K) |                         \
      INF_PACK_KIND_BIT(INF_PACK_Q6_K))
+#define INF_PACK_KINDS_ALL                                                                         \
+    (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
@@ -82,7 +88,7 @@ typedef struct inf_packed {
  * does not split into whole groups (the generic path runs it). Returns -1
  * when the memory for it cannot be had (a weight silently left unpacked
  * would give other bits). Caller frees with inf_packed_free. */
-int inf_pack_weight(inf_packed **out, const inf_weight *w);
+int inf_pack_weight(inf_packed **out, const inf_weight *w); /* any kind (INF_PACK_KINDS_ALL) */
 /* The same in two steps, so the panels can be packed by several threads:
  * inf_pack_alloc sets up *out (NULL as above, or when the weight's kind is
  * not in `kinds`, a mask of INF_PACK_KIND_BIT; -1 without memory), then

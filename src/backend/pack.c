@@ -50,26 +50,40 @@ static void fetch_q5_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, u
     *A = b->d;
 }
 
-static void fetch_iq4_nl(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+/* IQ4_NL / IQ4_XS as their 4-bit indices into inf_iq4nl_values (the IQ4 kind) */
+static void fetch_iq4_nl_idx(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
     const inf_block_iq4_nl *b = (const inf_block_iq4_nl *)row + g;
     for (int k = 0; k < 16; k++) {
-        q[k] = (uint8_t)(inf_iq4nl_values[b->qs[k] & 0xF] + 128);
-        q[k + 16] = (uint8_t)(inf_iq4nl_values[b->qs[k] >> 4] + 128);
+        q[k] = b->qs[k] & 0xF;
+        q[k + 16] = b->qs[k] >> 4;
     }
     *A = b->d;
 }
 
-static void fetch_iq4_xs(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_iq4_xs_idx(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
     const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + g / 8;
     const int s = (int)(g % 8);
     const int ls = ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | ((b->scales_h >> (2 * s)) & 3)
                                                                        << 4;
     const uint8_t *qs = b->qs + 16 * s;
     for (int k = 0; k < 16; k++) {
-        q[k] = (uint8_t)(inf_iq4nl_values[qs[k] & 0xF] + 128);
-        q[k + 16] = (uint8_t)(inf_iq4nl_values[qs[k] >> 4] + 128);
+        q[k] = qs[k] & 0xF;
+        q[k + 16] = qs[k] >> 4;
     }
     *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(ls - 32));
+}
+
+/* the same as values + 128 (the Q8_0 kind, for levels without the IQ4 kind) */
+static void fetch_iq4_nl(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    fetch_iq4_nl_idx(row, g, q, A, B);
+    for (int k = 0; k < 32; k++)
+        q[k] = (uint8_t)(inf_iq4nl_values[q[k]] + 128);
+}
+
+static void fetch_iq4_xs(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    fetch_iq4_xs_idx(row, g, q, A, B);
+    for (int k = 0; k < 32; k++)
+        q[k] = (uint8_t)(inf_iq4nl_values[q[k]] + 128);
 }
 
 static void fetch_q4_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
@@ -142,17 +156,42 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, u
     *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(sc - 32));
 }
 
-static const struct {
+/* per type: its kind and fetch, and a second kind for levels that lack the first */
+typedef struct pack_row {
     inf_pack_kind kind;
     fetch_fn fetch; /* NULL for BF16 (copied as is) */
-} pack_rows[INF_DTYPE_COUNT] = {
-    [INF_BF16] = {INF_PACK_BF16, NULL},           [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
-    [INF_Q5_0] = {INF_PACK_Q8_0, fetch_q5_0},     [INF_IQ4_NL] = {INF_PACK_Q8_0, fetch_iq4_nl},
-    [INF_IQ4_XS] = {INF_PACK_Q8_0, fetch_iq4_xs}, [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
-    [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},     [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
-    [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},     [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
+    inf_pack_kind alt;
+    fetch_fn alt_fetch;
+} pack_row;
+
+static const pack_row pack_rows[INF_DTYPE_COUNT] = {
+    [INF_BF16] = {INF_PACK_BF16, NULL},
+    [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
+    [INF_Q5_0] = {INF_PACK_Q8_0, fetch_q5_0},
+    [INF_IQ4_NL] = {INF_PACK_IQ4, fetch_iq4_nl_idx, INF_PACK_Q8_0, fetch_iq4_nl},
+    [INF_IQ4_XS] = {INF_PACK_IQ4, fetch_iq4_xs_idx, INF_PACK_Q8_0, fetch_iq4_xs},
+    [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
+    [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},
+    [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
+    [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},
+    [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
     [INF_Q5_K] = {INF_PACK_Q5_K, fetch_q5_K},
 };
+
+/* the kind and fetch this type packs as under `allowed`; kind 0: none */
+static inf_pack_kind pack_choice(inf_dtype type, unsigned allowed, fetch_fn *fetch) {
+    if ((unsigned)type >= INF_DTYPE_COUNT) return 0;
+    const pack_row *r = &pack_rows[type];
+    if (r->kind && (allowed & INF_PACK_KIND_BIT(r->kind))) {
+        *fetch = r->fetch;
+        return r->kind;
+    }
+    if (r->alt && (allowed & INF_PACK_KIND_BIT(r->alt))) {
+        *fetch = r->alt_fetch;
+        return r->alt;
+    }
+    return 0;
+}
 
 /* per kind: k elements per group and bytes of one panel's group (layouts in kernels.h) */
 static const struct {
@@ -161,6 +200,7 @@ static const struct {
 } kinds[] = {
     [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544}, [INF_PACK_Q4_0] = {32, 288},
     [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {16, 224}, [INF_PACK_Q5_K] = {32, 384},
+    [INF_PACK_IQ4] = {32, 288},
 };
 
 /* Packed weights live in 2 MiB huge pages where the kernel allows (THP
@@ -181,10 +221,9 @@ static void *pack_alloc(size_t n, size_t *mapped) {
 
 int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned allowed) {
     *out = NULL;
-    const inf_dtype type = w->t->type;
-    if ((unsigned)type >= INF_DTYPE_COUNT || !pack_rows[type].kind) return 0;
-    const inf_pack_kind kind = pack_rows[type].kind;
-    if (!(allowed & INF_PACK_KIND_BIT(kind))) return 0;
+    fetch_fn fetch = NULL;
+    const inf_pack_kind kind = pack_choice(w->t->type, allowed, &fetch);
+    if (!kind) return 0;
     const int group = kinds[kind].group;
     if (w->n_in % group || w->n_out < INF_PANEL) return 0;
     inf_packed *p = inf_alloc(sizeof *p);
@@ -272,7 +311,8 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
 }
 
 void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1) {
-    const fetch_fn fetch = pack_rows[w->t->type].fetch;
+    const pack_row *row = &pack_rows[w->t->type];
+    const fetch_fn fetch = p->kind == row->kind ? row->fetch : row->alt_fetch;
     for (int64_t pi = pi0; pi < pi1; pi++)
         for (int64_t g = 0; g < p->n_groups; g++)
             pack_group(p, w, fetch, pi, g,
@@ -280,7 +320,7 @@ void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi
 }
 
 int inf_pack_weight(inf_packed **out, const inf_weight *w) {
-    if (inf_pack_alloc(out, w, ~0u)) return -1;
+    if (inf_pack_alloc(out, w, INF_PACK_KINDS_ALL)) return -1;
     if (*out) inf_pack_panels(*out, w, 0, (*out)->n_panels);
     return 0;
 }

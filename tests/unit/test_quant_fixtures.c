@@ -133,6 +133,15 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf((float)q * inf_f16_to_f32(A)) + fabsf(inf_f16_to_f32(B));
         }
         break;
+    case INF_PACK_IQ4:
+        memcpy(&A, gp + 256 + 2 * r, 2);
+        for (int k = 0; k < 32; k++) {
+            const int c = k / 8, j = k % 8;
+            const uint8_t byte = gp[64 * c + 4 * r + j % 4];
+            const int v = inf_iq4nl_values[j < 4 ? byte & 0xF : byte >> 4];
+            mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)v);
+        }
+        break;
     case INF_PACK_Q6_K:
         memcpy(&A, gp + 192 + 2 * r, 2);
         for (int k = 0; k < 16; k++) {
