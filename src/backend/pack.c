@@ -129,6 +129,24 @@ static void fetch_q5_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, u
     *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
 }
 
+static void fetch_q5_1(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    const inf_block_q5_1 *b = (const inf_block_q5_1 *)row + g;
+    for (int k = 0; k < 16; k++) {
+        q[k] = (uint8_t)((b->qs[k] & 0xF) | ((b->qh[k / 8] >> (k % 8)) & 1) << 4);
+        q[k + 16] = (uint8_t)((b->qs[k] >> 4) | ((b->qh[(k + 16) / 8] >> (k % 8)) & 1) << 4);
+    }
+    *A = b->d;
+    *B = (uint16_t)(b->m ^ 0x8000); /* w = d q + m = A q - (-m): a sign flip, exact */
+}
+
+/* Q5_0 as the Q5_K kind: w = d q - 16 d (16 d is exact in f16) */
+static void fetch_q5_0_k(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+    fetch_q5_0(row, g, q, A, B);
+    for (int k = 0; k < 32; k++)
+        q[k] = (uint8_t)(q[k] - 128 + 16);
+    *B = inf_f32_to_f16(16.0f * inf_f16_to_f32(*A));
+}
+
 static void fetch_q6_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
     const inf_block_q6_K *b = (const inf_block_q6_K *)row + g / 16;
     int s = (int)(g % 16);
@@ -167,7 +185,7 @@ typedef struct pack_row {
 static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_BF16] = {INF_PACK_BF16, NULL},
     [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
-    [INF_Q5_0] = {INF_PACK_Q8_0, fetch_q5_0},
+    [INF_Q5_0] = {INF_PACK_Q5_K, fetch_q5_0_k, INF_PACK_Q8_0, fetch_q5_0},
     [INF_IQ4_NL] = {INF_PACK_IQ4, fetch_iq4_nl_idx, INF_PACK_Q8_0, fetch_iq4_nl},
     [INF_IQ4_XS] = {INF_PACK_IQ4, fetch_iq4_xs_idx, INF_PACK_Q8_0, fetch_iq4_xs},
     [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
@@ -176,6 +194,7 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},
     [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
     [INF_Q5_K] = {INF_PACK_Q5_K, fetch_q5_K},
+    [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
 };
 
 /* the kind and fetch this type packs as under `allowed`; kind 0: none */

@@ -173,7 +173,7 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
         return;
     }
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
-                       type == INF_Q5_0 || type == INF_IQ4_NL;
+                       type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL;
     const int64_t n = t->ne[0];
     int64_t bad = -1;
     float got[32], mag[32];
@@ -182,8 +182,10 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
             unpack_group(pk, g, r, got, mag);
             for (int k = 0; k < pk->group; k++) {
                 const float v = want[r * n + g * pk->group + k];
-                const bool ok = exact ? !memcmp(&got[k], &v, 4)
-                                      : fabsf(got[k] - v) <= mag[k] * (1.0f / 1024) + 1e-30f;
+                /* equal as numbers: an offset form (Q5_0 as d q - 16 d) gives +0 where
+                   the reference's d (q - 16) is -0, the same in every product */
+                const bool ok =
+                    exact ? got[k] == v : fabsf(got[k] - v) <= mag[k] * (1.0f / 1024) + 1e-30f;
                 if (!ok) {
                     bad = r * n + g * pk->group + k;
                     break;
