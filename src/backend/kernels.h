@@ -151,8 +151,9 @@ static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
     size_t rows = (size_t)R, rows32 = ((size_t)R + 31) & ~(size_t)31;
     /* K and V tiles + per row: accumulator, 64 scores, max and sum; + alignment */
     size_t by_row = 2 * (size_t)head_dim * INF_KV_TILE + rows * (head_dim + INF_KV_TILE + 2) + 64;
-    /* the same with rows in lanes (blocks of 32): q^T and accumulators per row,
-     * one block's scores, max/sum per row, limits; + alignment */
+    /* the same with rows in lanes (blocks of 32; AVX2's blocks of 16 fit in
+     * it): q^T and accumulators per row, one block's scores, max/sum per row,
+     * limits; + alignment */
     size_t by_lane = 2 * (size_t)head_dim * INF_KV_TILE + 2 * rows32 * (size_t)head_dim +
                      32 * INF_KV_TILE + 3 * rows32 + 128;
     /* AMX: per block of 16 rows q pairs and O^T; K, V^T, S^T, p pairs, P.V; + alignment */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_features.h"
+#include "backend/simd.h"
 #include "harness.h"
 #include "kv/kv_type.h"
 
@@ -201,6 +203,21 @@ static void check_backend(const inf_backend *be) {
     check_shape(be, 16, 8, 128, 63, 2, 0);
     check_shape(be, 4, 2, 64, 30, 50, 16);
     check_shape(be, 2, 1, 16, 0, 1, 4);
+    /* work items of 1, 7, 8, 9, 33 rows (MHA: one head per item), lanes' tails */
+    check_shape(be, 2, 2, 128, 0, 7, 0);
+    check_shape(be, 2, 2, 128, 5, 8, 0);
+    check_shape(be, 2, 2, 64, 0, 9, 16);
+    check_shape(be, 2, 2, 256, 40, 33, 0);
+    check_shape(be, 1, 1, 256, 200, 1, 0);
+}
+
+/* Every K/V type pair, the stored rows contiguous (K = V type) or paged. */
+static void check_types(const inf_backend *be) {
+    const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            check_typed(be, 16, 8, 128, 30, 70, i == j ? 16 : 0, types[i], types[j]);
+    check_typed(be, 4, 2, 32, 0, 65, 4, INF_Q8_0, INF_Q8_0);
 }
 
 int main(void) {
@@ -214,11 +231,19 @@ int main(void) {
           empty.swiglu != NULL && empty.add != NULL && empty.softmax != NULL &&
           empty.prepare_weight != NULL && empty.release_weight != NULL);
     check_shape(&empty, 16, 8, 128, 0, 100, 0);
-    const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0};
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            check_typed(inf_backend_scalar(), 16, 8, 128, 30, 70, i == j ? 16 : 0, types[i],
-                        types[j]);
-    check_typed(inf_backend_scalar(), 4, 2, 32, 0, 65, 4, INF_Q8_0, INF_Q8_0);
+    check_types(inf_backend_scalar());
+    /* every SIMD level this CPU runs, on one thread and on the pool, against
+     * the same reference in double (AVX2: the lanes kernel for prompts) */
+    const inf_isa levels[] = {INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX, INF_ISA_NEON};
+    for (unsigned i = 0; i < sizeof levels / sizeof *levels; i++) {
+        if (inf_isa_clamp(levels[i]) != levels[i]) continue;
+        for (int pool = 0; pool < 2; pool++) {
+            inf_backend *be =
+                inf_backend_simd_create(levels[i], pool ? 3 : 1, pool, INF_ATTN_FLASH);
+            check_backend(be);
+            check_types(be);
+            inf_backend_simd_free(be);
+        }
+    }
     return th_report();
 }

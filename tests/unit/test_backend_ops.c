@@ -599,6 +599,111 @@ static void test_attention(bk *bks, int nb, int n_head, int n_head_kv, int hd, i
     test_attention_typed(bks, nb, n_head, n_head_kv, hd, pos0, T, paged, INF_F32, INF_F32);
 }
 
+/* first float where a[n] and b[n] differ in bits, or n */
+static size_t first_diff(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(a + i, b + i, sizeof(float))) return i;
+    return n;
+}
+
+/* One attention work item (kernels.h) straight into each level's attn_rows,
+ * against the generic table's: R rows with their own limits (causal: two heads
+ * per position from pos0 on; or random in 1..n_keys), K/V stored as kt/vt,
+ * the second KV head of a view (paged or not) over n_keys rows. Prefill items
+ * must give each row the bits it gets alone (R = 1) or with its rows reversed
+ * and must stay inside inf_attn_scratch_floats(R, hd) and their outputs. */
+static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int paged,
+                           inf_dtype kt, inf_dtype vt) {
+    const int n_kv = 2, kvw = n_kv * hd, block = 16, n_keys = 300;
+    const int n_blocks = (n_keys + block - 1) / block;
+    int32_t table[32];
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = (i * 5 + 2) % n_blocks; /* n_blocks = 19: a permutation */
+    float *row = malloc(sizeof(float) * (size_t)kvw);
+    size_t krb = inf_kv_type_bytes(kt, kvw), vrb = inf_kv_type_bytes(vt, kvw);
+    uint8_t *Kt = malloc(krb * (size_t)n_blocks * block),
+            *Vt = malloc(vrb * (size_t)n_blocks * block);
+    for (int r = 0; r < n_blocks * block; r++) {
+        for (int i = 0; i < kvw; i++)
+            row[i] = frand() * 2;
+        inf_dtype_get(kt)->quant(Kt + (size_t)r * krb, row, kvw);
+        for (int i = 0; i < kvw; i++)
+            row[i] = frand();
+        inf_dtype_get(vt)->quant(Vt + (size_t)r * vrb, row, kvw);
+    }
+    inf_kv_view kv = {.k = Kt,
+                      .v = Vt,
+                      .k_type = kt,
+                      .v_type = vt,
+                      .row_stride = kvw,
+                      .block_size = block,
+                      .block_table = paged ? table : NULL};
+    float *q = malloc(sizeof(float) * (size_t)R * hd); /* [R][hd] */
+    for (int i = 0; i < R * hd; i++)
+        q[i] = frand() * 2;
+    inf_attn_rows it = {.R = R, .prefill = prefill, .kv_off = hd};
+    for (int r = 0; r < R; r++) {
+        it.lim[r] = causal ? pos0 + r / 2 + 1 : 1 + (int)(rnd() % n_keys);
+        if (it.lim[r] > it.max_lim) it.max_lim = it.lim[r];
+        it.q[r] = q + (size_t)r * hd;
+    }
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t n_out = (size_t)R * hd, n_scr = inf_attn_scratch_floats(R, hd);
+    float *ref = malloc(sizeof(float) * n_out), *scr = galloc(n_scr);
+    for (int r = 0; r < R; r++)
+        it.out[r] = ref + (size_t)r * hd;
+    inf_kernels_get(INF_ISA_SCALAR)->attn_rows(&it, &kv, hd, scale, scr);
+    char what[128];
+    snprintf(what, sizeof what, "attn item R=%d hd=%d %s %s pos0=%d%s K %s V %s", R, hd,
+             prefill ? "prefill" : "decode", causal ? "causal" : "random lims", pos0,
+             paged ? " paged" : "", inf_kv_type_name(kt), inf_kv_type_name(vt));
+
+    const inf_isa levels[] = {INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX, INF_ISA_NEON};
+    for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
+        if (inf_isa_clamp(levels[li]) != levels[li]) continue;
+        const inf_kernels *k = inf_kernels_get(levels[li]);
+        const char *label = inf_isa_name(levels[li]);
+        float *y = galloc(n_out), *y1 = galloc(hd), *yr = galloc(n_out);
+        for (int r = 0; r < R; r++)
+            it.out[r] = y + (size_t)r * hd;
+        k->attn_rows(&it, &kv, hd, scale, scr);
+        CHECK_MSG(guards_ok(y, n_out), "%s %s: wrote outside its outputs", label, what);
+        CHECK_MSG(guards_ok(scr, n_scr), "%s %s: wrote past inf_attn_scratch_floats", label, what);
+        check_rel(what, label, y, ref, n_out, 2e-4, 2e-5);
+        if (prefill) {
+            /* each row alone, and the rows in reverse order: the same bits */
+            size_t bad = n_out;
+            for (int r = 0; r < R && bad == n_out; r++) {
+                inf_attn_rows one = {.R = 1, .prefill = 1, .kv_off = hd, .max_lim = it.lim[r]};
+                one.q[0] = it.q[r];
+                one.lim[0] = it.lim[r];
+                one.out[0] = y1;
+                k->attn_rows(&one, &kv, hd, scale, scr);
+                size_t i = first_diff(y1, y + (size_t)r * hd, (size_t)hd);
+                if (i < (size_t)hd) bad = (size_t)r * hd + i;
+            }
+            CHECK_MSG(bad == n_out, "%s %s: row %zu alone differs at [%zu]: %.9g vs %.9g", label,
+                      what, bad / hd, bad % hd, bad < n_out ? y1[bad % hd] : 0.0,
+                      bad < n_out ? y[bad] : 0.0);
+            inf_attn_rows rev = it;
+            for (int r = 0; r < R; r++) {
+                rev.q[r] = it.q[R - 1 - r];
+                rev.lim[r] = it.lim[R - 1 - r];
+                rev.out[r] = yr + (size_t)(R - 1 - r) * hd;
+            }
+            k->attn_rows(&rev, &kv, hd, scale, scr);
+            bad = first_diff(yr, y, n_out);
+            CHECK_MSG(bad == n_out, "%s %s: rows reversed differ at row %zu [%zu]: %.9g vs %.9g",
+                      label, what, bad / hd, bad % hd, bad < n_out ? yr[bad] : 0.0,
+                      bad < n_out ? y[bad] : 0.0);
+            CHECK(guards_ok(y1, (size_t)hd) && guards_ok(yr, n_out));
+        }
+        gfree(y), gfree(y1), gfree(yr);
+    }
+    gfree(scr);
+    free(row), free(Kt), free(Vt), free(q), free(ref);
+}
+
 /* ---- the pool itself --------------------------------------------------------------------------
  */
 
@@ -718,6 +823,22 @@ int main(void) {
     test_attention_typed(bks, nb, 16, 8, 128, 5, 60, 1, INF_Q8_0, INF_F16);
     test_attention_typed(bks, nb, 16, 8, 128, 5, 60, 0, INF_F32, INF_BF16);
     test_attention_typed(bks, nb, 8, 2, 64, 0, 33, 1, INF_BF16, INF_Q8_0);
+    /* work items straight into the kernels: ragged R (lane blocks of 8, 16,
+     * 32 and their tails), per-row limits causal and random, every K/V type */
+    const inf_dtype item_types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0};
+    const int item_R[] = {1, 7, 8, 9, 33, 128}, item_hd[] = {64, 128, 256};
+    for (int ti = 0; ti < 4; ti++)
+        for (int hi = 0; hi < 3; hi++)
+            for (int ri = 0; ri < 6; ri++) {
+                const int R = item_R[ri], hd = item_hd[hi];
+                inf_dtype t = item_types[ti];
+                test_attn_item(R, hd, 1, 1, R == 1 ? 0 : 100 + R, ri % 2, t, t);
+                test_attn_item(R, hd, 1, 0, 0, (ri + 1) % 2, t, item_types[(ti + hi + 1) % 4]);
+            }
+    test_attn_item(2, 128, 0, 0, 0, 1, INF_F16, INF_F16);
+    test_attn_item(8, 64, 0, 0, 0, 0, INF_Q8_0, INF_BF16);
+    test_attn_item(5, 16, 1, 0, 0, 0, INF_F32, INF_F32);  /* head_dim 16, 24: the 6/4/2 steps */
+    test_attn_item(19, 24, 1, 1, 3, 1, INF_F16, INF_F32); /* over dims and the scratch edge */
 
     /* select.c: names and errors */
     inf_backend *be;
