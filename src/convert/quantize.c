@@ -300,7 +300,15 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     } else {
         inf_convert_qwen3_meta(w, inf_model_arch_name(mf), mf->name ? mf->name : "model", &mf->hp,
                                o->mix->ftype);
-        if (inf_convert_tokenizer_meta(w, &mf->vocab, mf->hp.n_vocab, err)) goto done;
+        /* A special token the tokenizer files leave unnamed comes from config.json's
+         * <typ>_token_id, as the converter's SpecialVocab takes it (Qwen3: bos_token_id). */
+        inf_vocab_desc v = mf->vocab;
+        int64_t id;
+        int got = 0;
+        if (v.bos_id < 0 && (got = inf_model_meta_int(mf, "bos_token_id", &id, err)) < 0)
+            goto done;
+        if (got && id >= 0 && id < mf->hp.n_vocab) v.bos_id = (int32_t)id;
+        if (inf_convert_tokenizer_meta(w, &v, mf->hp.n_vocab, err)) goto done;
     }
     for (int i = 0; i < n; i++)
         gguf_writer_add_tensor(w, ts[i].g->name, ts[i].type, ts[i].g->n_dims, ts[i].g->ne);

@@ -5,7 +5,10 @@
 #    heads per KV head, spelled out here as tables (from llama-quant.cpp's
 #    llama_tensor_get_type, not from inferno's code);
 # 2. from the F32 folder, the tensor bytes equal the test-model maker's file
-#    of the same mix (the same f32 weights through the same quantizers);
+#    of the same mix (the same f32 weights through the same quantizers), and
+#    so does the metadata but general.name: the tokenizer as llama.cpp's
+#    converter writes it (added tokens that look special, <|fim_prefix|>,
+#    CONTROL; bos_token_id from config.json), every key in the same order;
 # 3. @huggingface/gguf reads every file and agrees with `inferno inspect`
 #    (check_inspect.mjs); the metadata of a GGUF input is copied with
 #    general.file_type rewritten;
@@ -73,6 +76,17 @@ actual() {
 }
 
 lc() { echo "$1" | tr 'A-Z' 'a-z'; }
+# same_meta A B: the metadata of the two files, key by key in order with types
+# and values (arrays in full, from `inferno inspect --json`), but general.name
+same_meta() {
+    $PY - <(${INF} inspect --json "$1") <(${INF} inspect --json "$2") <<'PYEOF'
+import json, sys
+a, b = ([m for m in json.load(open(p))["metadata"] if m["key"] != "general.name"] for p in sys.argv[1:3])
+diff = [x["key"] for x, y in zip(a, b) if x != y] + [m["key"] for m in (a[len(b):] + b[len(a):])]
+print(f"{len(a)} / {len(b)} keys, {len(diff)} differ {diff[:3]}")
+sys.exit(1 if diff else 0)
+PYEOF
+}
 # same_tensors A B: the two GGUF files hold the same tensors, byte for byte,
 # and the same general.file_type; prints what it compared
 same_tensors() {
@@ -105,6 +119,7 @@ for mix in Q4_K_M Q5_K_M Q3_K_M Q4_K_S Q2_K IQ4_XS Q4_1 Q6_K Q8_0; do
     maker=models/tiny-$(lc $mix).gguf
     if [ -f "$maker" ]; then
         line=$(same_tensors "$out" "$maker") && ok "$mix from the HF folder == the maker's $maker: $line" || bad "$mix vs $maker: $line"
+        line=$(same_meta "$out" "$maker") && ok "$mix from the HF folder: the maker's metadata: $line" || bad "$mix metadata vs $maker: $line"
     fi
 done
 
@@ -118,6 +133,8 @@ for f in tiny-moe-f32-hf tiny-moe-f32-hf-fused; do
         fi
         line=$(same_tensors "$out" "$maker") && ok "$mix from $f == the maker's $maker: $line" ||
             bad "$mix from $f vs $maker: $line"
+        line=$(same_meta "$out" "$maker") && ok "$mix from $f: the maker's metadata: $line" ||
+            bad "$mix metadata from $f vs $maker: $line"
     done
 done
 cp -r models/tiny-moe-f32-hf "$tmp/no-norm"

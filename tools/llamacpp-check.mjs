@@ -1,0 +1,238 @@
+// Do GGUF files (those `inferno quantize` writes) load and run in llama.cpp, and does llama.cpp
+// compute what inferno computes on them? Through node-llama-cpp's prebuilt binaries. Not part of
+// CI (docs/QUANTIZE.md has the commands and the results).
+// Set-up, outside the repository (about 640 MB of prebuilt binaries):
+//   mkdir /tmp/llamacpp && cd /tmp/llamacpp && npm init -y && npm install node-llama-cpp@3.22.1
+//   cp /path/to/inferno/tools/llamacpp-check.mjs check.mjs
+// usage: node check.mjs [--tokens 785,3974,...] [-n 32] [--top 5] [--threads 2]
+//                       [--inferno /path/to/build/inferno] [--backend pool] [--md] [-v] FILE.gguf...
+// For each file: llama.cpp loads it (a refusal is reported with llama.cpp's own last log lines),
+// prefills the token ids (no BOS added: the ids are fed as given), then decodes -n steps greedily;
+// it prints the greedy token ids and the top logits of every step.
+// With --inferno: `inferno run --token-ids ... --temp 0 --dump-logits` on the same file and the
+// same ids, and the comparison: greedy ids one for one; the first step where they differ and the
+// logit gap there in each engine (llama.cpp's logit of its token minus that of inferno's token,
+// and the reverse in inferno: a gap near zero is a near-tie, not a disagreement); the largest
+// |logit difference| at the first step and over all steps before the first divergence (where
+// both ran on the same history), each relative to the range (max - min) of llama.cpp's logits
+// at that step; whether the top-k ids agree as sets at the first step. K/V are f16 in both
+// (each engine's default). --md prints one markdown table row per file at the end.
+// Exit status: 0 when every file loaded in llama.cpp (and inferno ran it), 1 otherwise.
+//
+// Uses node-llama-cpp's lowest-level binding (AddonContext: initBatch / addToBatch /
+// decodeBatch, sampleToken with a greedy AddonSampler that returns the full logit vector).
+import {execFileSync} from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {getLlama, LlamaLogLevel} from "node-llama-cpp";
+
+// "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the
+// river," in Qwen3's tokenizer (`inferno tokenize`)
+const DEFAULT_TOKENS = "785,3974,13876,38835,34208,916,279,15678,5562,13,9646,5193,264,882,11,304,264,2613,14126,553,279,14796,11";
+
+function usage(msg) {
+    if (msg) console.error("error: " + msg);
+    console.error("usage: node check.mjs [--tokens ID,ID,...] [-n 32] [--top 5] [--threads 2] [--inferno PATH] [--backend pool|simd|scalar] [--md] [-v] FILE.gguf...");
+    process.exit(msg ? 2 : 0);
+}
+
+const args = process.argv.slice(2);
+const opt = {files: [], tokens: DEFAULT_TOKENS, n: 32, top: 5, threads: 2, inferno: null, backend: "pool", md: false, verbose: false};
+for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const num = (min) => {
+        const v = Number(args[++i]);
+        if (!Number.isInteger(v) || v < min) usage(`bad value for ${a} (expected an integer >= ${min})`);
+        return v;
+    };
+    if (a === "--tokens") opt.tokens = String(args[++i] ?? "");
+    else if (a === "-n" || a === "--n-predict") opt.n = num(1);
+    else if (a === "--top") opt.top = num(1);
+    else if (a === "--threads" || a === "-t") opt.threads = num(1);
+    else if (a === "--inferno") { opt.inferno = args[++i]; if (!opt.inferno) usage("--inferno needs a path"); }
+    else if (a === "--backend") { opt.backend = args[++i]; if (!opt.backend) usage("--backend needs a name"); }
+    else if (a === "--md") opt.md = true;
+    else if (a === "-v" || a === "--verbose") opt.verbose = true;
+    else if (a === "-h" || a === "--help") usage();
+    else if (a.startsWith("-")) usage(`unknown option ${a}`);
+    else opt.files.push(a);
+}
+if (!opt.files.length) usage("no GGUF file given");
+const prompt = opt.tokens.split(",").map(Number);
+if (!prompt.length || prompt.some((t) => !Number.isInteger(t) || t < 0)) usage(`--tokens: expected comma-separated token ids, got '${opt.tokens}'`);
+
+const logLines = [];
+const llama = await getLlama({
+    gpu: false,                 // CPU-only build (@node-llama-cpp/linux-x64)
+    build: "never",             // never try to compile llama.cpp
+    usePrebuiltBinaries: true,
+    skipDownload: true,
+    progressLogs: false,
+    maxThreads: 0,              // the context's `threads` is used as-is
+    logLevel: opt.verbose ? LlamaLogLevel.debug : LlamaLogLevel.info,
+    logger(level, message) {
+        logLines.push(message.endsWith("\n") ? message : message + "\n");
+        if (opt.verbose) process.stderr.write(`[${level}] ${message}${message.endsWith("\n") ? "" : "\n"}`);
+    }
+});
+console.log(`node-llama-cpp llama.cpp=${llama.llamaCppRelease?.release ?? "?"} ${llama.systemInfo}`);
+console.log(`prompt: ${prompt.length} token ids, then ${opt.n} greedy steps`);
+
+// llama.cpp: the logits of the prompt's last row, then of each greedy step: {tokens, logits[]}
+async function runLlama(file) {
+    const model = await llama.loadModel({modelPath: file, gpuLayers: 0, useMmap: true});
+    const context = await model.createContext({
+        contextSize: Math.max(256, prompt.length + opt.n + 1),
+        batchSize: Math.max(prompt.length, 1),
+        sequences: 1,
+        threads: opt.threads
+    });
+    const ctx = context._ctx;                       // AddonContext (native)
+    const seqId = context.getSequence()._sequenceId;
+    const sampler = new llama._bindings.AddonSampler(model._model);
+    sampler.applyConfig({temperature: 0});           // greedy: the chain is llama_sampler_init_greedy alone
+    const tokens = [], logits = [];
+    let batch = Uint32Array.from(prompt), pos = 0;
+    for (let step = 0; step < opt.n; step++) {
+        ctx.initBatch(batch.length);
+        const [li] = ctx.addToBatch(seqId, pos, batch, Uint32Array.of(batch.length - 1));
+        await ctx.decodeBatch();
+        pos += batch.length;
+        // [token, probabilities, confidence, logits as (id, value) pairs, total weight]
+        const [tok, , , pairs] = await ctx.sampleToken(li, sampler, false, false, true);
+        const row = new Float32Array(pairs.length / 2);
+        for (let i = 0; i < pairs.length; i += 2) row[pairs[i]] = pairs[i + 1];
+        tokens.push(tok);
+        logits.push(row);
+        batch = Uint32Array.of(tok);
+    }
+    sampler.dispose();
+    await context.dispose();
+    await model.dispose();
+    return {tokens, logits};
+}
+
+// a float32 .npy of shape [steps, vocab], as `inferno run --dump-logits` writes it
+function readNpy(file) {
+    const buf = fs.readFileSync(file);
+    if (buf.toString("latin1", 1, 6) !== "NUMPY") throw new Error(`${file}: not a .npy file`);
+    const hlen = buf.readUInt16LE(8), header = buf.toString("latin1", 10, 10 + hlen);
+    const shape = header.match(/'shape':\s*\((\d+),\s*(\d+)\)/);
+    if (!header.includes("'<f4'") || !shape) throw new Error(`${file}: expected float32 [steps, vocab], header ${header.trim()}`);
+    const [steps, vocab] = [Number(shape[1]), Number(shape[2])];
+    const data = new Float32Array(buf.buffer.slice(buf.byteOffset + 10 + hlen, buf.byteOffset + 10 + hlen + steps * vocab * 4));
+    return Array.from({length: steps}, (_, s) => data.subarray(s * vocab, (s + 1) * vocab));
+}
+
+function runInferno(file) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llamacpp-check-"));
+    const npy = path.join(dir, "logits.npy");
+    try {
+        execFileSync(opt.inferno, ["run", "-m", file, "--token-ids", prompt.join(","), "-n", String(opt.n),
+            "--temp", "0", "--ignore-eos", "--backend", opt.backend, "-t", String(opt.threads), "-c", "256", "--dump-logits", npy],
+        {stdio: ["ignore", "ignore", "pipe"]});
+        const logits = readNpy(npy);
+        return {tokens: logits.map(argmax), logits};
+    } finally {
+        fs.rmSync(dir, {recursive: true, force: true});
+    }
+}
+
+function argmax(row) {
+    let best = 0;
+    for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+    return best;
+}
+function topk(row, k) {
+    return Array.from(row.keys()).sort((a, b) => row[b] - row[a] || a - b).slice(0, k);
+}
+function range(row) {
+    let lo = Infinity, hi = -Infinity;
+    for (const v of row) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    return hi - lo;
+}
+function maxDiff(a, b) {
+    let m = 0;
+    for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+    return m;
+}
+const fmtTop = (row, k) => topk(row, k).map((t) => `${t}:${row[t].toFixed(3)}`).join(" ");
+
+const rows = [];
+let failed = 0;
+for (const file of opt.files) {
+    const name = path.basename(file);
+    console.log(`\n== ${file}`);
+    const start = logLines.length;
+    let L;
+    try {
+        L = await runLlama(file);
+    } catch (e) {
+        failed++;
+        const tail = logLines.slice(start).filter((l) => /error|fail|invalid|unknown|expected/i.test(l)).slice(-4).join("").trim();
+        console.log(`llama.cpp REFUSED it: ${e.message}${tail ? "\n" + tail : ""}`);
+        rows.push(`| ${name} | **refused**: ${e.message.replace(/\|/g, "/")} | | | | |`);
+        continue;
+    }
+    const ftype = logLines.slice(start).join("").match(/file type\s*=\s*([^\n]+)/);
+    console.log(`llama.cpp loaded it${ftype ? ` (file type ${ftype[1].trim()})` : ""}`);
+    console.log(`llama.cpp greedy: ${L.tokens.join(",")}`);
+    for (let s = 0; s < L.logits.length; s++)
+        if (opt.verbose || s === 0) console.log(`  step ${s} top-${opt.top}: ${fmtTop(L.logits[s], opt.top)}`);
+    if (!opt.inferno) {
+        rows.push(`| ${name} | loads | ${L.tokens.slice(0, 8).join(",")}… | | | |`);
+        continue;
+    }
+    let I;
+    try {
+        I = runInferno(file);
+    } catch (e) {
+        failed++;
+        console.log(`inferno failed: ${String(e.stderr ?? e.message).trim()}`);
+        rows.push(`| ${name} | loads | inferno failed | | | |`);
+        continue;
+    }
+    console.log(`inferno greedy:   ${I.tokens.join(",")}`);
+    console.log(`  step 0 top-${opt.top}: ${fmtTop(I.logits[0], opt.top)}`);
+    if (I.logits[0].length !== L.logits[0].length) {
+        failed++;
+        console.log(`vocabulary sizes differ: llama.cpp ${L.logits[0].length}, inferno ${I.logits[0].length}`);
+        rows.push(`| ${name} | loads | n_vocab ${L.logits[0].length} vs ${I.logits[0].length} | | | |`);
+        continue;
+    }
+    let div = L.tokens.findIndex((t, s) => t !== I.tokens[s]);
+    const agree = div < 0 ? L.tokens.length : div;
+    // before the first divergence both engines ran on the same history; at it, still (its logits
+    // are of the same prefix), so steps 0..div are comparable
+    const last = div < 0 ? L.tokens.length - 1 : div;
+    const rel0 = maxDiff(L.logits[0], I.logits[0]) / range(L.logits[0]);
+    let relMax = 0, absMax = 0;
+    for (let s = 0; s <= last; s++) {
+        const d = maxDiff(L.logits[s], I.logits[s]);
+        absMax = Math.max(absMax, d);
+        relMax = Math.max(relMax, d / range(L.logits[s]));
+    }
+    const topSame = (() => {
+        const a = new Set(topk(L.logits[0], opt.top));
+        return topk(I.logits[0], opt.top).every((t) => a.has(t));
+    })();
+    let divText = "none";
+    if (div >= 0) {
+        const a = L.tokens[div], b = I.tokens[div];
+        const gl = L.logits[div][a] - L.logits[div][b], gi = I.logits[div][b] - I.logits[div][a];
+        divText = `step ${div}: llama.cpp ${a}, inferno ${b}; gap ${gl.toFixed(4)} (llama.cpp), ${gi.toFixed(4)} (inferno)`;
+    }
+    console.log(`greedy ids agree: ${agree}/${L.tokens.length}; first divergence: ${divText}`);
+    console.log(`max |logit diff|: step 0 ${maxDiff(L.logits[0], I.logits[0]).toExponential(3)} = ${(rel0 * 100).toFixed(4)}% of the range ${range(L.logits[0]).toFixed(3)}; ` +
+        `steps 0..${last} ${absMax.toExponential(3)} (${(relMax * 100).toFixed(4)}%); top-${opt.top} at step 0 ${topSame ? "the same ids" : "DIFFER"}`);
+    rows.push(`| ${name} | loads | ${agree}/${L.tokens.length} | ${div < 0 ? "none" : `step ${div}, gap ${(L.logits[div][L.tokens[div]] - L.logits[div][I.tokens[div]]).toFixed(3)} / ${(I.logits[div][I.tokens[div]] - I.logits[div][L.tokens[div]]).toFixed(3)}`} | ` +
+        `${(rel0 * 100).toFixed(3)} % | ${(relMax * 100).toFixed(3)} % | ${topSame ? "same" : "differ"} |`);
+}
+if (opt.md) {
+    console.log("\n| file | llama.cpp | greedy ids equal | first divergence, gap llama.cpp / inferno | max abs Δlogit, step 0, of range | before divergence | top-" + opt.top + " |");
+    console.log("| --- | --- | ---: | --- | ---: | ---: | --- |");
+    for (const r of rows) console.log(r);
+}
+await llama.dispose();
+process.exit(failed ? 1 : 0);
