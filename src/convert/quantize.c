@@ -305,8 +305,7 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
         inf_vocab_desc v = mf->vocab;
         int64_t id;
         int got = 0;
-        if (v.bos_id < 0 && (got = inf_model_meta_int(mf, "bos_token_id", &id, err)) < 0)
-            goto done;
+        if (v.bos_id < 0 && (got = inf_model_meta_int(mf, "bos_token_id", &id, err)) < 0) goto done;
         if (got && id >= 0 && id < mf->hp.n_vocab) v.bos_id = (int32_t)id;
         if (inf_convert_tokenizer_meta(w, &v, mf->hp.n_vocab, err)) goto done;
     }
