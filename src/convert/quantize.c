@@ -40,6 +40,7 @@ static inf_dtype choose_type(const inf_quantize_opts *o, const inf_model_file *m
                                .layer = t->g->layer,
                                .n_layer = mf->hp.n_layer,
                                .n_gqa = mf->hp.n_head / (mf->hp.n_head_kv ? mf->hp.n_head_kv : 1),
+                               .n_expert = mf->hp.n_expert,
                                .tied = mf->hp.tied_output,
                                .keep = INF_F32};
     if (o->pure) { /* the base type, with only the fallback for rows it does not fit */

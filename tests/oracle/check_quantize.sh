@@ -15,7 +15,10 @@
 # 4. inferno runs the quantized files and gives the maker's files' tokens;
 # 5. bad inputs fail with a message: a quantized input, an unknown type;
 # 6. qwen3moe folders in both expert layouts: the experts stacked into 3-D
-#    tensors equal the maker's GGUF files; norm_topk_prob false is refused.
+#    tensors equal the maker's GGUF files; llama.cpp's per-tensor types for a
+#    model of exactly 8 experts (its Mixtral rule: attn_k, attn_v Q8_0,
+#    attn_output Q5_K), spelled out from llama-quant.cpp as for the dense
+#    model; norm_topk_prob false is refused.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 INF=build/inferno
@@ -54,9 +57,24 @@ expect() {
                  "Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 | Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0" ;;
     esac
 }
-# the same list read from a file: token_embd, then per layer its seven matrices; norms must be F32
+# tiny-moe (8 experts): token_embd, then per layer attn_q attn_k attn_v attn_output
+# ffn_gate_exps ffn_up_exps ffn_down_exps
+moe_expect() {
+    case $1 in
+    Q4_K_M) echo "Q6_K | Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q4_K | Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q4_K |" \
+                 "Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q6_K | Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q6_K" ;;
+    Q2_K)   echo "Q6_K | Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K | Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K |" \
+                 "Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K | Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K" ;;
+    Q3_K_L) echo "Q6_K | Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K | Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K |" \
+                 "Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K | Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K" ;;
+    Q5_0)   echo "Q6_K | Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0 | Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0 |" \
+                 "Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0 | Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0" ;;
+    esac
+}
+# the same list read from a file: token_embd, then per layer its seven matrices
+# (MATS, default the dense ones); norms must be F32
 actual() {
-    $INF inspect "$1" | awk '
+    $INF inspect "$1" | awk -v mats="${MATS:-attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down}" '
         $1 == "token_embd.weight" { te = $2 }
         $1 ~ /^blk\.[0-9]+\./ {
             split($1, p, "."); l = p[2]; n = p[3]
@@ -68,7 +86,7 @@ actual() {
             s = te
             for (l = 0; l < 4; l++) {
                 s = s " |"
-                split("attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down", m, " ")
+                split(mats, m, " ")
                 for (i = 1; i <= 7; i++) s = s " " t[l, m[i]]
             }
             print s (nonf32 ? " NON-F32 NORMS:" nonf32 : "")
@@ -136,6 +154,16 @@ for f in tiny-moe-f32-hf tiny-moe-f32-hf-fused; do
         line=$(same_meta "$out" "$maker") && ok "$mix from $f: the maker's metadata: $line" ||
             bad "$mix metadata from $f vs $maker: $line"
     done
+done
+for mix in Q4_K_M Q2_K Q3_K_L Q5_0; do
+    out=$tmp/moe-types-$mix.gguf
+    if ! $INF quantize models/tiny-moe-f32-hf "$out" $mix >"$tmp/log.txt" 2>&1; then
+        cat "$tmp/log.txt"; bad "quantize tiny-moe-f32-hf to $mix"; continue
+    fi
+    got=$(MATS="attn_q attn_k attn_v attn_output ffn_gate_exps ffn_up_exps ffn_down_exps" actual "$out")
+    want=$(moe_expect $mix)
+    [ "$got" = "$want" ] && ok "$mix from the MoE folder (8 experts): llama.cpp's per-tensor types" ||
+        bad "$mix MoE types: got [$got], llama.cpp gives [$want]"
 done
 cp -r models/tiny-moe-f32-hf "$tmp/no-norm"
 $PY -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['norm_topk_prob']=False; json.dump(c,open(p,'w'))" "$tmp/no-norm/config.json"

@@ -331,6 +331,7 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
                                    .layer = t->layer,
                                    .n_layer = hp->n_layer,
                                    .n_gqa = hp->n_head / hp->n_head_kv,
+                                   .n_expert = hp->n_expert,
                                    .tied = hp->tied_output,
                                    .keep = INF_F32};
         return inf_mix_tensor_type(mix, &mt);
