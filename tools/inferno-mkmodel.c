@@ -35,23 +35,12 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The tokenizer as llama.cpp's converter writes it: added tokens that are
- * special, or that look special (<|...|>, e.g. the non-special <|fim_prefix|>),
- * are CONTROL; other added tokens (<think>, <tool_call>) USER_DEFINED. So with
- * special parsing off, a GGUF treats <|fim_prefix|> as text where
- * tokenizer.json still matches it, exactly as real Qwen3 GGUFs do. Qwen3's
- * tokenizer_config.json has no bos_token: like the converter, take
- * config.json's bos_token_id, <|endoftext|>. */
-static void mark_special_looking(inf_vocab_desc *v) {
-    for (int i = 0; i < v->n_tokens; i++) {
-        const char *t = v->tokens[i];
-        size_t len = t ? strlen(t) : 0;
-        if (v->token_type[i] == INF_TOKEN_USER_DEFINED && len >= 4 && !strncmp(t, "<|", 2) &&
-            !strcmp(t + len - 2, "|>"))
-            v->token_type[i] = INF_TOKEN_CONTROL;
-    }
-}
-
+/* The tokenizer as llama.cpp's converter writes it: added tokens that look
+ * special (<|...|>, e.g. the non-special <|fim_prefix|>) become CONTROL in the
+ * GGUF writer (inf_convert_tokenizer_meta), so with special parsing off a GGUF
+ * treats <|fim_prefix|> as text where tokenizer.json still matches it, exactly
+ * as real Qwen3 GGUFs do. Qwen3's tokenizer_config.json has no bos_token: like
+ * the converter, take config.json's bos_token_id, <|endoftext|>. */
 static int find_token(const inf_vocab_desc *v, const char *text) {
     for (int i = v->n_tokens - 1; i >= 0; i--) /* added tokens sit at the end */
         if (v->tokens[i] && !strcmp(v->tokens[i], text)) return i;
@@ -155,7 +144,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inferno-mkmodel: %s\n", err.msg);
         return 1;
     }
-    mark_special_looking(&vocab);
     if (vocab.bos_id < 0) vocab.bos_id = find_token(&vocab, "<|endoftext|>");
     if (vocab.n_tokens > m.hp.n_vocab) {
         fprintf(stderr, "inferno-mkmodel: the tokenizer has %d tokens, more than the vocab of %d\n",

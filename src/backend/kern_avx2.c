@@ -534,6 +534,21 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
     }
 }
 
+/* four 32-byte loads in flight per iteration, xor-folded */
+static uint64_t a2_read_stream(const void *p, size_t n) {
+    const __m256i *v = p; /* [n/32] */
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    for (size_t i = 0; i < n / 32; i += 4) {
+        a = _mm256_xor_si256(a, _mm256_load_si256(v + i));
+        b = _mm256_xor_si256(b, _mm256_load_si256(v + i + 1));
+        c = _mm256_xor_si256(c, _mm256_load_si256(v + i + 2));
+        d = _mm256_xor_si256(d, _mm256_load_si256(v + i + 3));
+    }
+    a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+    __m128i x = _mm_xor_si128(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    return (uint64_t)_mm_cvtsi128_si64(x) ^ (uint64_t)_mm_extract_epi64(x, 1);
+}
+
 void inf_kernels_fill_avx2(inf_kernels *k) {
     k->dot_f32 = a2_dot_f32;
     k->types[INF_F16].dequant = a2_dequant_f16;
@@ -558,6 +573,7 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->moe_sum = a2_moe_sum;
     k->softmax = a2_softmax;
     k->attn_rows = a2_attn_rows;
+    k->read_stream = a2_read_stream;
     inf_kernels_fill_avx2_matmul(k);
     inf_kernels_fill_avx2_attn(k);
 }

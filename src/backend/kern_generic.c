@@ -118,6 +118,18 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
     }
 }
 
+static uint64_t g_read_stream(const void *p, size_t n) {
+    const uint64_t *w = p; /* [n/8] */
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i < n / 8; i += 4) {
+        a ^= w[i];
+        b ^= w[i + 1];
+        c ^= w[i + 2];
+        d ^= w[i + 3];
+    }
+    return a ^ b ^ c ^ d;
+}
+
 void inf_kernels_fill_generic(inf_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = INF_ISA_SCALAR;
@@ -133,6 +145,7 @@ void inf_kernels_fill_generic(inf_kernels *k) {
     k->moe_sum = g_moe_sum;
     k->softmax = g_softmax;
     k->attn_rows = g_attn_rows;
+    k->read_stream = g_read_stream;
 }
 
 #if !defined(__x86_64__)

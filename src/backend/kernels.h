@@ -208,6 +208,11 @@ typedef struct inf_kernels {
     /* One row of inf_backend.moe_sum: y[i] += sum_j w[j] * x[j*n + i]. */
     void (*moe_sum)(float *y, const float *x, const float *w, int k, int64_t n);
     void (*softmax)(float *x, int n);
+    /* Reads p[0..n) once, front to back, with the level's widest loads, and
+     * returns the xor of its 64-bit words (so no load can be left out): the
+     * streaming read of inferno bench --membw (backend/membw.h). p 32-byte
+     * aligned, n a multiple of 128. */
+    uint64_t (*read_stream)(const void *p, size_t n);
     /* One attention work item (online softmax over 64-key tiles). */
     void (*attn_rows)(const inf_attn_rows *it, const inf_kv_view *kv, int head_dim, float scale,
                       float *scratch);

@@ -3,7 +3,7 @@
  *   inferno bench -m MODEL [-p 512[,..]] [-n 128[,..]] [-d 0[,..]] [-t 2[,..]]
  *                 [-ctk f16[,..]] [-ctv f16[,..]] [--backend pool[,..]]
  *                 [--isa LEVEL] [-r 5] [-b 512] [-o md|json] [--no-ttft] [--trace]
- *                 [--attn flash|materialized]
+ *                 [--attn flash|materialized] [--membw SIZE]
  *
  * ppN: prefill N random tokens into an empty cache (logits for the last one
  * only). tgN: N decode steps, one token each, from an empty cache. With a
@@ -17,7 +17,14 @@
  * generated deterministic prompts of 17, 511 and 2044 tokens: time to first
  * token (prefill + picking the first token), decode tok/s at that depth, and
  * the effective bandwidth of decode: bytes of weights and KV cache read per
- * token over the time per token. Peak memory is getrusage's max RSS. */
+ * token over the time per token. Peak memory is getrusage's max RSS.
+ *
+ * --membw SIZE first measures the streaming read bandwidth (backend/membw.h)
+ * with each thread count the tests use, and then states for every tgN row
+ * the share of that roof its decode reached: the bytes one step reads
+ * (inf_model_facts' decode_bytes: every weight a token goes through, the
+ * chosen experts only, the head whole, one embedding row; plus the K/V of the
+ * step's depth, on average over the test) times tok/s over the bandwidth. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -26,9 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/cpu_features.h"
+#include "backend/membw.h"
 #include "backend/pool.h"
 #include "backend/select.h"
 #include "backend/trace.h"
@@ -37,6 +47,7 @@
 #include "modelfile/model.h"
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "util/mem.h"
 #include "util/timer.h"
 
 #define MAX_LIST 16
@@ -61,6 +72,7 @@ typedef struct bench_args {
     const char *output; /* md | json */
     int reps, n_batch;
     bool ttft, trace;
+    size_t membw_bytes; /* --membw SIZE; 0 = no measurement */
 } bench_args;
 
 static void usage(FILE *f) {
@@ -85,7 +97,12 @@ static void usage(FILE *f) {
         "  --attn flash|materialized\n"
         "                          prefill attention (default flash); materialized builds the\n"
         "                          whole score matrix, to measure what flash saves (simd and\n"
-        "                          pool backends at avx512 or amx)\n",
+        "                          pool backends at avx512 or amx)\n"
+        "  --membw SIZE            first measure the streaming read bandwidth with each thread\n"
+        "                          count (a buffer of SIZE, at least 1G, e.g. 1G or 1536M; a bare\n"
+        "                          number is GiB; best of -r passes), and give each tgN row the\n"
+        "                          share of that roof its decode reached (bytes a step reads x\n"
+        "                          tok/s / bandwidth)\n",
         INF_DEFAULT_MODEL);
 }
 
@@ -105,6 +122,29 @@ static int parse_ints(const char *s, int_list *l) {
         p = end;
     }
     return l->n ? 0 : -1;
+}
+
+/* --membw SIZE: a number with K, M or G (binary units; "GiB", "MB" read as
+ * the same), or a bare number of GiB, into bytes. -1 for anything else. */
+static int parse_size(const char *s, size_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0) || v > 1e6) return -1;
+    double unit = 1024.0 * 1024 * 1024;
+    if (*end == 'K' || *end == 'k')
+        unit = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm')
+        unit = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        end++;
+    if (*end == 'i' && end[1] == 'B')
+        end += 2;
+    else if (*end == 'B')
+        end++;
+    if (*end) return -1;
+    *out = (size_t)(v * unit);
+    return 0;
 }
 
 static int parse_strs(char *s, str_list *l) {
@@ -187,6 +227,29 @@ static int parse_args(bench_args *a, int argc, char **argv) {
                         "inferno bench: --attn: unknown attention '%s' (expected flash or "
                         "materialized)\n",
                         v);
+                return -1;
+            }
+        } else if (IS("--membw")) {
+            if (parse_size(v, &a->membw_bytes)) {
+                fprintf(stderr,
+                        "inferno bench: --membw: bad size '%s' (expected e.g. 1G, 1536M, or a "
+                        "number of GiB)\n",
+                        v);
+                return -1;
+            }
+            if (a->membw_bytes < INF_MEMBW_MIN_BYTES) {
+                fprintf(stderr,
+                        "inferno bench: --membw: %s is less than 1 GiB; the buffer must be far "
+                        "larger than the caches (e.g. --membw 1G)\n",
+                        v);
+                return -1;
+            }
+            size_t avail = inf_mem_available();
+            if (avail && a->membw_bytes > avail / 10 * 9) {
+                fprintf(stderr,
+                        "inferno bench: --membw: %s is more than the %.1f GiB of memory "
+                        "available (take at most 90%% of it)\n",
+                        v, (double)avail / (1024.0 * 1024 * 1024));
                 return -1;
             }
         } else if (IS("-r") || IS("--repetitions"))
@@ -397,14 +460,24 @@ typedef struct row {
     double kv_bytes; /* K/V the test's cache holds at its end */
     double avg_ts, sd_ts, avg_ns, sd_ns;
     sample_set samples;
+    double step_bytes; /* tgN with --membw: weight + K/V bytes one decode step reads */
+    double membw_gbs;  /* tgN with --membw: the bandwidth at the row's thread count */
 } row;
 
-static void print_md_header(void) {
-    printf("| %-30s | %10s | %10s | %-16s | %7s | %9s | %10s | %15s | %20s |\n", "model", "size",
-           "params", "backend", "threads", "K/V", "K/V MiB", "test", "t/s");
+static void print_md_header(bool roof) {
+    printf("| %-30s | %10s | %10s | %-16s | %7s | %9s | %10s | %15s | %20s |%s\n", "model", "size",
+           "params", "backend", "threads", "K/V", "K/V MiB", "test", "t/s",
+           roof ? "   roof |" : "");
     printf(
         "| ------------------------------ | ---------: | ---------: | ---------------- | ------: | "
-        "--------: | ---------: | --------------: | -------------------: |\n");
+        "--------: | ---------: | --------------: | -------------------: |%s\n",
+        roof ? " -----: |" : "");
+}
+
+/* the share of the read roof a tgN row's decode reached; < 0 when it has none */
+static double roof_share(const row *r) {
+    if (r->n_gen == 0 || !(r->membw_gbs > 0)) return -1;
+    return r->step_bytes * r->avg_ts / (r->membw_gbs * 1e9);
 }
 
 static void print_md_row(const row *r) {
@@ -425,8 +498,14 @@ static void print_md_row(const row *r) {
     snprintf(types, sizeof types, "%s/%s", inf_kv_type_name(r->type_k),
              inf_kv_type_name(r->type_v));
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg_ts, r->sd_ts);
-    printf("| %-30s | %10s | %10s | %-16s | %7d | %9s | %10.1f | %15s | %20s |\n", r->mfx->type,
-           size, params, r->backend, r->threads, types, r->kv_bytes / (1024.0 * 1024.0), test, ts);
+    char roof[24] = "";
+    if (roof_share(r) >= 0)
+        snprintf(roof, sizeof roof, " %5.1f%% |", 100 * roof_share(r));
+    else if (r->membw_gbs != 0)
+        snprintf(roof, sizeof roof, " %6s |", "");
+    printf("| %-30s | %10s | %10s | %-16s | %7d | %9s | %10.1f | %15s | %20s |%s\n", r->mfx->type,
+           size, params, r->backend, r->threads, types, r->kv_bytes / (1024.0 * 1024.0), test, ts,
+           roof);
     fflush(stdout);
 }
 
@@ -471,14 +550,64 @@ static json_t *row_json(const row *r, const bench_args *a) {
     }
     json_object_set_new(o, "samples_ns", sn);
     json_object_set_new(o, "samples_ts", st);
+    if (roof_share(r) >= 0) {
+        json_object_set_new(o, "step_bytes", json_integer((json_int_t)r->step_bytes));
+        json_object_set_new(o, "membw_gbs", json_real(r->membw_gbs));
+        json_object_set_new(o, "roof_share", json_real(roof_share(r)));
+    }
     return o;
+}
+
+/* inf_membw_measure in a child process, so that its buffer (1 GiB or more)
+ * stays out of the peak memory (max RSS) the bench reports; no thread runs
+ * yet when it forks. 0, or -1 with the child's message. */
+static int membw_in_child(inf_membw *m, size_t bytes, int threads, int passes, inf_isa isa,
+                          inf_err *err) {
+    struct {
+        int rc;
+        inf_membw m;
+        inf_err e;
+    } res;
+    int fd[2];
+    if (pipe(fd)) return inf_fail(err, "--membw: pipe: %s", strerror(errno));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return inf_fail(err, "--membw: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        memset(&res, 0, sizeof res);
+        res.rc = inf_membw_measure(&res.m, bytes, threads, passes, isa, &res.e);
+        _exit(write(fd[1], &res, sizeof res) == (ssize_t)sizeof res ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = 0, r;
+    while (got < (ssize_t)sizeof res &&
+           ((r = read(fd[0], (char *)&res + got, sizeof res - (size_t)got)) > 0 ||
+            (r < 0 && errno == EINTR)))
+        got += r > 0 ? r : 0;
+    close(fd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != (ssize_t)sizeof res)
+        return inf_fail(err, "--membw: the measuring process ended without a result");
+    if (res.rc) {
+        *err = res.e;
+        return -1;
+    }
+    *m = res.m;
+    return 0;
 }
 
 /* ---- one model x backend x threads ---- */
 
 static int bench_one(const bench_args *a, const char *path, const char *backend, int threads,
-                     inf_dtype type_k, inf_dtype type_v, json_t *jrows, json_t *jttft,
-                     inf_err *err) {
+                     inf_dtype type_k, inf_dtype type_v, double membw_gbs, json_t *jrows,
+                     json_t *jttft, inf_err *err) {
     int max_p = 0, max_n = 0, max_d = 0;
     for (int i = 0; i < a->depths.n; i++)
         max_d = a->depths.v[i] > max_d ? a->depths.v[i] : max_d;
@@ -524,6 +653,13 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
                      .type_k = type_k,
                      .type_v = type_v,
                      .kv_bytes = tok_bytes * (depth + (pass == 0 ? n : n + 1))};
+            if (a->membw_bytes) {
+                /* decode step i of n reads the weights and the K/V of the prompt
+                 * (depth, or one token) and i tokens: on average (n + 1) / 2 */
+                double held = (depth > 0 ? depth : 1) + (n + 1) / 2.0;
+                r.step_bytes = (double)mfx->decode_bytes + tok_bytes * held;
+                r.membw_gbs = membw_gbs > 0 ? membw_gbs : -1;
+            }
             snprintf(r.backend, sizeof r.backend, "%s", desc);
             char *sp_ = strstr(r.backend, " (traced)");
             if (sp_) *sp_ = 0;
@@ -615,9 +751,52 @@ int cmd_bench(int argc, char **argv) {
     int pr = parse_args(&a, argc, argv);
     if (pr) return pr > 0 ? 0 : 2;
     inf_err err;
-    json_t *jrows = json_array(), *jttft = json_array();
+    json_t *jrows = json_array(), *jttft = json_array(), *jmembw = json_array();
     bool md = !strcmp(a.output, "md");
-    if (md) print_md_header();
+    /* --membw: the read roof at each thread count the tests use (the pool's -t
+     * list; 1 for the simd and scalar backends) */
+    int_list bw_threads = {0};
+    double bw_gbs[MAX_LIST + 1];
+    for (int bi = 0; a.membw_bytes && bi < a.backends.n; bi++) {
+        bool pool = !strcmp(a.backends.v[bi], "pool");
+        for (int ti = 0; ti < (pool ? a.threads.n : 1); ti++) {
+            int t = pool ? a.threads.v[ti] : 1, seen = 0;
+            for (int k = 0; k < bw_threads.n; k++)
+                seen |= bw_threads.v[k] == t;
+            if (seen || bw_threads.n == MAX_LIST) continue;
+            inf_membw m = {0};
+            inf_isa isa = inf_isa_default();
+            if (a.isa && inf_isa_parse(a.isa, &isa)) isa = inf_isa_default();
+            if (membw_in_child(&m, a.membw_bytes, t, a.reps, isa, &err)) {
+                fprintf(stderr, "inferno bench: %s\n", err.msg);
+                json_decref(jrows);
+                json_decref(jttft);
+                json_decref(jmembw);
+                return 1;
+            }
+            bw_gbs[bw_threads.n] = m.gbs;
+            bw_threads.v[bw_threads.n++] = t;
+            char huge[48] = "";
+            if (m.huge_share >= 0)
+                snprintf(huge, sizeof huge, ", %.0f %% in 2 MiB pages", 100 * m.huge_share);
+            if (md) {
+                printf("memory read: %.1f GB/s (%d thread%s, %.3g GiB, best of %d, %s%s)\n", m.gbs,
+                       t, t == 1 ? "" : "s", (double)m.bytes / (1024.0 * 1024 * 1024), m.passes,
+                       inf_isa_name(m.isa), huge);
+            } else {
+                json_t *jo = json_object();
+                json_object_set_new(jo, "n_threads", json_integer(t));
+                json_object_set_new(jo, "bytes", json_integer((json_int_t)m.bytes));
+                json_object_set_new(jo, "passes", json_integer(m.passes));
+                json_object_set_new(jo, "isa", json_string(inf_isa_name(m.isa)));
+                json_object_set_new(jo, "huge_page_share", json_real(m.huge_share));
+                json_object_set_new(jo, "gbs", json_real(m.gbs));
+                json_array_append_new(jmembw, jo);
+            }
+        }
+    }
+    if (md && bw_threads.n) printf("\n");
+    if (md) print_md_header(a.membw_bytes != 0);
     int status = 0;
     for (int mi = 0; mi < a.models.n && !status; mi++)
         for (int bi = 0; bi < a.backends.n && !status; bi++)
@@ -625,8 +804,12 @@ int cmd_bench(int argc, char **argv) {
                 for (int ki = 0; ki < a.n_ctk * a.n_ctv && !status; ki++) {
                     bool pool = !strcmp(a.backends.v[bi], "pool");
                     if (!pool && ti > 0) continue; /* -t only matters to the pool */
-                    if (bench_one(&a, a.models.v[mi], a.backends.v[bi], pool ? a.threads.v[ti] : 1,
-                                  a.ctk[ki / a.n_ctv], a.ctv[ki % a.n_ctv], jrows, jttft, &err)) {
+                    int t = pool ? a.threads.v[ti] : 1;
+                    double gbs = 0;
+                    for (int k = 0; k < bw_threads.n; k++)
+                        if (bw_threads.v[k] == t) gbs = bw_gbs[k];
+                    if (bench_one(&a, a.models.v[mi], a.backends.v[bi], t, a.ctk[ki / a.n_ctv],
+                                  a.ctv[ki % a.n_ctv], gbs, jrows, jttft, &err)) {
                         fprintf(stderr, "inferno bench: %s\n", err.msg);
                         status = 1;
                     }
@@ -637,6 +820,10 @@ int cmd_bench(int argc, char **argv) {
         printf("\npeak memory (max RSS): %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
     } else {
         json_t *o = json_object();
+        if (a.membw_bytes)
+            json_object_set_new(o, "membw", jmembw);
+        else
+            json_decref(jmembw);
         json_object_set_new(o, "tests", jrows);
         json_object_set_new(o, "ttft", jttft);
         json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
@@ -646,6 +833,7 @@ int cmd_bench(int argc, char **argv) {
         json_decref(o);
         jrows = jttft = NULL;
     }
+    if (md) json_decref(jmembw);
     json_decref(jrows);
     json_decref(jttft);
     return status;

@@ -40,6 +40,7 @@ static inf_dtype choose_type(const inf_quantize_opts *o, const inf_model_file *m
                                .layer = t->g->layer,
                                .n_layer = mf->hp.n_layer,
                                .n_gqa = mf->hp.n_head / (mf->hp.n_head_kv ? mf->hp.n_head_kv : 1),
+                               .n_expert = mf->hp.n_expert,
                                .tied = mf->hp.tied_output,
                                .keep = INF_F32};
     if (o->pure) { /* the base type, with only the fallback for rows it does not fit */
@@ -300,7 +301,14 @@ int inf_quantize_model(const char *in, const char *out, const inf_quantize_opts 
     } else {
         inf_convert_qwen3_meta(w, inf_model_arch_name(mf), mf->name ? mf->name : "model", &mf->hp,
                                o->mix->ftype);
-        if (inf_convert_tokenizer_meta(w, &mf->vocab, mf->hp.n_vocab, err)) goto done;
+        /* A special token the tokenizer files leave unnamed comes from config.json's
+         * <typ>_token_id, as the converter's SpecialVocab takes it (Qwen3: bos_token_id). */
+        inf_vocab_desc v = mf->vocab;
+        int64_t id;
+        int got = 0;
+        if (v.bos_id < 0 && (got = inf_model_meta_int(mf, "bos_token_id", &id, err)) < 0) goto done;
+        if (got && id >= 0 && id < mf->hp.n_vocab) v.bos_id = (int32_t)id;
+        if (inf_convert_tokenizer_meta(w, &v, mf->hp.n_vocab, err)) goto done;
     }
     for (int i = 0; i < n; i++)
         gguf_writer_add_tensor(w, ts[i].g->name, ts[i].type, ts[i].g->n_dims, ts[i].g->ne);

@@ -2,8 +2,10 @@
 #include "convert/qwen3_meta.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
                             const inf_hparams *hp, uint32_t file_type) {
@@ -43,6 +45,21 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
 #undef KEY
 }
 
+/* convert_hf_to_gguf's does_token_look_special: added tokens some models leave
+ * non-special (Qwen3's <|fim_prefix|>, <|repo_name|>, ...) that ought to be
+ * control tokens. */
+static bool looks_special(const char *t) {
+    size_t n = strlen(t);
+#define ENDS(s) (n >= strlen(s) && !strcmp(t + n - strlen(s), s))
+#define STARTS(s) (!strncmp(t, s, strlen(s)))
+    return !strcmp(t, "<pad>") || !strcmp(t, "<mask>") || !strcmp(t, "<2mass>") ||
+           !strcmp(t, "[@BOS@]") || (n >= 4 && STARTS("<|") && ENDS("|>")) ||
+           (STARTS("<\xef\xbd\x9c") && ENDS("\xef\xbd\x9c>") && n >= 8) || /* <｜...｜> */
+           (STARTS("<unused") && ENDS(">"));
+#undef ENDS
+#undef STARTS
+}
+
 int inf_convert_tokenizer_meta(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {
     int n = v->n_tokens > n_vocab ? v->n_tokens : n_vocab;
     const char **tokens = calloc((size_t)n, sizeof *tokens);
@@ -58,6 +75,8 @@ int inf_convert_tokenizer_meta(gguf_writer *w, const inf_vocab_desc *v, int n_vo
         if (i < v->n_tokens && v->tokens[i]) {
             tokens[i] = v->tokens[i];
             types[i] = v->token_type ? v->token_type[i] : INF_TOKEN_NORMAL;
+            if (types[i] == INF_TOKEN_USER_DEFINED && looks_special(tokens[i]))
+                types[i] = INF_TOKEN_CONTROL;
         } else {
             char *p = pads + (size_t)(i - v->n_tokens) * 16;
             snprintf(p, 16, "[PAD%d]", i);

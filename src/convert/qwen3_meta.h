@@ -17,7 +17,9 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
                             const inf_hparams *hp, uint32_t file_type);
 
 /* The tokenizer keys of v; ids below n_vocab the vocabulary leaves empty get
- * "[PAD<id>]" of type UNUSED (as the converter writes them). -1 if out of memory. */
+ * "[PAD<id>]" of type UNUSED, and USER_DEFINED tokens that look special
+ * (<|...|>, as convert_hf_to_gguf's does_token_look_special) are written
+ * CONTROL, as the converter writes them. -1 if out of memory. */
 int inf_convert_tokenizer_meta(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err);
 
 #endif

@@ -139,6 +139,9 @@ inf_dtype inf_mix_tensor_type(const inf_mix *m, const inf_mix_tensor *t) {
             ty = INF_Q6_K;
         else if (ft == FT_Q4_K_S && i < 4)
             ty = INF_Q5_K;
+        if (t->n_expert == 8) ty = INF_Q8_0; /* llama.cpp: "trades just ~128MB" on Mixtral */
+    } else if (has(nm, "attn_k.weight")) {
+        if (t->n_expert == 8) ty = INF_Q8_0;
     } else if (has(nm, "ffn_down")) {
         if (ft == FT_Q2_K)
             ty = INF_Q3_K;
@@ -153,6 +156,10 @@ inf_dtype inf_mix_tensor_type(const inf_mix *m, const inf_mix_tensor *t) {
         else if (ft == FT_Q5_K_M && use_more_bits(i, n))
             ty = INF_Q6_K;
         else if (ft == FT_Q4_K_S && i < n / 8)
+            ty = INF_Q5_K;
+    } else if (has(nm, "attn_output.weight") && t->n_expert == 8) {
+        if (ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_IQ4_NL ||
+            ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ4_XS)
             ty = INF_Q5_K;
     } else if (has(nm, "attn_output.weight")) {
         if (ft == FT_Q2_K)

@@ -1,9 +1,11 @@
 /* llama.cpp's quantization mixes ("file types"): per tensor, the weight type
  * llama-quantize gives it, by the rules of llama.cpp's llama_tensor_get_type
- * for a dense model without an importance matrix: the output head (or the
- * tied token embedding) and llama.cpp's "more bits" layers of attn_v and
- * ffn_down get more bits, and a tensor whose rows are not a multiple of the
- * type's block falls back to a type whose block fits (F16 when none does).
+ * without an importance matrix: the output head (or the tied token
+ * embedding) and llama.cpp's "more bits" layers of attn_v and ffn_down get
+ * more bits; a model of exactly 8 experts (its Mixtral rule) gets attn_k and
+ * attn_v in Q8_0 and attn_output in Q5_K in the low-bit mixes; a tensor
+ * whose rows are not a multiple of the type's block falls back to a type
+ * whose block fits (F16 when none does).
  *
  * One owner of these rules, used by `inferno quantize` and by the test-model
  * maker, so both write the files llama-quantize writes. */
@@ -35,6 +37,7 @@ typedef struct inf_mix_tensor {
     int layer;        /* N of blk.N (ignored for others) */
     int n_layer;
     int n_gqa;      /* n_head / n_head_kv */
+    int n_expert;   /* experts per MoE layer (0 for a dense model) */
     bool tied;      /* the file has no output.weight (token_embd is the head too) */
     inf_dtype keep; /* the type of a tensor that is not quantized */
 } inf_mix_tensor;

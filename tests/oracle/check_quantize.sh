@@ -5,14 +5,20 @@
 #    heads per KV head, spelled out here as tables (from llama-quant.cpp's
 #    llama_tensor_get_type, not from inferno's code);
 # 2. from the F32 folder, the tensor bytes equal the test-model maker's file
-#    of the same mix (the same f32 weights through the same quantizers);
+#    of the same mix (the same f32 weights through the same quantizers), and
+#    so does the metadata but general.name: the tokenizer as llama.cpp's
+#    converter writes it (added tokens that look special, <|fim_prefix|>,
+#    CONTROL; bos_token_id from config.json), every key in the same order;
 # 3. @huggingface/gguf reads every file and agrees with `inferno inspect`
 #    (check_inspect.mjs); the metadata of a GGUF input is copied with
 #    general.file_type rewritten;
 # 4. inferno runs the quantized files and gives the maker's files' tokens;
 # 5. bad inputs fail with a message: a quantized input, an unknown type;
 # 6. qwen3moe folders in both expert layouts: the experts stacked into 3-D
-#    tensors equal the maker's GGUF files; norm_topk_prob false is refused.
+#    tensors equal the maker's GGUF files; llama.cpp's per-tensor types for a
+#    model of exactly 8 experts (its Mixtral rule: attn_k, attn_v Q8_0,
+#    attn_output Q5_K), spelled out from llama-quant.cpp as for the dense
+#    model; norm_topk_prob false is refused.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 INF=build/inferno
@@ -51,9 +57,24 @@ expect() {
                  "Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 | Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0 Q8_0" ;;
     esac
 }
-# the same list read from a file: token_embd, then per layer its seven matrices; norms must be F32
+# tiny-moe (8 experts): token_embd, then per layer attn_q attn_k attn_v attn_output
+# ffn_gate_exps ffn_up_exps ffn_down_exps
+moe_expect() {
+    case $1 in
+    Q4_K_M) echo "Q6_K | Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q4_K | Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q4_K |" \
+                 "Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q6_K | Q4_K Q8_0 Q8_0 Q5_K Q4_K Q4_K Q6_K" ;;
+    Q2_K)   echo "Q6_K | Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K | Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K |" \
+                 "Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K | Q2_K Q8_0 Q8_0 Q5_K Q2_K Q2_K Q3_K" ;;
+    Q3_K_L) echo "Q6_K | Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K | Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K |" \
+                 "Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K | Q3_K Q8_0 Q8_0 Q3_K Q3_K Q3_K Q5_K" ;;
+    Q5_0)   echo "Q6_K | Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0 | Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0 |" \
+                 "Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0 | Q5_0 Q8_0 Q8_0 Q5_0 Q5_0 Q5_0 Q5_0" ;;
+    esac
+}
+# the same list read from a file: token_embd, then per layer its seven matrices
+# (MATS, default the dense ones); norms must be F32
 actual() {
-    $INF inspect "$1" | awk '
+    $INF inspect "$1" | awk -v mats="${MATS:-attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down}" '
         $1 == "token_embd.weight" { te = $2 }
         $1 ~ /^blk\.[0-9]+\./ {
             split($1, p, "."); l = p[2]; n = p[3]
@@ -65,7 +86,7 @@ actual() {
             s = te
             for (l = 0; l < 4; l++) {
                 s = s " |"
-                split("attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down", m, " ")
+                split(mats, m, " ")
                 for (i = 1; i <= 7; i++) s = s " " t[l, m[i]]
             }
             print s (nonf32 ? " NON-F32 NORMS:" nonf32 : "")
@@ -73,6 +94,17 @@ actual() {
 }
 
 lc() { echo "$1" | tr 'A-Z' 'a-z'; }
+# same_meta A B: the metadata of the two files, key by key in order with types
+# and values (arrays in full, from `inferno inspect --json`), but general.name
+same_meta() {
+    $PY - <(${INF} inspect --json "$1") <(${INF} inspect --json "$2") <<'PYEOF'
+import json, sys
+a, b = ([m for m in json.load(open(p))["metadata"] if m["key"] != "general.name"] for p in sys.argv[1:3])
+diff = [x["key"] for x, y in zip(a, b) if x != y] + [m["key"] for m in (a[len(b):] + b[len(a):])]
+print(f"{len(a)} / {len(b)} keys, {len(diff)} differ {diff[:3]}")
+sys.exit(1 if diff else 0)
+PYEOF
+}
 # same_tensors A B: the two GGUF files hold the same tensors, byte for byte,
 # and the same general.file_type; prints what it compared
 same_tensors() {
@@ -105,6 +137,7 @@ for mix in Q4_K_M Q5_K_M Q3_K_M Q4_K_S Q2_K IQ4_XS Q4_1 Q6_K Q8_0; do
     maker=models/tiny-$(lc $mix).gguf
     if [ -f "$maker" ]; then
         line=$(same_tensors "$out" "$maker") && ok "$mix from the HF folder == the maker's $maker: $line" || bad "$mix vs $maker: $line"
+        line=$(same_meta "$out" "$maker") && ok "$mix from the HF folder: the maker's metadata: $line" || bad "$mix metadata vs $maker: $line"
     fi
 done
 
@@ -118,7 +151,19 @@ for f in tiny-moe-f32-hf tiny-moe-f32-hf-fused; do
         fi
         line=$(same_tensors "$out" "$maker") && ok "$mix from $f == the maker's $maker: $line" ||
             bad "$mix from $f vs $maker: $line"
+        line=$(same_meta "$out" "$maker") && ok "$mix from $f: the maker's metadata: $line" ||
+            bad "$mix metadata from $f vs $maker: $line"
     done
+done
+for mix in Q4_K_M Q2_K Q3_K_L Q5_0; do
+    out=$tmp/moe-types-$mix.gguf
+    if ! $INF quantize models/tiny-moe-f32-hf "$out" $mix >"$tmp/log.txt" 2>&1; then
+        cat "$tmp/log.txt"; bad "quantize tiny-moe-f32-hf to $mix"; continue
+    fi
+    got=$(MATS="attn_q attn_k attn_v attn_output ffn_gate_exps ffn_up_exps ffn_down_exps" actual "$out")
+    want=$(moe_expect $mix)
+    [ "$got" = "$want" ] && ok "$mix from the MoE folder (8 experts): llama.cpp's per-tensor types" ||
+        bad "$mix MoE types: got [$got], llama.cpp gives [$want]"
 done
 cp -r models/tiny-moe-f32-hf "$tmp/no-norm"
 $PY -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['norm_topk_prob']=False; json.dump(c,open(p,'w'))" "$tmp/no-norm/config.json"

@@ -27,7 +27,8 @@ static const char *const mix_names[SYNTH_N_MIX] = {
 
 /* llama-quantize's mix of the same name, or NULL (the pure q4_k, q6_k, mxfp4) */
 static const inf_mix *llama_mix(synth_mix m) {
-    return m >= SYNTH_Q4_1 && m != SYNTH_MXFP4 ? inf_mix_find(mix_names[m]) : NULL;
+    return (m >= SYNTH_Q4_1 || m == SYNTH_Q4_K_M) && m != SYNTH_MXFP4 ? inf_mix_find(mix_names[m])
+                                                                      : NULL;
 }
 
 const char *synth_mix_name(synth_mix m) {
@@ -289,12 +290,6 @@ void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64
 
 /* ---- type mixes ---- */
 
-/* llama.cpp's choice of layers that get more bits in *_M mixes: the first
- * and last eighth, and every third layer in between. */
-static bool use_more_bits(int layer, int n_layer) {
-    return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
-}
-
 inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams *hp) {
     /* norms, and the router (llama.cpp keeps ffn_gate_inp F32) */
     if (t->n_dims == 1 || t->role == SYNTH_FFN_GATE_INP) return INF_F32;
@@ -313,13 +308,6 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
         return INF_Q4_K;
     case SYNTH_Q6_K:
         return INF_Q6_K;
-    case SYNTH_Q4_K_M:
-        if (t->role == SYNTH_TOKEN_EMBD) return INF_Q6_K;
-        if ((t->role == SYNTH_ATTN_V || t->role == SYNTH_FFN_DOWN ||
-             t->role == SYNTH_FFN_DOWN_EXPS) &&
-            use_more_bits(t->layer, hp->n_layer))
-            return INF_Q6_K;
-        return INF_Q4_K;
     case SYNTH_MXFP4:
         return INF_MXFP4;
     default: {
@@ -331,6 +319,7 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
                                    .layer = t->layer,
                                    .n_layer = hp->n_layer,
                                    .n_gqa = hp->n_head / hp->n_head_kv,
+                                   .n_expert = hp->n_expert,
                                    .tied = hp->tied_output,
                                    .keep = INF_F32};
         return inf_mix_tensor_type(mix, &mt);

@@ -28,8 +28,7 @@ typedef enum synth_mix {
     SYNTH_Q4_0,   /* Q4_0; token_embd (the tied output) Q6_K */
     SYNTH_Q4_K,   /* every matrix Q4_K */
     SYNTH_Q6_K,   /* every matrix Q6_K */
-    SYNTH_Q4_K_M, /* Q4_K; token_embd Q6_K; attn_v, ffn_down Q6_K in llama.cpp's "more bits" layers
-                   */
+    SYNTH_Q4_K_M, /* llama-quantize's Q4_K_M, by its rules (quant/mix.h) */
     /* llama-quantize's other mixes, by its rules (quant/mix.h) */
     SYNTH_Q4_1,
     SYNTH_Q5_0,
