@@ -11,6 +11,7 @@ CC       ?= cc
 BUILD    ?= build
 OPT      ?= -O2
 ARCH     := $(shell $(CC) -dumpmachine | cut -d- -f1)
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
 DEPS     := jansson libpcre2-8 libutf8proc libmicrohttpd libxxhash
 # Read when this make starts: `make demo` and `make test` install the packages
 # first and then build in a second make, which sees them.
@@ -53,7 +54,7 @@ ISA_AMX    := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
 # Keep objects of tests and tools (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all lib test demo models asan tsan fuzz fuzz-replay format format-check clean help deps \
+.PHONY: all lib test demo models asan tsan fuzz fuzz-targets fuzz-replay format format-check clean help deps \
         check-pkgs
 
 all: $(INFERNO) $(TOOLS)
@@ -114,7 +115,7 @@ deps:
 # packages' flags: either works as the first command on a fresh machine.
 test:
 	scripts/install-deps.sh
-	$(MAKE) all tests
+	$(MAKE) -j$(NPROC) all tests
 	scripts/run-tests.sh
 
 # Install, build, generate the default model, run the main job on it.
@@ -132,13 +133,19 @@ tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT=-O1 all tests
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/fuzz/%)
+# The library first (its own make, with clang's flags), then the targets, one
+# rule each so that `make -jN fuzz` links them side by side.
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 \
 	  WARN="$(WARN) -Wno-unknown-warning-option" lib
-	@mkdir -p build-fuzz/fuzz
-	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer \
-	    $$f build-fuzz/libinferno.a $(PKG_LIBS) -lm -lpthread -o build-fuzz/fuzz/$$n || exit 1; done
+	$(MAKE) fuzz-targets
+fuzz-targets: $(FUZZ_BIN)
+build-fuzz/fuzz/%: fuzz/%.c build-fuzz/libinferno.a
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer -MMD -MP -MF $@.d -MT $@ \
+	  $< build-fuzz/libinferno.a $(PKG_LIBS) -lm -lpthread -o $@
+-include $(wildcard build-fuzz/fuzz/*.d)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

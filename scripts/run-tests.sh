@@ -3,19 +3,72 @@
 # (tests/oracle/check_*.sh, each comparing inferno with an independent
 # implementation). Each prints a closing "N passed, N failed" line; a program
 # that dies without one counts as one failure. Ends with the totals.
+#
+# They run TEST_JOBS at a time (default: the number of cores), longest first;
+# each one's output is kept and its result line printed when it ends (with the
+# tail of its log when it failed), so the lines come in the order they finish.
+# The sanitizer builds (make asan, make fuzz) need no models: they start at
+# once, beside the model generation; check_asan and check_fuzz take the same
+# locks (flock build/.asan.lock, build/.fuzz.lock), so they wait for them and
+# then find them done (whichever starts first builds). TEST_JOBS=1 runs one at
+# a time.
+# Optional arguments: the names to run (e.g. check_server test_engine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+jobs_max=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+((jobs_max >= 1)) || jobs_max=1
+logdir=$(mktemp -d /tmp/inferno-tests.XXXXXX)
+declare -A job_pid=() job_t0=()
+cleanup() {
+    local p
+    for p in "${job_pid[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    [ -n "${san_pid:-}" ] && kill -TERM "$san_pid" 2>/dev/null
+    rm -rf "$logdir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# the job list: unit tests and checks, longest first (the measured times of a
+# run on 2 cores; a job not listed goes after these, in name order)
+order=(check_asan check_logits check_fuzz check_deploy check_neon check_grammar check_server
+       check_quantize test_backend_model check_inspect check_template test_forward_model
+       test_roundtrip check_kv_paged check_webui check_tokenizer test_engine test_model_formats)
+declare -A cmd=()
+names=()
+for t in build/tests/test_*; do [ -x "$t" ] && cmd[$(basename "$t")]=$t; done
+for t in tests/oracle/check_*.sh; do [ -x "$t" ] && cmd[$(basename "$t" .sh)]=$t; done
+if (($#)); then
+    for n in "$@"; do
+        [ -n "${cmd[$n]:-}" ] || { echo "run-tests: no test named $n"; exit 2; }
+        names+=("$n")
+    done
+else
+    declare -A seen=()
+    for n in "${order[@]}"; do [ -n "${cmd[$n]:-}" ] && names+=("$n") && seen[$n]=1; done
+    for n in $(printf '%s\n' "${!cmd[@]}" | sort); do [ -n "${seen[$n]:-}" ] || names+=("$n"); done
+fi
+
+# the sanitizer builds, while the models are made
+want() { local n; for n in "${names[@]}"; do [ "$n" = "$1" ] && return 0; done; return 1; }
+mkdir -p build
+san_pid=
+if want check_asan || want check_fuzz; then
+    (
+        want check_asan && flock build/.asan.lock make -s -j"$jobs_max" asan >/dev/null 2>&1
+        want check_fuzz && flock build/.fuzz.lock make -s -j"$jobs_max" fuzz >/dev/null 2>&1
+    ) &
+    san_pid=$!
+fi
+
+t_start=$SECONDS
 scripts/make-models.sh || { echo "0 passed, 1 failed"; exit 1; }
+echo "make-models: $((SECONDS - t_start)) s"
 
 total_pass=0 total_fail=0
 declare -a failed_names=()
-run_one() { # name, command...
-    local name=$1; shift
-    local log; log=$(mktemp)
-    local t0=$SECONDS
-    "$@" >"$log" 2>&1
-    local rc=$?
+finish_one() { # name, exit status
+    local name=$1 rc=$2 log=$logdir/$1.log
     # the last "N passed, N failed" line, bare or after a label ("name: ")
     local line; line=$(grep -E '(^|: )[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     local p=0 f=0
@@ -25,7 +78,7 @@ run_one() { # name, command...
     fi
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
-    printf '%-40s %5d passed %3d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - t0))
+    printf '%-40s %5d passed %3d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - job_t0[$name]))
     if [ "$f" -ne 0 ]; then
         failed_names+=("$name")
         sed 's/^/    | /' "$log" | tail -n 40
@@ -33,14 +86,34 @@ run_one() { # name, command...
     rm -f "$log"
 }
 
-for t in build/tests/test_*; do
-    [ -x "$t" ] && run_one "$(basename "$t")" "$t"
+next=0
+while ((next < ${#names[@]} || ${#job_pid[@]})); do
+    while ((next < ${#names[@]} && ${#job_pid[@]} < jobs_max)); do
+        n=${names[next]}; next=$((next + 1))
+        job_t0[$n]=$SECONDS
+        if [ -n "${TEST_CPU_TIMES:-}" ]; then # for measuring: the job's CPU seconds, appended to that file
+            /usr/bin/time -a -o "$TEST_CPU_TIMES" -f "$n %e s wall %U user %S sys" "${cmd[$n]}" \
+                >"$logdir/$n.log" 2>&1 </dev/null &
+        else
+            "${cmd[$n]}" >"$logdir/$n.log" 2>&1 </dev/null &
+        fi
+        job_pid[$n]=$!
+    done
+    wait -n -p done_pid "${job_pid[@]}"
+    rc=$?
+    for n in "${!job_pid[@]}"; do
+        if [ "${job_pid[$n]}" = "$done_pid" ]; then
+            unset "job_pid[$n]"
+            finish_one "$n" "$rc"
+            break
+        fi
+    done
 done
-for t in tests/oracle/check_*.sh; do
-    [ -x "$t" ] && run_one "$(basename "$t" .sh)" "$t"
-done
+[ -n "$san_pid" ] && wait "$san_pid" 2>/dev/null
+san_pid=
 
 echo
+echo "all tests: $((SECONDS - t_start)) s, $jobs_max at a time"
 if ((${#failed_names[@]})); then echo "failing: ${failed_names[*]}"; fi
 echo "${total_pass} passed, ${total_fail} failed"
 [ "$total_fail" -eq 0 ]

@@ -11,7 +11,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 if ! command -v clang >/dev/null; then
     echo "check_fuzz: clang is not installed (make deps)"; echo "0 passed, 1 failed"; exit 1
 fi
-if ! make -s fuzz >/tmp/inferno-fuzz-build.$$ 2>&1; then
+mkdir -p build
+# (scripts/run-tests.sh may have started this build already: the lock waits for it)
+if ! flock build/.fuzz.lock make -s -j"$(nproc 2>/dev/null || echo 2)" fuzz >/tmp/inferno-fuzz-build.$$ 2>&1; then
     tail -n 20 /tmp/inferno-fuzz-build.$$; rm -f /tmp/inferno-fuzz-build.$$
     echo "check_fuzz: make fuzz failed"; echo "0 passed, 1 failed"; exit 1
 fi
