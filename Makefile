@@ -134,17 +134,29 @@ tsan:
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/fuzz/%)
-# The library first (its own make, with clang's flags), then the targets, one
-# rule each so that `make -jN fuzz` links them side by side.
-fuzz:
-	$(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 \
-	  WARN="$(WARN) -Wno-unknown-warning-option" lib
-	$(MAKE) fuzz-targets
+FUZZ_MAKE = $(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 \
+	  WARN="$(WARN) -Wno-unknown-warning-option"
+# The library objects the targets link (fuzz/lib_objs.py: the closure of their
+# symbols over the plain build's objects) with clang's sanitizers, then the
+# targets, one rule each so that `make -jN fuzz` links them side by side. If
+# a target needs one more object than that (the link fails), the whole library.
+fuzz: $(LIB)
+	@mkdir -p build-fuzz/fuzz
+	@for f in $(FUZZ_SRC); do $(CC) -std=c11 -D_GNU_SOURCE $(OPT) -Isrc $(PKG_CFLAGS) -c $$f \
+	  -o build-fuzz/fuzz/$$(basename $$f .c).plain.o || exit 1; done
+	objs=$$(python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/fuzz/*.plain.o | sed 's|^|build-fuzz/|') && \
+	  $(FUZZ_MAKE) $$objs && rm -f build-fuzz/libinferno-fuzz.a.new && ar rcsD build-fuzz/libinferno-fuzz.a.new $$objs && \
+	  { cmp -s build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a || \
+	    mv build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a; }
+	@rm -f build-fuzz/libinferno-fuzz.a.new
+	$(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno-fuzz.a || \
+	  { $(FUZZ_MAKE) lib && $(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno.a; }
+FUZZ_LIB ?= build-fuzz/libinferno.a
 fuzz-targets: $(FUZZ_BIN)
-build-fuzz/fuzz/%: fuzz/%.c build-fuzz/libinferno.a
+build-fuzz/fuzz/%: fuzz/%.c $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer -MMD -MP -MF $@.d -MT $@ \
-	  $< build-fuzz/libinferno.a $(PKG_LIBS) -lm -lpthread -o $@
+	  $< $(FUZZ_LIB) $(PKG_LIBS) -lm -lpthread -o $@
 -include $(wildcard build-fuzz/fuzz/*.d)
 
 format:

@@ -55,8 +55,9 @@ mkdir -p build
 san_pid=
 if want check_asan || want check_fuzz; then
     (
-        want check_asan && flock build/.asan.lock make -s -j"$jobs_max" asan >/dev/null 2>&1
-        want check_fuzz && flock build/.fuzz.lock make -s -j"$jobs_max" fuzz >/dev/null 2>&1
+        t=(); [ -n "${TEST_CPU_TIMES:-}" ] && t=(/usr/bin/time -a -o "$TEST_CPU_TIMES" -f "%C %e s wall %U user %S sys")
+        want check_asan && "${t[@]}" flock build/.asan.lock make -s -j"$jobs_max" asan >/dev/null 2>&1
+        want check_fuzz && "${t[@]}" flock build/.fuzz.lock make -s -j"$jobs_max" fuzz >/dev/null 2>&1
     ) &
     san_pid=$!
 fi
