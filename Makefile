@@ -114,8 +114,8 @@ deps:
 # Each installs first, then builds in a new make that reads the installed
 # packages' flags: either works as the first command on a fresh machine.
 test:
-	scripts/install-deps.sh
-	$(MAKE) -j$(NPROC) all tests
+	@t=$$(date +%s); scripts/install-deps.sh && echo "install-deps: $$(($$(date +%s) - t)) s"
+	@t=$$(date +%s); $(MAKE) -j$(NPROC) all tests && echo "make all tests: $$(($$(date +%s) - t)) s"
 	scripts/run-tests.sh
 
 # Install, build, generate the default model, run the main job on it.
@@ -144,12 +144,12 @@ fuzz: $(LIB)
 	@mkdir -p build-fuzz/fuzz
 	@for f in $(FUZZ_SRC); do $(CC) -std=c11 -D_GNU_SOURCE $(OPT) -Isrc $(PKG_CFLAGS) -c $$f \
 	  -o build-fuzz/fuzz/$$(basename $$f .c).plain.o || exit 1; done
-	objs=$$(python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/fuzz/*.plain.o | sed 's|^|build-fuzz/|') && \
+	+objs=$$(python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/fuzz/*.plain.o | sed 's|^|build-fuzz/|') && \
 	  $(FUZZ_MAKE) $$objs && rm -f build-fuzz/libinferno-fuzz.a.new && ar rcsD build-fuzz/libinferno-fuzz.a.new $$objs && \
 	  { cmp -s build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a || \
 	    mv build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a; }
 	@rm -f build-fuzz/libinferno-fuzz.a.new
-	$(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno-fuzz.a || \
+	+$(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno-fuzz.a || \
 	  { $(FUZZ_MAKE) lib && $(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno.a; }
 FUZZ_LIB ?= build-fuzz/libinferno.a
 fuzz-targets: $(FUZZ_BIN)

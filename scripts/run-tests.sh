@@ -29,11 +29,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# the job list: unit tests and checks, longest first (the measured times of a
-# run on 2 cores; a job not listed goes after these, in name order)
-order=(check_asan check_logits check_fuzz check_deploy check_neon check_grammar check_server
-       check_quantize test_backend_model check_inspect check_template test_forward_model
-       test_roundtrip check_kv_paged check_webui check_tokenizer test_engine test_model_formats)
+# the job list: the long ones first (the sanitizer checks, whose builds start
+# first, then by their measured times; check_deploy, a fixed-length load test,
+# after the others' heaviest part), then every other in name order
+order=(check_asan check_logits check_fuzz check_neon check_grammar check_quantize check_deploy
+       check_server test_backend_model check_inspect check_template test_forward_model test_roundtrip
+       check_kv_paged check_webui check_tokenizer test_engine test_model_formats)
 declare -A cmd=()
 names=()
 for t in build/tests/test_*; do [ -x "$t" ] && cmd[$(basename "$t")]=$t; done
