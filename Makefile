@@ -140,15 +140,20 @@ FUZZ_MAKE = $(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,
 # symbols over the plain build's objects) with clang's sanitizers, then the
 # targets, one rule each so that `make -jN fuzz` links them side by side. If
 # a target needs one more object than that (the link fails), the whole library.
+# The other objects are still compiled by clang (-O0, no sanitizers, into
+# build-fuzz/clang/), so the whole library stays checked against clang's warnings.
 fuzz: $(LIB)
 	@mkdir -p build-fuzz/fuzz
 	@for f in $(FUZZ_SRC); do $(CC) -std=c11 -D_GNU_SOURCE $(OPT) -Isrc $(PKG_CFLAGS) -c $$f \
 	  -o build-fuzz/fuzz/$$(basename $$f .c).plain.o || exit 1; done
-	+objs=$$(python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/fuzz/*.plain.o | sed 's|^|build-fuzz/|') && \
+	python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/fuzz/*.plain.o >build-fuzz/lib-objs.txt
+	+objs=$$(sed 's|^|build-fuzz/|' build-fuzz/lib-objs.txt) && \
 	  $(FUZZ_MAKE) $$objs && rm -f build-fuzz/libinferno-fuzz.a.new && ar rcsD build-fuzz/libinferno-fuzz.a.new $$objs && \
 	  { cmp -s build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a || \
 	    mv build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a; }
 	@rm -f build-fuzz/libinferno-fuzz.a.new
+	+rest=$$(printf '%s\n' $(LIB_OBJ:$(BUILD)/%=%) | grep -vxF -f build-fuzz/lib-objs.txt | sed 's|^|build-fuzz/clang/|') && \
+	  $(MAKE) CC=clang BUILD=build-fuzz/clang OPT=-O0 WARN="$(WARN) -Wno-unknown-warning-option" $$rest
 	+$(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno-fuzz.a || \
 	  { $(FUZZ_MAKE) lib && $(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno.a; }
 FUZZ_LIB ?= build-fuzz/libinferno.a
