@@ -143,10 +143,10 @@ FUZZ_MAKE = $(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,
 # The other objects are still compiled by clang (-O0, no sanitizers, into
 # build-fuzz/clang/), so the whole library stays checked against clang's warnings.
 fuzz: $(LIB)
-	@mkdir -p build-fuzz/fuzz
+	@mkdir -p build-fuzz/fuzz build-fuzz/obj
 	@for f in $(FUZZ_SRC); do $(CC) -std=c11 -D_GNU_SOURCE $(OPT) -Isrc $(PKG_CFLAGS) -c $$f \
-	  -o build-fuzz/fuzz/$$(basename $$f .c).plain.o || exit 1; done
-	python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/fuzz/*.plain.o >build-fuzz/lib-objs.txt
+	  -o build-fuzz/obj/$$(basename $$f .c).plain.o || exit 1; done
+	python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/obj/*.plain.o >build-fuzz/lib-objs.txt
 	+objs=$$(sed 's|^|build-fuzz/|' build-fuzz/lib-objs.txt) && \
 	  $(FUZZ_MAKE) $$objs && rm -f build-fuzz/libinferno-fuzz.a.new && ar rcsD build-fuzz/libinferno-fuzz.a.new $$objs && \
 	  { cmp -s build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a || \
@@ -159,10 +159,11 @@ fuzz: $(LIB)
 FUZZ_LIB ?= build-fuzz/libinferno.a
 fuzz-targets: $(FUZZ_BIN)
 build-fuzz/fuzz/%: fuzz/%.c $(FUZZ_LIB)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer -MMD -MP -MF $@.d -MT $@ \
+	@mkdir -p $(dir $@) build-fuzz/obj
+	clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer -MMD -MP \
+	  -MF build-fuzz/obj/$*.d -MT $@ \
 	  $< $(FUZZ_LIB) $(PKG_LIBS) -lm -lpthread -o $@
--include $(wildcard build-fuzz/fuzz/*.d)
+-include $(wildcard build-fuzz/obj/*.d)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
