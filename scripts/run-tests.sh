@@ -29,12 +29,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# the job list: the long ones first (the sanitizer checks, whose builds start
-# first, then by their measured times; check_deploy, a fixed-length load test,
-# after the others' heaviest part), then every other in name order
-order=(check_asan check_logits check_fuzz check_neon check_grammar check_quantize check_deploy
-       check_server test_backend_model check_inspect check_template test_forward_model test_roundtrip
-       check_kv_paged check_webui check_tokenizer test_engine test_model_formats)
+# the job list: first the sanitizer checks (their builds start first) and the
+# other CPU-bound ones, longest first (the times of a run one at a time); then
+# the ones that serve requests under deadlines (a client's timeout, a drain,
+# a fixed-length load test), so that they run after check_asan's heaviest
+# part rather than beside it; then every other, in name order
+order=(check_asan check_logits check_fuzz check_neon check_quantize test_backend_model check_inspect
+       check_template test_forward_model test_roundtrip test_engine test_model_formats check_tokenizer
+       check_grammar check_deploy check_server check_kv_paged check_webui check_lifecycle check_ollama
+       check_programs check_run test_server_http)
 declare -A cmd=()
 names=()
 for t in build/tests/test_*; do [ -x "$t" ] && cmd[$(basename "$t")]=$t; done
