@@ -36,7 +36,7 @@ trap 'exit 130' INT TERM
 # part rather than beside it; then every other, in name order
 order=(check_asan check_logits check_fuzz check_neon check_quantize test_backend_model check_inspect
        check_template test_forward_model test_roundtrip test_engine test_model_formats check_tokenizer
-       check_grammar check_deploy check_server check_kv_paged check_webui check_lifecycle check_ollama
+       check_deploy check_server check_kv_paged check_webui check_lifecycle check_ollama
        check_programs check_run test_server_http)
 declare -A cmd=()
 names=()
@@ -51,6 +51,12 @@ else
     declare -A seen=()
     for n in "${order[@]}"; do [ -n "${cmd[$n]:-}" ] && names+=("$n") && seen[$n]=1; done
     for n in $(printf '%s\n' "${!cmd[@]}" | sort); do [ -n "${seen[$n]:-}" ] || names+=("$n"); done
+    # the ones that run alone (below) last
+    for n in ${TEST_ALONE-check_grammar}; do
+        [ -n "${cmd[$n]:-}" ] || continue
+        rest=(); for m in "${names[@]}"; do [ "$m" = "$n" ] || rest+=("$m"); done
+        names=("${rest[@]}" "$n")
+    done
 fi
 
 # the sanitizer builds, while the models are made
@@ -91,10 +97,20 @@ finish_one() { # name, exit status
     rm -f "$log"
 }
 
+# Run alone, with nothing beside them: check_grammar's requests have a client
+# timeout (120 s) that a shared core can exceed.
+declare -A alone=()
+for n in ${TEST_ALONE-check_grammar}; do alone[$n]=1; done
+alone_running=
 next=0
 while ((next < ${#names[@]} || ${#job_pid[@]})); do
-    while ((next < ${#names[@]} && ${#job_pid[@]} < jobs_max)); do
-        n=${names[next]}; next=$((next + 1))
+    while ((next < ${#names[@]} && ${#job_pid[@]} < jobs_max)) && [ -z "$alone_running" ]; do
+        n=${names[next]}
+        if [ -n "${alone[$n]:-}" ]; then
+            ((${#job_pid[@]} == 0)) || break
+            alone_running=$n
+        fi
+        next=$((next + 1))
         job_t0[$n]=$SECONDS
         if [ -n "${TEST_CPU_TIMES:-}" ]; then # for measuring: the job's CPU seconds, appended to that file
             /usr/bin/time -a -o "$TEST_CPU_TIMES" -f "$n %e s wall %U user %S sys" "${cmd[$n]}" \
@@ -109,6 +125,7 @@ while ((next < ${#names[@]} || ${#job_pid[@]})); do
     for n in "${!job_pid[@]}"; do
         if [ "${job_pid[$n]}" = "$done_pid" ]; then
             unset "job_pid[$n]"
+            [ "$alone_running" = "$n" ] && alone_running=
             finish_one "$n" "$rc"
             break
         fi
