@@ -11,6 +11,7 @@ CC       ?= cc
 BUILD    ?= build
 OPT      ?= -O2
 ARCH     := $(shell $(CC) -dumpmachine | cut -d- -f1)
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
 DEPS     := jansson libpcre2-8 libutf8proc libmicrohttpd libxxhash
 # Read when this make starts: `make demo` and `make test` install the packages
 # first and then build in a second make, which sees them.
@@ -53,7 +54,7 @@ ISA_AMX    := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
 # Keep objects of tests and tools (make would delete them as intermediates).
 .SECONDARY:
 
-.PHONY: all lib test demo models asan tsan fuzz fuzz-replay format format-check clean help deps \
+.PHONY: all lib test demo models asan tsan fuzz fuzz-targets fuzz-replay format format-check clean help deps \
         check-pkgs
 
 all: $(INFERNO) $(TOOLS)
@@ -113,8 +114,8 @@ deps:
 # Each installs first, then builds in a new make that reads the installed
 # packages' flags: either works as the first command on a fresh machine.
 test:
-	scripts/install-deps.sh
-	$(MAKE) all tests
+	@t=$$(date +%s); scripts/install-deps.sh && echo "install-deps: $$(($$(date +%s) - t)) s"
+	@t=$$(date +%s); $(MAKE) -j$(NPROC) all tests && echo "make all tests: $$(($$(date +%s) - t)) s"
 	scripts/run-tests.sh
 
 # Install, build, generate the default model, run the main job on it.
@@ -132,13 +133,37 @@ tsan:
 	$(MAKE) BUILD=build-tsan SAN="-fsanitize=thread" OPT=-O1 all tests
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
-fuzz:
-	$(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 \
-	  WARN="$(WARN) -Wno-unknown-warning-option" lib
-	@mkdir -p build-fuzz/fuzz
-	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer \
-	    $$f build-fuzz/libinferno.a $(PKG_LIBS) -lm -lpthread -o build-fuzz/fuzz/$$n || exit 1; done
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/fuzz/%)
+FUZZ_MAKE = $(MAKE) CC=clang BUILD=build-fuzz SAN="-fsanitize=address,undefined,fuzzer-no-link" OPT=-O1 \
+	  WARN="$(WARN) -Wno-unknown-warning-option"
+# The library objects the targets link (fuzz/lib_objs.py: the closure of their
+# symbols over the plain build's objects) with clang's sanitizers, then the
+# targets, one rule each so that `make -jN fuzz` links them side by side. If
+# a target needs one more object than that (the link fails), the whole library.
+# The other objects are still compiled by clang (-O0, no sanitizers, into
+# build-fuzz/clang/), so the whole library stays checked against clang's warnings.
+fuzz: $(LIB)
+	@mkdir -p build-fuzz/fuzz build-fuzz/obj
+	@for f in $(FUZZ_SRC); do $(CC) -std=c11 -D_GNU_SOURCE $(OPT) -Isrc $(PKG_CFLAGS) -c $$f \
+	  -o build-fuzz/obj/$$(basename $$f .c).plain.o || exit 1; done
+	python3 fuzz/lib_objs.py $(BUILD) $(LIB_OBJ) -- build-fuzz/obj/*.plain.o >build-fuzz/lib-objs.txt
+	+objs=$$(sed 's|^|build-fuzz/|' build-fuzz/lib-objs.txt) && \
+	  $(FUZZ_MAKE) $$objs && rm -f build-fuzz/libinferno-fuzz.a.new && ar rcsD build-fuzz/libinferno-fuzz.a.new $$objs && \
+	  { cmp -s build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a || \
+	    mv build-fuzz/libinferno-fuzz.a.new build-fuzz/libinferno-fuzz.a; }
+	@rm -f build-fuzz/libinferno-fuzz.a.new
+	+rest=$$(printf '%s\n' $(LIB_OBJ:$(BUILD)/%=%) | grep -vxF -f build-fuzz/lib-objs.txt | sed 's|^|build-fuzz/clang/|') && \
+	  $(MAKE) CC=clang BUILD=build-fuzz/clang OPT=-O0 WARN="$(WARN) -Wno-unknown-warning-option" $$rest
+	+$(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno-fuzz.a || \
+	  { $(FUZZ_MAKE) lib && $(MAKE) fuzz-targets FUZZ_LIB=build-fuzz/libinferno.a; }
+FUZZ_LIB ?= build-fuzz/libinferno.a
+fuzz-targets: $(FUZZ_BIN)
+build-fuzz/fuzz/%: fuzz/%.c $(FUZZ_LIB)
+	@mkdir -p $(dir $@) build-fuzz/obj
+	clang -std=c11 -D_GNU_SOURCE -O1 -g -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined,fuzzer -MMD -MP \
+	  -MF build-fuzz/obj/$*.d -MT $@ \
+	  $< $(FUZZ_LIB) $(PKG_LIBS) -lm -lpthread -o $@
+-include $(wildcard build-fuzz/obj/*.d)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -18,6 +18,14 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
     missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
 fi
 missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+npm_needed() { [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; }
+# With node already there, npm ci runs beside apt-get (both mostly wait on downloads).
+npm_pid=
+if npm_needed && command -v node >/dev/null && command -v npm >/dev/null; then
+    echo "install-deps: npm ci"
+    npm ci --no-audit --no-fund --loglevel=error &
+    npm_pid=$!
+fi
 if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"
     SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -25,7 +33,9 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ -n "$npm_pid" ]; then
+    wait "$npm_pid" || { echo "install-deps: npm ci failed"; exit 1; }
+elif npm_needed; then
     echo "install-deps: npm ci"
     npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -11,12 +11,17 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 if ! command -v clang >/dev/null; then
     echo "check_fuzz: clang is not installed (make deps)"; echo "0 passed, 1 failed"; exit 1
 fi
-if ! make -s fuzz >/tmp/inferno-fuzz-build.$$ 2>&1; then
+mkdir -p build
+# (scripts/run-tests.sh may have started this build already: the lock waits for it)
+if ! flock build/.fuzz.lock make -s -j"$(nproc 2>/dev/null || echo 2)" fuzz >/tmp/inferno-fuzz-build.$$ 2>&1; then
     tail -n 20 /tmp/inferno-fuzz-build.$$; rm -f /tmp/inferno-fuzz-build.$$
     echo "check_fuzz: make fuzz failed"; echo "0 passed, 1 failed"; exit 1
 fi
 rm -f /tmp/inferno-fuzz-build.$$
-targets=(build-fuzz/fuzz/fuzz_*)
+# one target per fuzz/fuzz_NAME.c (build-fuzz/fuzz/ holds nothing else, but
+# only these count)
+targets=()
+for src in fuzz/fuzz_*.c; do targets+=("build-fuzz/fuzz/$(basename "$src" .c)"); done
 secs=${FUZZ_SECONDS:-$(( ${FUZZ_TOTAL_SECONDS:-100} / ${#targets[@]} ))}
 
 pass=0 fail=0
