@@ -117,6 +117,23 @@ static inline void prefetch_ahead(const uint8_t *p, size_t bytes) {
         _mm_prefetch((const char *)p + PREFETCH_AHEAD + l, _MM_HINT_T0);
 }
 
+/* w . x for 32 signed weights w and activations x (8 rows x 4 k), as i32
+ * per row: |w| (aw) against x with w's sign, so no pair saturates */
+static inline __m256i sdot(__m256i aw, __m256i w, __m256i x, __m256i ones) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w)), ones);
+}
+
+/* acc[t][h] += (float)ai[t][h] * A * (group g's activation scale), A the 8 f16
+ * scales of half h0 + h at `scales` (inside panel_int: NH, TB, dr, g) */
+#define SCALE_INTO(acc, ai, scales)                                                                \
+    for (int h = 0; h < NH; h++) {                                                                 \
+        const __m256 A_ =                                                                          \
+            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((scales) + 16 * (h0 + h))));         \
+        for (int t = 0; t < TB; t++)                                                               \
+            acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A_),           \
+                                        _mm256_set1_ps(dr[t][g]), acc[t][h]);                      \
+    }
+
 /* Outputs h0*8 .. h0*8 + 8*NH - 1 of one panel for tokens t0 .. t0+TB-1:
  * NH = 2 (both halves, one pass: decode) or 1 (half h0: prompt blocks). */
 static inline __attribute__((always_inline)) void
@@ -157,21 +174,12 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     const __m256i aw = _mm256_abs_epi8(w);
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
-                        const __m256i p = _mm256_maddubs_epi16(
-                            aw, _mm256_sign_epi8(bcast4(xqr[t] + 32 * g + 4 * c), w));
-                        ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(p, ones));
+                        ai[t][h] = _mm256_add_epi32(
+                            ai[t][h], sdot(aw, w, bcast4(xqr[t] + 32 * g + 4 * c), ones));
                     }
                 }
             }
-#pragma GCC unroll 2
-            for (int h = 0; h < NH; h++) {
-                const __m256 A =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 512 + 16 * (h0 + h))));
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++)
-                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
-                                                _mm256_set1_ps(dr[t][g]), acc[t][h]);
-            }
+            SCALE_INTO(acc, ai, gp + 512);
             break;
         }
         case INF_PACK_Q4_0:
@@ -305,25 +313,13 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
                         const int8_t *xc = xqr[t] + 32 * g + 8 * c;
-                        const __m256i p0 =
-                            _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(xc), lo));
-                        const __m256i p1 =
-                            _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(xc + 4), hi));
-                        ai[t][h] = _mm256_add_epi32(ai[t][h],
-                                                    _mm256_add_epi32(_mm256_madd_epi16(p0, ones),
-                                                                     _mm256_madd_epi16(p1, ones)));
+                        ai[t][h] = _mm256_add_epi32(
+                            ai[t][h], _mm256_add_epi32(sdot(alo, lo, bcast4(xc), ones),
+                                                       sdot(ahi, hi, bcast4(xc + 4), ones)));
                     }
                 }
             }
-#pragma GCC unroll 2
-            for (int h = 0; h < NH; h++) {
-                const __m256 A =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 256 + 16 * (h0 + h))));
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++)
-                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
-                                                _mm256_set1_ps(dr[t][g]), acc[t][h]);
-            }
+            SCALE_INTO(acc, ai, gp + 256);
             break;
         }
         case INF_PACK_Q6_K: {
@@ -371,6 +367,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         for (int h = 0; h < NH; h++)
             _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * (h0 + h), acc[t][h]);
 }
+
+#undef SCALE_INTO
 
 static inline __attribute__((always_inline)) void
 panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
