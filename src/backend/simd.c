@@ -276,7 +276,7 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
             grow(c, (void **)&c->xq.s16, &c->xq_s_cap,
                  sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16), T) ||
             grow(c, (void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n, T) ||
-            (c->k->bf16_as_f32 &&
+            (c->k->bf16_as_f32 && bf &&
              grow(c, (void **)&c->xq.f, &c->xq_f_cap, sizeof(float) * (size_t)T * (size_t)n, T)) ||
             grow(c, (void **)&c->xq.dT, &c->xq_dT_cap,
                  sizeof(float) * (size_t)T32 * (size_t)(n / 32), T) ||
