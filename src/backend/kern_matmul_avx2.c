@@ -25,9 +25,11 @@
  * accumulators per row (even and odd k), summed at the end.
  *
  * A token's arithmetic never depends on the other tokens of the call: tokens
- * run two at a time (the unpacking of a weight vector shared by both) or
- * alone, and give the same bits either way, so prompt rows and decode rows
- * are one code path. */
+ * run four at a time over one half (the unpacking of a weight vector shared
+ * by four), two at a time over both halves (a broadcast activation shared by
+ * 16 rows) or alone, and give the same bits every way, so prompt rows and
+ * decode rows are one code path. Each kind is its own loop (KIND is a
+ * constant in every call). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -62,6 +64,7 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
         int8_t *q = xq->q + (size_t)t * (size_t)n;
         float *d = xq->d + (size_t)t * (size_t)(n / 32);
         int32_t *s16 = xq->s16 + (size_t)t * (size_t)(n / 16);
+        float *ds = xq->ds + (size_t)t * (size_t)(n / 32);
         for (int64_t b = 0; b < n / 32; b++) {
             __m256 v[4];
             for (int i = 0; i < 4; i++)
@@ -96,6 +99,7 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
             s16[2 * b] = hsum8_epi32(_mm256_add_epi32(qi[0], qi[1]));
             s16[2 * b + 1] = hsum8_epi32(_mm256_add_epi32(qi[2], qi[3]));
             d[b] = db;
+            ds[b] = db * (float)(s16[2 * b] + s16[2 * b + 1]);
         }
     }
 }
@@ -134,20 +138,23 @@ static inline __m256i sdot(__m256i aw, __m256i w, __m256i x, __m256i ones) {
                                         _mm256_set1_ps(dr[t][g]), acc[t][h]);                      \
     }
 
-/* Outputs h0*8 .. h0*8 + 8*NH - 1 of one panel for tokens t0 .. t0+TB-1:
- * NH = 2 (both halves, one pass: decode) or 1 (half h0: prompt blocks). */
+/* Outputs h0*8 .. h0*8 + 8*NH - 1 of one panel of kind KIND (a constant, so
+ * each kind is its own loop) for tokens t0 .. t0+TB-1: TB = 4 with NH = 1
+ * (half h0: prompt blocks, the unpacking of a weight vector shared by four
+ * tokens) or TB <= 2 with NH = 2 (both halves in one pass: decode). */
 static inline __attribute__((always_inline)) void
 panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-          int t0, const int TB, const int NH, int h0) {
+          int t0, const int TB, const int NH, int h0, const int KIND) {
     const int64_t n = xq->n;
     const int8_t *xqr[4];
-    const float *dr[4];
+    const float *dr[4], *dsr[4];
     const int32_t *sr[4];
     __m256 acc[4][2];
 #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
         xqr[t] = xq->q + (size_t)(t0 + t) * (size_t)n;
         dr[t] = xq->d + (size_t)(t0 + t) * (size_t)(n / 32);
+        dsr[t] = xq->ds + (size_t)(t0 + t) * (size_t)(n / 32);
         sr[t] = xq->s16 + (size_t)(t0 + t) * (size_t)(n / 16);
         for (int h = 0; h < NH; h++)
             acc[t][h] = _mm256_setzero_ps();
@@ -158,7 +165,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         const uint8_t *gp = panel + (size_t)g * gb;
         if (NH == 2) prefetch_ahead(gp, gb);
         __m256i ai[4][2];
-        switch (pk->kind) {
+        switch (KIND) {
         case INF_PACK_Q8_0: {
             const __m256i flip = _mm256_set1_epi8((char)0x80);
 #pragma GCC unroll 4
@@ -210,7 +217,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             for (int h = 0; h < NH; h++) {
                 const __m256 A =
                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 256 + 16 * (h0 + h))));
-                if (pk->kind == INF_PACK_Q4_0) {
+                if (KIND == INF_PACK_Q4_0) {
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
                         int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
@@ -224,13 +231,10 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                         _mm_loadu_si128((const __m128i *)(gp + 288 + 16 * (h0 + h))));
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
-                        int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
-                        const __m256 dx = _mm256_set1_ps(dr[t][g]);
                         acc[t][h] = _mm256_fmadd_ps(
                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[t][h], ones)), A),
-                            dx, acc[t][h]);
-                        acc[t][h] =
-                            _mm256_fnmadd_ps(B, _mm256_set1_ps(dr[t][g] * (float)sx), acc[t][h]);
+                            _mm256_set1_ps(dr[t][g]), acc[t][h]);
+                        acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][g]), acc[t][h]);
                     }
                 }
             }
@@ -282,12 +286,9 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 352 + 16 * (h0 + h))));
 #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
-                    int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
-                    const __m256 dx = _mm256_set1_ps(dr[t][g]);
-                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A), dx,
-                                                acc[t][h]);
-                    acc[t][h] =
-                        _mm256_fnmadd_ps(B, _mm256_set1_ps(dr[t][g] * (float)sx), acc[t][h]);
+                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
+                                                _mm256_set1_ps(dr[t][g]), acc[t][h]);
+                    acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][g]), acc[t][h]);
                 }
             }
             break;
@@ -417,38 +418,51 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
                              _mm256_add_ps(acc[t][h], acc2[t][h]));
 }
 
-/* One panel for all T tokens, two at a time over both halves (each
- * broadcast activation serves 16 rows, and 16 accumulators fit the 16
- * registers), the odd one alone. */
+/* One panel for all T tokens: blocks of four over one half at a time, then
+ * the rest two at a time (or one) over both halves; each token's bits are
+ * the same in every block shape. */
 static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t ldy,
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
-                                                            int T, const int bf16) {
+                                                            int T, const int KIND) {
     int t = 0;
-    for (; t + 2 <= T; t += 2)
-        if (bf16)
+    if (KIND == INF_PACK_BF16) {
+        for (; t + 2 <= T; t += 2)
             panel_bf16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
-        else
-            panel_int(yp, ldy, pk, panel, xq, t, 2, 2, 0);
-    if (t < T) {
-        if (bf16)
-            panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
-        else
-            panel_int(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+        if (t < T) panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+        return;
     }
+    /* Q8_0 and IQ4 pay a sign per token and weight vector (the sign trick),
+       so a shared broadcast is worth more to them than shared unpacking */
+    const int by_four = KIND != INF_PACK_Q8_0 && KIND != INF_PACK_IQ4;
+    for (; by_four && t + 4 <= T; t += 4) {
+        panel_int(yp, ldy, pk, panel, xq, t, 4, 1, 0, KIND);
+        panel_int(yp, ldy, pk, panel, xq, t, 4, 1, 1, KIND);
+    }
+    for (; t + 2 <= T; t += 2)
+        panel_int(yp, ldy, pk, panel, xq, t, 2, 2, 0, KIND);
+    if (t < T) panel_int(yp, ldy, pk, panel, xq, t, 1, 2, 0, KIND);
 }
+
+#define PANELS_OF(KIND)                                                                            \
+    for (int64_t p = p0; p < p1; p++)                                                              \
+        panel_all(y + 16 * p, ldy, pk, pk->data + (size_t)p * pbytes, xq, T, KIND);
 
 static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
     const size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
-    for (int64_t p = p0; p < p1; p++) {
-        const uint8_t *panel = pk->data + (size_t)p * pbytes;
-        if (pk->kind == INF_PACK_BF16)
-            panel_all(y + 16 * p, ldy, pk, panel, xq, T, 1);
-        else
-            panel_all(y + 16 * p, ldy, pk, panel, xq, T, 0);
+    switch (pk->kind) {
+    case INF_PACK_BF16: PANELS_OF(INF_PACK_BF16); break;
+    case INF_PACK_Q8_0: PANELS_OF(INF_PACK_Q8_0); break;
+    case INF_PACK_Q4_0: PANELS_OF(INF_PACK_Q4_0); break;
+    case INF_PACK_Q4_K: PANELS_OF(INF_PACK_Q4_K); break;
+    case INF_PACK_Q6_K: PANELS_OF(INF_PACK_Q6_K); break;
+    case INF_PACK_Q5_K: PANELS_OF(INF_PACK_Q5_K); break;
+    case INF_PACK_IQ4: PANELS_OF(INF_PACK_IQ4); break;
     }
 }
+
+#undef PANELS_OF
 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     k->has_packed = 1;

@@ -108,6 +108,7 @@ typedef struct inf_xq {
     int8_t *q;    /* [T][n] */
     float *d;     /* [T][n/32] */
     int32_t *s16; /* [T][n/16] */
+    float *ds;    /* [T][n/32] d times the sum of q per 32 (read by AVX2's offset terms) */
     uint16_t *bf; /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
     float *f;     /* [T][n] the rows as they are, for levels with bf16_as_f32 (AVX2: BF16
                      panels widened to f32 against exact activations) */

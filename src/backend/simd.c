@@ -42,7 +42,7 @@ typedef struct simd_ctx {
 
     /* workspace, grown on first use of a larger shape, never per token after */
     inf_xq xq;
-    size_t xq_q_cap, xq_d_cap, xq_s_cap, xq_bf_cap, xq_f_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
+    size_t xq_q_cap, xq_d_cap, xq_ds_cap, xq_s_cap, xq_bf_cap, xq_f_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
     float **thr_scratch;  /* [nth] attention + dequant scratch */
@@ -273,6 +273,8 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         if (grow(c, (void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n, T) ||
             grow(c, (void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32),
                  T) ||
+            grow(c, (void **)&c->xq.ds, &c->xq_ds_cap,
+                 sizeof(float) * (size_t)T32 * (size_t)(n / 32), T) ||
             grow(c, (void **)&c->xq.s16, &c->xq_s_cap,
                  sizeof(int32_t) * (size_t)T32 * (size_t)(n / 16), T) ||
             grow(c, (void **)&c->xq.bf, &c->xq_bf_cap, 2 * (size_t)T32 * (size_t)n, T) ||
@@ -756,6 +758,7 @@ void inf_backend_simd_free(inf_backend *be) {
     inf_free(c->xq.q);
     inf_free(c->xq.d);
     inf_free(c->xq.s16);
+    inf_free(c->xq.ds);
     inf_free(c->xq.bf);
     inf_free(c->xq.f);
     inf_free(c->xq.dT);
