@@ -452,13 +452,27 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
                              int64_t p0, int64_t p1) {
     const size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
     switch (pk->kind) {
-    case INF_PACK_BF16: PANELS_OF(INF_PACK_BF16); break;
-    case INF_PACK_Q8_0: PANELS_OF(INF_PACK_Q8_0); break;
-    case INF_PACK_Q4_0: PANELS_OF(INF_PACK_Q4_0); break;
-    case INF_PACK_Q4_K: PANELS_OF(INF_PACK_Q4_K); break;
-    case INF_PACK_Q6_K: PANELS_OF(INF_PACK_Q6_K); break;
-    case INF_PACK_Q5_K: PANELS_OF(INF_PACK_Q5_K); break;
-    case INF_PACK_IQ4: PANELS_OF(INF_PACK_IQ4); break;
+    case INF_PACK_BF16:
+        PANELS_OF(INF_PACK_BF16);
+        break;
+    case INF_PACK_Q8_0:
+        PANELS_OF(INF_PACK_Q8_0);
+        break;
+    case INF_PACK_Q4_0:
+        PANELS_OF(INF_PACK_Q4_0);
+        break;
+    case INF_PACK_Q4_K:
+        PANELS_OF(INF_PACK_Q4_K);
+        break;
+    case INF_PACK_Q6_K:
+        PANELS_OF(INF_PACK_Q6_K);
+        break;
+    case INF_PACK_Q5_K:
+        PANELS_OF(INF_PACK_Q5_K);
+        break;
+    case INF_PACK_IQ4:
+        PANELS_OF(INF_PACK_IQ4);
+        break;
     }
 }
 

@@ -42,7 +42,8 @@ typedef struct simd_ctx {
 
     /* workspace, grown on first use of a larger shape, never per token after */
     inf_xq xq;
-    size_t xq_q_cap, xq_d_cap, xq_ds_cap, xq_s_cap, xq_bf_cap, xq_f_cap, xq_dT_cap, xq_sT_cap, xq_qT_cap;
+    size_t xq_q_cap, xq_d_cap, xq_ds_cap, xq_s_cap, xq_bf_cap, xq_f_cap, xq_dT_cap, xq_sT_cap,
+        xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
     float **thr_scratch;  /* [nth] attention + dequant scratch */
