@@ -426,7 +426,11 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
                                                             const uint8_t *panel, const inf_xq *xq,
                                                             int T, const int KIND) {
     int t = 0;
-    if (KIND == INF_PACK_BF16) {
+    if (KIND == INF_PACK_BF16) { /* the widening of a weight vector shared by four */
+        for (; t + 4 <= T; t += 4) {
+            panel_bf16(yp, ldy, pk, panel, xq, t, 4, 1, 0);
+            panel_bf16(yp, ldy, pk, panel, xq, t, 4, 1, 1);
+        }
         for (; t + 2 <= T; t += 2)
             panel_bf16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
         if (t < T) panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
