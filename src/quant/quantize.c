@@ -693,16 +693,19 @@ static void dequant_iq4_xs(float *y, const void *src, int64_t n) {
 
 /* index of the level nearest v (levels ascending) */
 static int nearest_level(const int8_t *levels, int nl, float v) {
-    int best = 0;
-    float bd = fabsf(v - levels[0]);
-    for (int k = 1; k < nl; k++) {
-        const float dd = fabsf(v - levels[k]);
-        if (dd < bd) {
-            bd = dd;
-            best = k;
-        }
+    if (!(v > (float)levels[0])) return 0; /* at or below the first (or NaN) */
+    /* levels ascend: k = the first level >= v, then the nearer of it and the one below (the
+       lower on a tie) */
+    int lo = 1, hi = nl;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if ((float)levels[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return best;
+    if (lo == nl) return nl - 1;
+    return fabsf(v - levels[lo - 1]) <= fabsf(v - levels[lo]) ? lo - 1 : lo;
 }
 
 /* x[32] ≈ s * values[q[j]]: candidate scales around max / values[0], each
