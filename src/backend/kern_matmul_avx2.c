@@ -508,7 +508,7 @@ signed_block(float *y, int64_t ldy, const uint8_t *panel, size_t gb, const uint8
 /* All T tokens of one Q8_0 or IQ4 panel, SG groups at a time. */
 static inline __attribute__((always_inline)) void
 panel_signed(float *yp, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-             int T, const int KIND) {
+             int t_begin, int T, const int KIND) {
     _Alignas(32) uint8_t aw[SG * 512];
     _Alignas(32) int8_t ws[SG * 512];
     const size_t gb = pk->group_bytes, scale_off = KIND == INF_PACK_Q8_0 ? 512 : 256;
@@ -516,7 +516,7 @@ panel_signed(float *yp, int64_t ldy, const inf_packed *pk, const uint8_t *panel,
         const int ng = (int)(pk->n_groups - g0 < SG ? pk->n_groups - g0 : SG);
         for (int gi = 0; gi < ng; gi++)
             expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb, KIND);
-        int t = 0;
+        int t = t_begin;
         for (; t + 2 <= T; t += 2)
             signed_block(yp, ldy, panel, gb, aw, ws, xq, t, 2, g0, ng, g0 == 0, scale_off);
         if (t < T) signed_block(yp, ldy, panel, gb, aw, ws, xq, t, 1, g0, ng, g0 == 0, scale_off);
@@ -531,13 +531,8 @@ panel_signed(float *yp, int64_t ldy, const inf_packed *pk, const uint8_t *panel,
 static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t ldy,
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
-                                                            int T, const int KIND) {
-    int t = 0;
-    if (KIND == INF_PACK_BF16) { /* the widening of a weight vector shared by four */
-        for (; t + 4 <= T; t += 4) {
-            panel_bf16(yp, ldy, pk, panel, xq, t, 4, 1, 0);
-            panel_bf16(yp, ldy, pk, panel, xq, t, 4, 1, 1);
-        }
+                                                            int t, int T, const int KIND) {
+    if (KIND == INF_PACK_BF16) { /* f32 FMAs: four tokens a half measured no faster */
         for (; t + 2 <= T; t += 2)
             panel_bf16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
         if (t < T) panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
@@ -548,8 +543,8 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
        shared by four tokens; IQ4's prompts expand its lookups once instead
        (Q8_0's flip and absolute values are cheap enough: no gain measured) */
     const int signed_kind = KIND == INF_PACK_Q8_0 || KIND == INF_PACK_IQ4;
-    if (KIND == INF_PACK_IQ4 && T >= SIGNED_EXPAND_MIN_T) {
-        panel_signed(yp, ldy, pk, panel, xq, T, KIND);
+    if (KIND == INF_PACK_IQ4 && T - t >= SIGNED_EXPAND_MIN_T) {
+        panel_signed(yp, ldy, pk, panel, xq, t, T, KIND);
         return;
     }
     for (; !signed_kind && t + 4 <= T; t += 4) {
@@ -563,9 +558,18 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
 
 #undef SCALE_INTO
 
+/* Tokens a block: the panels of the slice are run for one block of tokens at
+ * a time, so the block's activations stay in cache while the panels stream
+ * (a 512-token prompt's activations do not fit in L2). */
+#ifndef TOKEN_BLOCK
+#define TOKEN_BLOCK 32
+#endif
+
 #define PANELS_OF(KIND)                                                                            \
-    for (int64_t p = p0; p < p1; p++)                                                              \
-        panel_all(y + 16 * p, ldy, pk, pk->data + (size_t)p * pbytes, xq, T, KIND);
+    for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK)                                                    \
+        for (int64_t p = p0; p < p1; p++)                                                          \
+            panel_all(y + 16 * p, ldy, pk, pk->data + (size_t)p * pbytes, xq, t0,                  \
+                      T - t0 < TOKEN_BLOCK ? T : t0 + TOKEN_BLOCK, KIND);
 
 static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
