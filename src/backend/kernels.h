@@ -80,8 +80,9 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
-    uint8_t *data; /* [n_panels][n_groups][group_bytes], page aligned (huge pages if allowed) */
-    size_t mapped; /* bytes mapped at data */
+    uint8_t *data;      /* [n_panels][n_groups][group_bytes], 4 KiB aligned, in the packed-weight
+                           arena (huge pages where the OS allows) */
+    struct inf_arena_chunk *chunk; /* the arena chunk data was cut from (backend/arena.h) */
 } inf_packed;
 
 /* Builds the packed form of w into *out: NULL when its type has none or n_in

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/arena.h"
 #include "backend/cpu_features.h"
 #include "backend/kernels.h"
 #include "harness.h"
@@ -157,6 +158,7 @@ static void check_arena(void) {
                     .data = data,
                     .nbytes = rb * (size_t)n_out};
     const inf_weight w = {.t = &t, .n_in = n_in, .n_out = n_out, .row_bytes = rb};
+    const int before = inf_arena_chunks();
     for (int round = 0; round < 2; round++) {
         inf_packed *p[N];
         for (int i = 0; i < N; i++) {
@@ -164,6 +166,7 @@ static void check_arena(void) {
             if (!p[i]) return;
             CHECK(((uintptr_t)p[i]->data & 4095) == 0);
             if (i) CHECK(p[i]->data != p[i - 1]->data);
+            if (i) CHECK(p[i]->chunk == p[i - 1]->chunk); /* 68 KiB each: one chunk holds them */
         }
         const size_t bytes = (size_t)p[0]->n_panels * (size_t)p[0]->n_groups * p[0]->group_bytes;
         for (int i = 0; i < N; i++) /* no two copies overlap: each keeps its own bytes */
@@ -177,7 +180,23 @@ static void check_arena(void) {
             inf_packed_free(p[i]);
         for (int i = N - 1; i > 0; i -= 2)
             inf_packed_free(p[i]);
+        CHECK_INT(inf_arena_chunks(), before); /* the last copy took its chunk with it */
     }
+    /* a large copy (71 MB) after a small one; both released, nothing stays mapped */
+    inf_tensor big = t;
+    big.ne[1] = 16 * 4096;
+    big.nbytes = rb * 16 * 4096;
+    uint8_t *bigdata = calloc(big.nbytes, 1);
+    big.data = bigdata;
+    const inf_weight wb = {.t = &big, .n_in = n_in, .n_out = big.ne[1], .row_bytes = rb};
+    inf_packed *small = NULL, *large = NULL;
+    CHECK(inf_pack_weight(&small, &w) == 0 && small);
+    CHECK(inf_pack_weight(&large, &wb) == 0 && large);
+    if (small && large) CHECK(large->data >= small->data + 65536 || large->chunk != small->chunk);
+    inf_packed_free(small);
+    inf_packed_free(large);
+    CHECK_INT(inf_arena_chunks(), before);
+    free(bigdata);
     free(data);
 }
 
