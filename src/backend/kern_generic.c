@@ -146,6 +146,7 @@ void inf_kernels_fill_generic(inf_kernels *k) {
     k->softmax = g_softmax;
     k->attn_rows = g_attn_rows;
     k->read_stream = g_read_stream;
+    k->pack_panels = inf_pack_panels;
 }
 
 #if !defined(__x86_64__)

@@ -80,8 +80,9 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
-    uint8_t *data; /* [n_panels][n_groups][group_bytes], page aligned (huge pages if allowed) */
-    size_t mapped; /* bytes mapped at data */
+    uint8_t *data;      /* [n_panels][n_groups][group_bytes], 4 KiB aligned, in the packed-weight
+                           arena (huge pages where the OS allows) */
+    struct inf_arena_chunk *chunk; /* the arena chunk data was cut from (backend/arena.h) */
 } inf_packed;
 
 /* Builds the packed form of w into *out: NULL when its type has none or n_in
@@ -199,6 +200,10 @@ typedef struct inf_kernels {
     void (*matmul_amx)(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                        int64_t p0, int64_t p1, bool bf16_tiles, void *scratch);
     size_t (*amx_scratch_bytes)(const inf_packed *pk);
+    /* inf_pack_panels with the level's vector code where it has some: the
+     * same bytes (the scalar reference is the generic table's, and the
+     * fallback for the types a level has no decoder for). */
+    void (*pack_panels)(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1);
 
     /* Row kernels. */
     void (*rmsnorm_row)(float *out, const float *x, const float *w, int n, float eps);
@@ -256,6 +261,8 @@ void inf_kernels_fill_amx_attn(inf_kernels *k);
 void inf_kernels_fill_avx2_attn(inf_kernels *k);
 /* Packed matmuls and activation quantization on AVX2 (kern_matmul_avx2.c). */
 void inf_kernels_fill_avx2_matmul(inf_kernels *k);
+/* Load-time packing on AVX2 + F16C (pack_avx2.c). */
+void inf_kernels_fill_avx2_pack(inf_kernels *k);
 void inf_kernels_fill_neon(inf_kernels *k);
 
 /* Whether this kind runs on AMX int8 tiles with the VNNI kernels' exact

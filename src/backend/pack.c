@@ -1,8 +1,9 @@
 /* Load-time repacking of weights into 16-row panels (layouts in kernels.h).
- * Scalar code: it runs once per weight, never per token. */
+ * Scalar code, the reference: the levels' pack_panels (pack_avx2.c) give the
+ * same bytes faster, and fall back to this for the types they lack. */
 #include <string.h>
-#include <sys/mman.h>
 
+#include "backend/arena.h"
 #include "backend/kernels.h"
 #include "util/half.h"
 #include "util/mem.h"
@@ -222,25 +223,6 @@ static const struct {
     [INF_PACK_IQ4] = {32, 288},
 };
 
-/* Packed weights live in 2 MiB huge pages where the kernel allows (THP
- * "madvise" mode): decode streams them, and the hardware prefetchers stop at
- * every 4 KiB page boundary otherwise (measured here: 6 -> 10 GB/s on one core). */
-#define HUGE_PAGE (2u << 20)
-
-static void *pack_alloc(size_t n, size_t *mapped) {
-    /* whole huge pages only where the rounding costs little: a MoE expert of
-       about 1 MiB rounded up to 2 MiB would double the model's memory */
-    const size_t unit = n >= 16 * (size_t)HUGE_PAGE ? HUGE_PAGE : 4096;
-    size_t len = (n + unit - 1) & ~(size_t)(unit - 1);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE);
-#endif
-    *mapped = len;
-    return p;
-}
-
 int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned allowed) {
     *out = NULL;
     fetch_fn fetch = NULL;
@@ -255,7 +237,9 @@ int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned allowed) {
     p->n_panels = w->n_out / INF_PANEL;
     p->n_groups = w->n_in / group;
     p->group_bytes = kinds[kind].bytes;
-    p->data = pack_alloc((size_t)p->n_panels * (size_t)p->n_groups * p->group_bytes, &p->mapped);
+    /* in the arena: huge pages for every copy, however small (arena.h) */
+    p->data =
+        inf_arena_alloc((size_t)p->n_panels * (size_t)p->n_groups * p->group_bytes, &p->chunk);
     if (!p->data) {
         inf_free(p);
         return -1;
@@ -349,6 +333,6 @@ int inf_pack_weight(inf_packed **out, const inf_weight *w) {
 
 void inf_packed_free(inf_packed *p) {
     if (!p) return;
-    if (p->data) munmap(p->data, p->mapped);
+    inf_arena_release(p->chunk);
     inf_free(p);
 }

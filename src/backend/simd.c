@@ -134,6 +134,7 @@ static int simd_take_error(const inf_backend *be, inf_err *err) {
 /* ---- weights ------------------------------------------------------------------------------ */
 
 typedef struct pack_job {
+    const inf_kernels *k;
     inf_packed *p;
     const inf_weight *w;
 } pack_job;
@@ -143,7 +144,7 @@ static void pack_task(void *arg, int ith, int nth, int tid) {
     pack_job *j = arg;
     int64_t lo, hi;
     slice(j->p->n_panels, ith, nth, &lo, &hi);
-    if (lo < hi) inf_pack_panels(j->p, j->w, lo, hi);
+    if (lo < hi) j->k->pack_panels(j->p, j->w, lo, hi);
 }
 
 static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
@@ -152,7 +153,7 @@ static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
     inf_packed *p;
     if (inf_pack_alloc(&p, w, c->k->pack_kinds)) return -1;
     if (p) { /* panels on every thread: loading is bounded by this copy */
-        pack_job j = {.p = p, .w = w};
+        pack_job j = {.k = c->k, .p = p, .w = w};
         run(c, pack_task, &j, n_chunks_for(c, p->n_panels));
     }
     w->packed = p; /* NULL: the generic path */
