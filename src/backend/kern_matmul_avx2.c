@@ -558,18 +558,9 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
 
 #undef SCALE_INTO
 
-/* Tokens a block: the panels of the slice are run for one block of tokens at
- * a time, so the block's activations stay in cache while the panels stream
- * (a 512-token prompt's activations do not fit in L2). */
-#ifndef TOKEN_BLOCK
-#define TOKEN_BLOCK 32
-#endif
-
 #define PANELS_OF(KIND)                                                                            \
-    for (int t0 = 0; t0 < T; t0 += TOKEN_BLOCK)                                                    \
-        for (int64_t p = p0; p < p1; p++)                                                          \
-            panel_all(y + 16 * p, ldy, pk, pk->data + (size_t)p * pbytes, xq, t0,                  \
-                      T - t0 < TOKEN_BLOCK ? T : t0 + TOKEN_BLOCK, KIND);
+    for (int64_t p = p0; p < p1; p++)                                                              \
+        panel_all(y + 16 * p, ldy, pk, pk->data + (size_t)p * pbytes, xq, 0, T, KIND);
 
 static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
