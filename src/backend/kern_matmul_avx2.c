@@ -112,15 +112,6 @@ static inline __m256i bcast4(const void *p) {
     return _mm256_set1_epi32(v);
 }
 
-/* Decode streams each weight once from DRAM: ask for the bytes this far ahead
- * of the group being read (more lines in flight than the hardware prefetchers
- * keep by themselves). */
-#define PREFETCH_AHEAD 2048
-static inline void prefetch_ahead(const uint8_t *p, size_t bytes) {
-    for (size_t l = 0; l < bytes; l += 64)
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD + l, _MM_HINT_T0);
-}
-
 /* w . x for 32 signed weights w and activations x (8 rows x 4 k), as i32
  * per row: |w| (aw) against x with w's sign, so no pair saturates */
 static inline __m256i sdot(__m256i aw, __m256i w, __m256i x, __m256i ones) {
@@ -163,7 +154,6 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        if (NH == 2) prefetch_ahead(gp, gb);
         __m256i ai[4][2];
         switch (KIND) {
         case INF_PACK_Q8_0: {
@@ -384,7 +374,6 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     const __m256i hi16 = _mm256_set1_epi32((int)0xFFFF0000u);
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
-        if (NH == 2) prefetch_ahead(gp, 1024);
 #pragma GCC unroll 2
         for (int c = 0; c < 16; c++) {
             __m256 we[2], wo[2];
