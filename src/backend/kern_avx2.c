@@ -576,4 +576,5 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->read_stream = a2_read_stream;
     inf_kernels_fill_avx2_matmul(k);
     inf_kernels_fill_avx2_attn(k);
+    inf_kernels_fill_avx2_decode_attn(k);
 }
