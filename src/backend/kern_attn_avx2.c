@@ -1,5 +1,5 @@
 /* Prefill attention on AVX2 with query rows in vector lanes (every prefill
- * item; decode items keep kern_avx2.c's row kernel, which reads K/V in place).
+ * item; decode items go to kern_attn_decode_avx2.c, which reads K/V in place).
  *
  * The algorithm of kern_avx512.c's attn_lanes (64-key tiles, online softmax,
  * the causal limit per row) on 16 rows at a time, held in the lanes of two

@@ -577,4 +577,5 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     inf_kernels_fill_avx2_matmul(k);
     inf_kernels_fill_avx2_attn(k);
     inf_kernels_fill_avx2_pack(k);
+    inf_kernels_fill_avx2_decode_attn(k);
 }

@@ -256,9 +256,12 @@ void inf_kernels_fill_amx(inf_kernels *k);
 /* Prefill attention on AMX tiles (kern_attn_amx.c); the table's attn_rows
  * stays in use for decode items. */
 void inf_kernels_fill_amx_attn(inf_kernels *k);
-/* Prefill attention with query rows in AVX2 lanes (kern_attn_avx2.c); decode
- * items keep kern_avx2.c's row kernel. */
+/* Prefill attention with query rows in AVX2 lanes (kern_attn_avx2.c). */
 void inf_kernels_fill_avx2_attn(inf_kernels *k);
+/* Decode attention on AVX2, all rows of an item (a GQA group) in one walk
+ * over K/V (kern_attn_decode_avx2.c); kern_avx2.c's row kernel stays for
+ * head sizes that are not a multiple of 8. */
+void inf_kernels_fill_avx2_decode_attn(inf_kernels *k);
 /* Packed matmuls and activation quantization on AVX2 (kern_matmul_avx2.c). */
 void inf_kernels_fill_avx2_matmul(inf_kernels *k);
 /* Load-time packing on AVX2 + F16C (pack_avx2.c). */

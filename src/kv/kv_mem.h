@@ -18,12 +18,24 @@
 #endif
 #endif
 
+/* Mappings of at least this many bytes ask for 2 MiB huge pages (THP
+ * "madvise" mode; a hint, ignored where THP is off). Decode attention reads
+ * one head's rows a cache row apart: with 4 KiB pages a 64-key tile of a
+ * 1024-wide f16 row spans 64 pages and the walk is bound by TLB misses
+ * (measured: PERFORMANCE.md, session 8). Residency then grows in 2 MiB steps
+ * per layer's K or V run, which only matters for small caches, left alone. */
+#define KV_MEM_HUGE_MIN ((size_t)64 << 20)
+
 static inline void *kv_mem_map(size_t bytes) {
 #ifdef KV_POOL_HEAP
     void *p = calloc(1, bytes);
     return p ? p : MAP_FAILED;
 #else
-    return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#ifdef MADV_HUGEPAGE
+    if (p != MAP_FAILED && bytes >= KV_MEM_HUGE_MIN) (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
 #endif
 }
 

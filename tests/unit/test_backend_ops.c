@@ -704,6 +704,138 @@ static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int
     free(row), free(Kt), free(Vt), free(q), free(ref);
 }
 
+/* A decode work item as simd.c builds one: R query heads of one KV head over
+ * key block kb (keys kb*INF_ATTN_DECODE_BLOCK up to the end of the block or
+ * n_keys), leaving partials (part: accumulator, max, sum per row), or with
+ * kb < 0 the whole span into out. Every level against the generic table's
+ * (the normalized output acc / l and the log-sum-exp m + log l), and each
+ * row must give the same bits alone and with the rows reversed (a row's
+ * result never depends on the other heads of its group). */
+static void test_attn_decode_item(int R, int hd, int n_keys, int kb, int paged, inf_dtype kt,
+                                  inf_dtype vt) {
+    const int n_kv = 2, kvw = n_kv * hd, block = 16;
+    const int n_blocks = (n_keys + block - 1) / block;
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = n_blocks - 1 - i;
+    float *row = malloc(sizeof(float) * (size_t)kvw);
+    size_t krb = inf_kv_type_bytes(kt, kvw), vrb = inf_kv_type_bytes(vt, kvw);
+    uint8_t *Kt = malloc(krb * (size_t)n_blocks * block),
+            *Vt = malloc(vrb * (size_t)n_blocks * block);
+    for (int r = 0; r < n_blocks * block; r++) {
+        for (int i = 0; i < kvw; i++)
+            row[i] = frand() * 2;
+        inf_dtype_get(kt)->quant(Kt + (size_t)r * krb, row, kvw);
+        for (int i = 0; i < kvw; i++)
+            row[i] = frand();
+        inf_dtype_get(vt)->quant(Vt + (size_t)r * vrb, row, kvw);
+    }
+    inf_kv_view kv = {.k = Kt,
+                      .v = Vt,
+                      .k_type = kt,
+                      .v_type = vt,
+                      .row_stride = kvw,
+                      .block_size = block,
+                      .block_table = paged ? table : NULL};
+    float *q = malloc(sizeof(float) * (size_t)R * hd); /* [R][hd] */
+    for (int i = 0; i < R * hd; i++)
+        q[i] = frand() * 2;
+    const int k0 = kb < 0 ? 0 : kb * INF_ATTN_DECODE_BLOCK;
+    const int k1 = kb < 0 ? n_keys : k0 + INF_ATTN_DECODE_BLOCK;
+    const int lim = n_keys < k1 ? n_keys : k1;
+    CHECK(lim > k0);
+    const size_t stride = (size_t)hd + 2, n_res = kb < 0 ? (size_t)R * hd : (size_t)R * stride;
+    inf_attn_rows it = {.R = R, .kv_off = hd, .max_lim = lim, .k0 = k0};
+    for (int r = 0; r < R; r++) {
+        it.q[r] = q + (size_t)r * hd;
+        it.lim[r] = lim;
+    }
+    /* results in res[n_res]: outputs [R][hd] or partials [R][hd + 2] */
+#define SET_RES(item, res, order)                                                                  \
+    do {                                                                                           \
+        (item).part = kb < 0 ? NULL : (res);                                                       \
+        for (int r_ = 0; r_ < R; r_++)                                                             \
+            (item).out[r_] = (res) + (size_t)(order)[r_] * hd;                                     \
+    } while (0)
+    int fwd[INF_ATTN_MAX_R], back[INF_ATTN_MAX_R];
+    for (int r = 0; r < R; r++)
+        fwd[r] = r, back[r] = R - 1 - r;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t n_scr = inf_attn_scratch_floats(R, hd);
+    float *ref = galloc(n_res), *scr = galloc(n_scr);
+    SET_RES(it, ref, fwd);
+    inf_kernels_get(INF_ISA_SCALAR)->attn_rows(&it, &kv, hd, scale, scr);
+    char what[128];
+    snprintf(what, sizeof what, "decode item R=%d hd=%d keys %d block %d%s K %s V %s", R, hd,
+             n_keys, kb, paged ? " paged" : "", inf_kv_type_name(kt), inf_kv_type_name(vt));
+    /* the partials normalized: acc / l, and m + log l */
+    float *refn = malloc(sizeof(float) * (size_t)R * hd), *gotn = malloc(sizeof(float) * R * hd);
+    const inf_isa levels[] = {INF_ISA_AVX2, INF_ISA_AVX512, INF_ISA_AMX, INF_ISA_NEON};
+    for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
+        if (inf_isa_clamp(levels[li]) != levels[li]) continue;
+        const inf_kernels *k = inf_kernels_get(levels[li]);
+        const char *label = inf_isa_name(levels[li]);
+        float *y = galloc(n_res), *y1 = galloc(n_res), *yr = galloc(n_res);
+        SET_RES(it, y, fwd);
+        k->attn_rows(&it, &kv, hd, scale, scr);
+        CHECK_MSG(guards_ok(y, n_res), "%s %s: wrote outside its outputs", label, what);
+        CHECK_MSG(guards_ok(scr, n_scr), "%s %s: wrote past inf_attn_scratch_floats", label, what);
+        if (kb < 0) {
+            check_rel(what, label, y, ref, n_res, 2e-4, 2e-5);
+        } else {
+            double worst = 0;
+            for (int r = 0; r < R; r++) {
+                const float *pr = ref + r * stride, *pg = y + r * stride;
+                for (int d = 0; d < hd; d++) {
+                    refn[r * hd + d] = pr[d] / pr[hd + 1];
+                    gotn[r * hd + d] = pg[d] / pg[hd + 1];
+                }
+                const double e = fabs((pr[hd] + log(pr[hd + 1])) - (pg[hd] + log(pg[hd + 1])));
+                worst = e > worst ? e : worst;
+            }
+            check_rel(what, label, gotn, refn, (size_t)R * hd, 2e-4, 2e-5);
+            CHECK_MSG(worst < 1e-4, "%s %s: log-sum-exp off by %g", label, what, worst);
+        }
+        /* each row alone, and the rows reversed: the same bits */
+        size_t bad = n_res;
+        const size_t per = kb < 0 ? (size_t)hd : stride;
+        for (int r = 0; r < R && bad == n_res; r++) {
+            inf_attn_rows one = it;
+            one.R = 1;
+            one.q[0] = it.q[r];
+            int z = 0;
+            SET_RES(one, y1, &z);
+            k->attn_rows(&one, &kv, hd, scale, scr);
+            size_t i = first_diff(y1, y + r * per, per);
+            if (i < per) bad = r * per + i;
+        }
+        CHECK_MSG(bad == n_res, "%s %s: row %zu alone differs at [%zu]", label, what, bad / per,
+                  bad % per);
+        inf_attn_rows rev = it;
+        for (int r = 0; r < R; r++)
+            rev.q[r] = it.q[R - 1 - r];
+        SET_RES(rev, yr, back);
+        if (kb >= 0) { /* partials go by row position: reverse them back */
+            k->attn_rows(&rev, &kv, hd, scale, scr);
+            float *tmp = malloc(sizeof(float) * n_res);
+            for (int r = 0; r < R; r++)
+                memcpy(tmp + r * stride, yr + (size_t)(R - 1 - r) * stride, sizeof(float) * stride);
+            memcpy(yr, tmp, sizeof(float) * n_res);
+            free(tmp);
+        } else {
+            k->attn_rows(&rev, &kv, hd, scale, scr);
+        }
+        bad = first_diff(yr, y, n_res);
+        CHECK_MSG(bad == n_res, "%s %s: rows reversed differ at row %zu [%zu]", label, what,
+                  bad / per, bad % per);
+        CHECK(guards_ok(y1, n_res) && guards_ok(yr, n_res));
+        gfree(y), gfree(y1), gfree(yr);
+    }
+#undef SET_RES
+    gfree(ref), gfree(scr);
+    free(refn), free(gotn), free(table), free(row), free(Kt), free(Vt), free(q);
+}
+
 /* ---- the pool itself --------------------------------------------------------------------------
  */
 
@@ -835,6 +967,23 @@ int main(void) {
                 test_attn_item(R, hd, 1, 1, R == 1 ? 0 : 100 + R, ri % 2, t, t);
                 test_attn_item(R, hd, 1, 0, 0, (ri + 1) % 2, t, item_types[(ti + hi + 1) % 4]);
             }
+    /* decode items (kern_attn_decode_avx2.c on AVX2): the group sizes 1, 2, 3
+     * (a pair and a single row), 8; odd key counts; the first, a middle and a
+     * ragged last key block's partials; every K/V type, mixed too */
+    const int dec_R[] = {1, 2, 3, 8};
+    for (int ti = 0; ti < 4; ti++)
+        for (int ri = 0; ri < 4; ri++) {
+            const inf_dtype t = item_types[ti], t2 = item_types[(ti + ri + 1) % 4];
+            const int R = dec_R[ri];
+            test_attn_decode_item(R, 128, 1, -1, ri % 2, t, t);
+            test_attn_decode_item(R, 128, 67, -1, (ri + 1) % 2, t, t2);
+            test_attn_decode_item(R, 128, 701, 0, ri % 2, t, t);
+            test_attn_decode_item(R, 128, 701, 1, (ri + 1) % 2, t2, t);
+            test_attn_decode_item(R, 128, 701, 2, ri % 2, t, t); /* keys 512..700 */
+            test_attn_decode_item(R, 64, 257, 1, ri % 2, t, t);  /* one key in the block */
+            if (t != INF_Q8_0 && t2 != INF_Q8_0) test_attn_decode_item(R, 24, 99, -1, 1, t, t2);
+        }
+    test_attn_decode_item(16, 256, 300, 1, 0, INF_F16, INF_Q8_0);
     test_attn_item(2, 128, 0, 0, 0, 1, INF_F16, INF_F16);
     test_attn_item(8, 64, 0, 0, 0, 0, INF_Q8_0, INF_BF16);
     test_attn_item(5, 16, 1, 0, 0, 0, INF_F32, INF_F32);  /* head_dim 16, 24: the 6/4/2 steps */
