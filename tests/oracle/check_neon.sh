@@ -17,7 +17,7 @@ if ! command -v "$CC" >/dev/null || ! command -v "$QEMU" >/dev/null; then
 fi
 out=build/neon
 mkdir -p "$out"
-src=(src/backend/cpu_features.c src/backend/kern_generic.c src/backend/kern_neon.c src/backend/pack.c
+src=(src/backend/arena.c src/backend/cpu_features.c src/backend/kern_generic.c src/backend/kern_neon.c src/backend/pack.c
      src/backend/pool.c src/backend/scalar.c src/backend/select.c src/backend/simd.c src/backend/trace.c
      src/kv/kv_type.c src/quant/dtype.c src/quant/grids.c src/quant/quantize.c src/util/err.c
      src/util/mem.c)

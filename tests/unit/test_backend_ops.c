@@ -754,7 +754,7 @@ static void test_attn_decode_item(int R, int hd, int n_keys, int kb, int paged, 
 #define SET_RES(item, res, order)                                                                  \
     do {                                                                                           \
         (item).part = kb < 0 ? NULL : (res);                                                       \
-        for (int r_ = 0; r_ < R; r_++)                                                             \
+        for (int r_ = 0; r_ < (item).R; r_++)                                                      \
             (item).out[r_] = (res) + (size_t)(order)[r_] * hd;                                     \
     } while (0)
     int fwd[INF_ATTN_MAX_R], back[INF_ATTN_MAX_R];
