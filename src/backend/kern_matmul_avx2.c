@@ -409,38 +409,29 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
 
 /* Groups of a panel expanded at a time, into |w| and w (signed bytes) in
  * Q8_0's chunk order: the lookups and the absolute values are done once per
- * panel instead of once per pair of tokens. (Q8_0 panels expand too, but
- * measured no faster that way.) */
+ * panel instead of once per pair of tokens. (Expanding Q8_0 panels the same
+ * way, their flip and absolute values, measured no faster.) */
 #define SG 8
 #define SIGNED_EXPAND_MIN_T 8 /* fewer tokens read the panel directly */
 
 static inline __attribute__((always_inline)) void expand_signed(uint8_t *aw, int8_t *ws,
-                                                                const uint8_t *gp, const int KIND) {
-    if (KIND == INF_PACK_Q8_0) {
-        const __m256i flip = _mm256_set1_epi8((char)0x80);
-        for (int v = 0; v < 16; v++) { /* 8 chunks x 2 halves */
-            const __m256i w =
-                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(gp + 32 * v)), flip);
-            _mm256_storeu_si256((__m256i *)(ws + 32 * v), w);
-            _mm256_storeu_si256((__m256i *)(aw + 32 * v), _mm256_abs_epi8(w));
+                                                                const uint8_t *gp) {
+    /* IQ4 chunk c: low nibbles are Q8_0 chunk 2c, high nibbles chunk 2c + 1 */
+    const __m256i tbl =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values));
+    const __m256i m0f = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; c++)
+        for (int h = 0; h < 2; h++) {
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * h));
+            const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(w, m0f));
+            const __m256i hi =
+                _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f));
+            const size_t o_lo = 64 * (2 * c) + 32 * h, o_hi = 64 * (2 * c + 1) + 32 * h;
+            _mm256_storeu_si256((__m256i *)(ws + o_lo), lo);
+            _mm256_storeu_si256((__m256i *)(aw + o_lo), _mm256_abs_epi8(lo));
+            _mm256_storeu_si256((__m256i *)(ws + o_hi), hi);
+            _mm256_storeu_si256((__m256i *)(aw + o_hi), _mm256_abs_epi8(hi));
         }
-    } else { /* IQ4 chunk c: low nibbles are Q8_0 chunk 2c, high nibbles chunk 2c + 1 */
-        const __m256i tbl =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values));
-        const __m256i m0f = _mm256_set1_epi8(0x0f);
-        for (int c = 0; c < 4; c++)
-            for (int h = 0; h < 2; h++) {
-                const __m256i w = _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * h));
-                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(w, m0f));
-                const __m256i hi =
-                    _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f));
-                const size_t o_lo = 64 * (2 * c) + 32 * h, o_hi = 64 * (2 * c + 1) + 32 * h;
-                _mm256_storeu_si256((__m256i *)(ws + o_lo), lo);
-                _mm256_storeu_si256((__m256i *)(aw + o_lo), _mm256_abs_epi8(lo));
-                _mm256_storeu_si256((__m256i *)(ws + o_hi), hi);
-                _mm256_storeu_si256((__m256i *)(aw + o_hi), _mm256_abs_epi8(hi));
-            }
-    }
 }
 
 /* Groups g0 .. g0+ng-1 of tokens t0 .. t0+TB-1 (both halves) from the
@@ -494,17 +485,17 @@ signed_block(float *y, int64_t ldy, const uint8_t *panel, size_t gb, const uint8
             _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * h, acc[t][h]);
 }
 
-/* All T tokens of one Q8_0 or IQ4 panel, SG groups at a time. */
+/* Tokens t_begin .. T-1 of one IQ4 panel, SG groups at a time. */
 static inline __attribute__((always_inline)) void
 panel_signed(float *yp, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-             int t_begin, int T, const int KIND) {
+             int t_begin, int T) {
     _Alignas(32) uint8_t aw[SG * 512];
     _Alignas(32) int8_t ws[SG * 512];
-    const size_t gb = pk->group_bytes, scale_off = KIND == INF_PACK_Q8_0 ? 512 : 256;
+    const size_t gb = pk->group_bytes, scale_off = 256; /* IQ4: 16 f16 d after 4 chunks */
     for (int64_t g0 = 0; g0 < pk->n_groups; g0 += SG) {
         const int ng = (int)(pk->n_groups - g0 < SG ? pk->n_groups - g0 : SG);
         for (int gi = 0; gi < ng; gi++)
-            expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb, KIND);
+            expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb);
         int t = t_begin;
         for (; t + 2 <= T; t += 2)
             signed_block(yp, ldy, panel, gb, aw, ws, xq, t, 2, g0, ng, g0 == 0, scale_off);
@@ -533,7 +524,7 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
        (Q8_0's flip and absolute values are cheap enough: no gain measured) */
     const int signed_kind = KIND == INF_PACK_Q8_0 || KIND == INF_PACK_IQ4;
     if (KIND == INF_PACK_IQ4 && T - t >= SIGNED_EXPAND_MIN_T) {
-        panel_signed(yp, ldy, pk, panel, xq, t, T, KIND);
+        panel_signed(yp, ldy, pk, panel, xq, t, T);
         return;
     }
     for (; !signed_kind && t + 4 <= T; t += 4) {

@@ -612,6 +612,33 @@ static size_t first_diff(const float *a, const float *b, size_t n) {
  * the second KV head of a view (paged or not) over n_keys rows. Prefill items
  * must give each row the bits it gets alone (R = 1) or with its rows reversed
  * and must stay inside inf_attn_scratch_floats(R, hd) and their outputs. */
+/* K/V rows of types kt/vt, kvw wide, n_rows of them with random values (K in
+ * [-2, 2), V in [-1, 1)), as a view in blocks of `block` rows (paged when a
+ * table is given); *Kt and *Vt hold the rows (caller frees). */
+static inf_kv_view random_kv(inf_dtype kt, inf_dtype vt, int kvw, int n_rows, int block,
+                             const int32_t *table, uint8_t **Kt, uint8_t **Vt) {
+    float *row = malloc(sizeof(float) * (size_t)kvw);
+    size_t krb = inf_kv_type_bytes(kt, kvw), vrb = inf_kv_type_bytes(vt, kvw);
+    *Kt = malloc(krb * (size_t)n_rows);
+    *Vt = malloc(vrb * (size_t)n_rows);
+    for (int r = 0; r < n_rows; r++) {
+        for (int i = 0; i < kvw; i++)
+            row[i] = frand() * 2;
+        inf_dtype_get(kt)->quant(*Kt + (size_t)r * krb, row, kvw);
+        for (int i = 0; i < kvw; i++)
+            row[i] = frand();
+        inf_dtype_get(vt)->quant(*Vt + (size_t)r * vrb, row, kvw);
+    }
+    free(row);
+    return (inf_kv_view){.k = *Kt,
+                         .v = *Vt,
+                         .k_type = kt,
+                         .v_type = vt,
+                         .row_stride = kvw,
+                         .block_size = block,
+                         .block_table = table};
+}
+
 static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int paged,
                            inf_dtype kt, inf_dtype vt) {
     const int n_kv = 2, kvw = n_kv * hd, block = 16, n_keys = 300;
@@ -619,25 +646,9 @@ static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int
     int32_t table[32];
     for (int i = 0; i < n_blocks; i++)
         table[i] = (i * 5 + 2) % n_blocks; /* n_blocks = 19: a permutation */
-    float *row = malloc(sizeof(float) * (size_t)kvw);
-    size_t krb = inf_kv_type_bytes(kt, kvw), vrb = inf_kv_type_bytes(vt, kvw);
-    uint8_t *Kt = malloc(krb * (size_t)n_blocks * block),
-            *Vt = malloc(vrb * (size_t)n_blocks * block);
-    for (int r = 0; r < n_blocks * block; r++) {
-        for (int i = 0; i < kvw; i++)
-            row[i] = frand() * 2;
-        inf_dtype_get(kt)->quant(Kt + (size_t)r * krb, row, kvw);
-        for (int i = 0; i < kvw; i++)
-            row[i] = frand();
-        inf_dtype_get(vt)->quant(Vt + (size_t)r * vrb, row, kvw);
-    }
-    inf_kv_view kv = {.k = Kt,
-                      .v = Vt,
-                      .k_type = kt,
-                      .v_type = vt,
-                      .row_stride = kvw,
-                      .block_size = block,
-                      .block_table = paged ? table : NULL};
+    uint8_t *Kt, *Vt;
+    inf_kv_view kv =
+        random_kv(kt, vt, kvw, n_blocks * block, block, paged ? table : NULL, &Kt, &Vt);
     float *q = malloc(sizeof(float) * (size_t)R * hd); /* [R][hd] */
     for (int i = 0; i < R * hd; i++)
         q[i] = frand() * 2;
@@ -701,7 +712,7 @@ static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int
         gfree(y), gfree(y1), gfree(yr);
     }
     gfree(scr);
-    free(row), free(Kt), free(Vt), free(q), free(ref);
+    free(Kt), free(Vt), free(q), free(ref);
 }
 
 /* A decode work item as simd.c builds one: R query heads of one KV head over
@@ -718,25 +729,9 @@ static void test_attn_decode_item(int R, int hd, int n_keys, int kb, int paged, 
     int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks);
     for (int i = 0; i < n_blocks; i++)
         table[i] = n_blocks - 1 - i;
-    float *row = malloc(sizeof(float) * (size_t)kvw);
-    size_t krb = inf_kv_type_bytes(kt, kvw), vrb = inf_kv_type_bytes(vt, kvw);
-    uint8_t *Kt = malloc(krb * (size_t)n_blocks * block),
-            *Vt = malloc(vrb * (size_t)n_blocks * block);
-    for (int r = 0; r < n_blocks * block; r++) {
-        for (int i = 0; i < kvw; i++)
-            row[i] = frand() * 2;
-        inf_dtype_get(kt)->quant(Kt + (size_t)r * krb, row, kvw);
-        for (int i = 0; i < kvw; i++)
-            row[i] = frand();
-        inf_dtype_get(vt)->quant(Vt + (size_t)r * vrb, row, kvw);
-    }
-    inf_kv_view kv = {.k = Kt,
-                      .v = Vt,
-                      .k_type = kt,
-                      .v_type = vt,
-                      .row_stride = kvw,
-                      .block_size = block,
-                      .block_table = paged ? table : NULL};
+    uint8_t *Kt, *Vt;
+    inf_kv_view kv =
+        random_kv(kt, vt, kvw, n_blocks * block, block, paged ? table : NULL, &Kt, &Vt);
     float *q = malloc(sizeof(float) * (size_t)R * hd); /* [R][hd] */
     for (int i = 0; i < R * hd; i++)
         q[i] = frand() * 2;
@@ -833,7 +828,7 @@ static void test_attn_decode_item(int R, int hd, int n_keys, int kb, int paged, 
     }
 #undef SET_RES
     gfree(ref), gfree(scr);
-    free(refn), free(gotn), free(table), free(row), free(Kt), free(Vt), free(q);
+    free(refn), free(gotn), free(table), free(Kt), free(Vt), free(q);
 }
 
 /* ---- the pool itself --------------------------------------------------------------------------
