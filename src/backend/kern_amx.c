@@ -3,7 +3,7 @@
  * y[t][o] for a block of 32 tokens x 32 outputs lives in four 16x16 f32 C
  * tiles; A tiles are 16 tokens x 32 bf16 activations, B tiles are 32 k x 16
  * outputs in VNNI pair order, which is exactly one packed BF16 group (see
- * kernels.h). Integer weights (Q8_0, Q4_0, Q4_K, Q6_K) are expanded per pair
+ * kernels.h). Integer weights (every packed integer kind) are expanded per pair
  * of panels into a thread-private bf16 copy, once per 256 tokens, so their
  * per-block scales are folded into the weights and the whole k loop
  * accumulates in the tiles. Tolerance: activations and expanded weights are
@@ -103,6 +103,53 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
                     f[j] = _mm512_fmsub_ps(byte_lane(q[i], j), A, B);
                 emit4(dst + 512 * half + 128 * i, f);
             }
+        }
+        break;
+    }
+    case INF_PACK_Q5_K: {
+        const uint8_t *gp = panel + (size_t)kg * pk->group_bytes;
+        const __m512i m10 = _mm512_set1_epi8(0x10);
+        __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 320)));
+        __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 352)));
+        /* fifth bits to bit 4: of the low nibbles from H << 4, one shift down per chunk */
+        __m512i H = _mm512_loadu_si512(gp + 256), L = _mm512_slli_epi16(H, 4);
+        for (int c = 0; c < 4; c++) {
+            __m512i w = _mm512_loadu_si512(gp + 64 * c);
+            __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10)),
+                    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
+                                         _mm512_and_si512(H, m10));
+            L = _mm512_srli_epi16(L, 1);
+            H = _mm512_srli_epi16(H, 1);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
+            emit4(dst + 256 * c, f);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
+            emit4(dst + 256 * c + 128, f);
+        }
+        break;
+    }
+    case INF_PACK_IQ4: {
+        const uint8_t *gp = panel + (size_t)kg * pk->group_bytes;
+        __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
+        /* the 16 values as floats, looked up by index with VPERMPS */
+        const __m512 tbl =
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)inf_iq4nl_values)));
+        const __m512i mff = _mm512_set1_epi32(0xff);
+        for (int c = 0; c < 4; c++) {
+            __m512i w = _mm512_loadu_si512(gp + 64 * c);
+            __m512i lo = _mm512_and_si512(w, m0f),
+                    hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_mul_ps(
+                    _mm512_permutexvar_ps(_mm512_and_si512(_mm512_srli_epi32(lo, 8 * j), mff), tbl),
+                    A);
+            emit4(dst + 256 * c, f);
+            for (int j = 0; j < 4; j++)
+                f[j] = _mm512_mul_ps(
+                    _mm512_permutexvar_ps(_mm512_and_si512(_mm512_srli_epi32(hi, 8 * j), mff), tbl),
+                    A);
+            emit4(dst + 256 * c + 128, f);
         }
         break;
     }

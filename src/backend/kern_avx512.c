@@ -138,6 +138,12 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
         _mm_prefetch((const char *)p + PREFETCH_AHEAD + l, _MM_HINT_T0);
 }
 
+/* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
+static inline __m512i iq4_table_u8(void) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)inf_iq4nl_values);
+    return _mm512_broadcast_i32x4(_mm_xor_si128(v, _mm_set1_epi8((char)0x80)));
+}
+
 static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ldy,
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
@@ -251,6 +257,63 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
                 __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][g]));
                 acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
                                          _mm512_set1_ps(dr[t][g / 2]), acc[t]);
+            }
+            break;
+        }
+        case INF_PACK_Q5_K: {
+            /* the fifth bits moved to bit 4 of each byte: of the low nibbles
+               (bit c of the fifth-bit chunk) from H << 4 shifted down once per
+               chunk, of the high ones (bit 4 + c) from H itself */
+            const __m512i m10 = _mm512_set1_epi8(0x10);
+            __m512i H = _mm512_loadu_si512(gp + 256), L = _mm512_slli_epi16(H, 4);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i w = _mm512_loadu_si512(gp + 64 * c);
+                __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10));
+                __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
+                                             _mm512_and_si512(H, m10));
+                L = _mm512_srli_epi16(L, 1);
+                H = _mm512_srli_epi16(H, 1);
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
+                }
+            }
+            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 320)));
+            __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 352)));
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
+                                         _mm512_set1_ps(dr[t][g]), acc[t]);
+                acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][g] * (float)s), acc[t]);
+            }
+            break;
+        }
+        case INF_PACK_IQ4: {
+            /* indices looked up (VPSHUFB) into the values + 128, unsigned for
+               VPDPBUSD; the offset is removed as Q8_0's is */
+            const __m512i tbl = iq4_table_u8();
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i w = _mm512_loadu_si512(gp + 64 * c);
+                __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(w, m0f));
+                __m512i hi =
+                    _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
+                }
+            }
+            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+                __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                                         _mm512_set1_ps(dr[t][g]), acc[t]);
             }
             break;
         }
@@ -513,7 +576,8 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
                                                             const inf_kv_view *kv, const int hd,
                                                             float scale, float *scratch) {
     const int R = it->R, nv = hd / 16;
-    float *st = scratch;                      /* [R][64] scores, then probabilities */
+    /* [R][64] scores, then probabilities (64-byte aligned: the scratch need not be) */
+    float *st = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
     float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
@@ -884,7 +948,7 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
     k->types[INF_Q4_0].dequant = a5_dequant_q4_0;
     k->has_packed = 1;
     k->bf16_as_f32 = 0; /* vdpbf16ps against bf16 activations */
-    k->pack_kinds = INF_PACK_KINDS_BASE;
+    k->pack_kinds = INF_PACK_KINDS_ALL;
     k->quantize_x = a5_quantize_x;
     k->matmul_packed = a5_matmul_packed;
     k->rmsnorm_row = a5_rmsnorm_row;
