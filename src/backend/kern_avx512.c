@@ -516,8 +516,8 @@ static inline __m512 reduce16(__m512 v[16]) {
 
 /* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows. */
 static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int r0,
-                                                          const int RB, const float *const *vrow,
-                                                          int nj, const int hd) {
+                                                          const int RB, const void *const *vrow,
+                                                          int nj, const int hd, const inf_dtype VT) {
     const int nv = hd / 16;
     __m512 av[2][16];
 #pragma GCC unroll 2
@@ -526,12 +526,12 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
         for (int i = 0; i < nv; i++)
             av[r][i] = _mm512_load_ps(acc + (size_t)(r0 + r) * hd + 16 * i);
     for (int j = 0; j < nj; j++) {
-        const float *v = vrow[j];
+        const void *v = vrow[j];
         __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * INF_KV_TILE + j]);
         __m512 p1 = RB > 1 ? _mm512_set1_ps(st[(size_t)(r0 + 1) * INF_KV_TILE + j]) : p0;
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++) {
-            __m512 vv = _mm512_loadu_ps(v + 16 * i);
+            __m512 vv = kv_load16(VT, v, 16 * i);
             av[0][i] = _mm512_fmadd_ps(p0, vv, av[0][i]);
             if (RB > 1) av[1][i] = _mm512_fmadd_ps(p1, vv, av[1][i]);
         }
@@ -547,7 +547,8 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
  * transposed copy would cost more than it saves): 16 dot products at a time,
  * summed across lanes by reduce16. Lanes past nk are left 0. */
 static inline __attribute__((always_inline)) void
-scores_direct(float *s, const float *q, const float *const *krow, int nk, const int hd) {
+scores_direct(float *s, const float *q, const void *const *krow, int nk, const int hd,
+              const inf_dtype KT) {
     const int nv = hd / 16;
     __m512 qv[16];
 #pragma GCC unroll 16
@@ -563,10 +564,10 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
         for (int j = 0; j < 16; j++) {
             a[j] = _mm512_setzero_ps();
             if (kb + j < nk) {
-                const float *k = krow[kb + j];
+                const void *k = krow[kb + j];
 #pragma GCC unroll 16
                 for (int i = 0; i < nv; i++)
-                    a[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k + 16 * i), a[j]);
+                    a[j] = _mm512_fmadd_ps(qv[i], kv_load16(KT, k, 16 * i), a[j]);
             }
         }
         _mm512_store_ps(s + kb, reduce16(a));
@@ -577,10 +578,14 @@ scores_direct(float *s, const float *q, const float *const *krow, int nk, const 
  * row against the keys read in place, the online-softmax update per row, and
  * P.V for 2 rows at a time. A row inactive in a tile (all its keys before
  * it) gets p = 0 there, so its sums are unchanged; each row's arithmetic is
- * fixed by its own keys. */
-static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows *it,
-                                                            const inf_kv_view *kv, const int hd,
-                                                            float scale, float *scratch) {
+ * fixed by its own keys. KT/VT: the K/V types the body reads in place
+ * (converting as it loads); a stored type other than these is first
+ * converted to f32 rows in scratch (KT/VT = F32), which gives the same bits,
+ * as the conversion is exact. Reading in place keeps the tile's 32 KiB of
+ * f32 copies out of L1 (they cost more than half of a step at depth). */
+static inline __attribute__((always_inline)) void
+attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale,
+          float *scratch, const inf_dtype KT, const inf_dtype VT) {
     const int R = it->R, nv = hd / 16;
     /* [R][64] scores, then probabilities (64-byte aligned: the scratch need not be) */
     float *st = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -591,14 +596,20 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
      * inf_attn_scratch_floats keeps for two tiles) */
     float *kc = acc + (size_t)R * hd, *vc = kc + (size_t)INF_KV_TILE * hd;
     const inf_dtype kt = kv->k_type, vt = kv->v_type;
-    const size_t kbytes = inf_kv_type_bytes(kt, hd), vbytes = inf_kv_type_bytes(vt, hd);
+    /* what to prefetch of the next tile's rows: this head's part, or for
+     * the first KV head of a decode key block the whole rows (every head:
+     * simd.c runs a block's heads one after the other on one thread) */
+    const bool whole_rows = it->part && it->kv_off == 0;
+    const int pf_off = whole_rows ? 0 : it->kv_off;
+    const size_t pf_kbytes = inf_kv_type_bytes(kt, whole_rows ? kv->row_stride : hd),
+                 pf_vbytes = inf_kv_type_bytes(vt, whole_rows ? kv->row_stride : hd);
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
         memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
     }
     const __m512 vscale = _mm512_set1_ps(scale);
-    const float *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
+    const void *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
     for (int t0 = it->k0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         int r = 0;
@@ -607,21 +618,21 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
             const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_off);
             /* the next tile's rows (a head's rows are a cache row apart) */
             if (t0 + INF_KV_TILE + j < it->max_lim) {
-                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, it->kv_off);
-                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, it->kv_off);
-                for (size_t c = 0; c < kbytes; c += 64)
+                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, pf_off);
+                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, pf_off);
+                for (size_t c = 0; c < pf_kbytes; c += 64)
                     _mm_prefetch(kn + c, _MM_HINT_T1);
-                for (size_t c = 0; c < vbytes; c += 64)
+                for (size_t c = 0; c < pf_vbytes; c += 64)
                     _mm_prefetch(vn + c, _MM_HINT_T1);
             }
-            if (kt != INF_F32) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
-            if (vt != INF_F32) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
-            krow[j] = kt == INF_F32 ? ks : kc + (size_t)j * hd;
-            vrow[j] = vt == INF_F32 ? vs : vc + (size_t)j * hd;
+            if (kt != KT) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
+            if (vt != VT) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
+            krow[j] = kt == KT ? ks : kc + (size_t)j * hd;
+            vrow[j] = vt == VT ? vs : vc + (size_t)j * hd;
         }
         for (; r < R; r++)
             if (it->lim[r] > t0)
-                scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd);
+                scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd, KT);
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
             float *s = st + (size_t)r * INF_KV_TILE;
@@ -661,9 +672,9 @@ static inline __attribute__((always_inline)) void attn_body(const inf_attn_rows 
             ml[2 * r + 1] = l + _mm512_reduce_add_ps(lsum);
         }
         for (r = 0; r + 2 <= R; r += 2)
-            pv_rows(acc, st, r, 2, vrow, nk, hd);
+            pv_rows(acc, st, r, 2, vrow, nk, hd, VT);
         for (; r < R; r++)
-            pv_rows(acc, st, r, 1, vrow, nk, hd);
+            pv_rows(acc, st, r, 1, vrow, nk, hd, VT);
     }
     for (int r = 0; r < R; r++) {
         if (it->part) {
@@ -852,6 +863,24 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
     }
 }
 
+/* A decode item of the common head sizes with K and V of one type reads
+ * them in place; other items convert what is not f32 (the same bits). */
+static inline __attribute__((always_inline)) void decode_body(const inf_attn_rows *it,
+                                                              const inf_kv_view *kv, const int hd,
+                                                              float scale, float *scratch) {
+    const inf_dtype t = kv->k_type == kv->v_type && (hd == 64 || hd == 128 || hd == 256)
+                            ? kv->k_type
+                            : INF_F32;
+    if (t == INF_F16)
+        attn_body(it, kv, hd, scale, scratch, INF_F16, INF_F16);
+    else if (t == INF_BF16)
+        attn_body(it, kv, hd, scale, scratch, INF_BF16, INF_BF16);
+    else if (t == INF_Q8_0)
+        attn_body(it, kv, hd, scale, scratch, INF_Q8_0, INF_Q8_0);
+    else
+        attn_body(it, kv, hd, scale, scratch, INF_F32, INF_F32);
+}
+
 /* head_dim is a compile-time constant in each body so q and the accumulators stay in registers */
 static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, float scale,
                          float *scratch) {
@@ -860,7 +889,7 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
         if (it->prefill)                                                                           \
             attn_lanes(it, kv, HD, scale, scratch);                                                \
         else                                                                                       \
-            attn_body(it, kv, HD, scale, scratch);                                                 \
+            decode_body(it, kv, HD, scale, scratch);                                               \
         return;
     switch (hd) {
         BODY(64)
@@ -894,7 +923,7 @@ materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, i
             for (int j = 0; j < nk; j++)
                 krow[j] = inf_kv_k_row(kv, j0 + j) + kv_off;
             float tmp[INF_KV_TILE] __attribute__((aligned(64)));
-            scores_direct(tmp, qr, krow, nk, hd);
+            scores_direct(tmp, qr, (const void *const *)krow, nk, hd, INF_F32);
             _mm512_storeu_ps(Sr + j0, _mm512_mul_ps(_mm512_load_ps(tmp), _mm512_set1_ps(s->scale)));
         }
         a5_softmax(Sr, lim);

@@ -546,14 +546,15 @@ typedef struct attn_job {
 } attn_job;
 
 /* one work item: (query block, KV head, head chunk, key block) */
-static void attn_task(void *arg, int i, int n_items, int tid) {
-    (void)n_items;
-    attn_job *j = arg;
+static void attn_item(attn_job *j, int i, int n_items, int tid) {
     const inf_attn_shape *s = j->s;
     const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
     float *scratch = j->c->thr_scratch[tid];
-    const int kb = i % j->n_kblock;
-    i /= j->n_kblock;
+    /* key block outermost: the KV heads of one block (interleaved in each
+       cache row) are read at about the same time, by both threads */
+    const int per_kb = n_items / j->n_kblock;
+    const int kb = i / per_kb;
+    i %= per_kb;
     {
         /* items run from the latest query block down: the longest ones start first */
         int qbk = j->n_qblock - 1 - i / (s->n_head_kv * j->n_hchunk);
@@ -584,6 +585,21 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
             }
         j->c->k->attn_rows(&it, j->kv, s->head_dim, s->scale, scratch);
     }
+}
+
+static void attn_task(void *arg, int i, int n_items, int tid) {
+    attn_job *j = arg;
+    attn_item(j, i, j->n_items, tid);
+}
+
+/* a decode step's key block kb: its items (every KV head) one after the
+ * other on one thread, so the cache rows the first one brings in serve the
+ * rest (a cache row holds every KV head) */
+static void attn_block_task(void *arg, int kb, int n_kblock, int tid) {
+    attn_job *j = arg;
+    const int per_kb = j->n_items / n_kblock;
+    for (int i = kb * per_kb; i < (kb + 1) * per_kb; i++)
+        attn_item(j, i, j->n_items, tid);
 }
 
 /* A decode row's output from its key blocks' partials, merged in block
@@ -641,7 +657,10 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
         }
         j.part = c->attn_part;
     }
-    run(c, attn_task, &j, j.n_items);
+    if (j.n_kblock > 1)
+        run(c, attn_block_task, &j, j.n_kblock);
+    else
+        run(c, attn_task, &j, j.n_items);
     if (j.n_kblock > 1) attn_merge(&j);
 }
 
