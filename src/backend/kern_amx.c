@@ -45,6 +45,17 @@ static inline __m512 byte_lane(__m512i v, int j) {
     return _mm512_cvtepi32_ps(b);
 }
 
+/* one chunk's low and high values (bytes of lo, hi) as A q - B: 4 bf16 chunks */
+static inline void emit_nibbles(uint8_t *dst, __m512i lo, __m512i hi, __m512 A, __m512 B) {
+    __m512 f[4];
+    for (int j = 0; j < 4; j++)
+        f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
+    emit4(dst, f);
+    for (int j = 0; j < 4; j++)
+        f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
+    emit4(dst + 128, f);
+}
+
 /* One packed panel's integer group(s) covering k 32*kg .. 32*kg+31 -> 1024 bytes of bf16. */
 static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *panel, int64_t kg) {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
@@ -73,12 +84,7 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
             __m512i w = _mm512_loadu_si512(gp + 64 * c);
             __m512i lo = _mm512_and_si512(w, m0f),
                     hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m0f);
-            for (int j = 0; j < 4; j++)
-                f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
-            emit4(dst + 256 * c, f);
-            for (int j = 0; j < 4; j++)
-                f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
-            emit4(dst + 256 * c + 128, f);
+            emit_nibbles(dst + 256 * c, lo, hi, A, B);
         }
         break;
     }
@@ -120,12 +126,7 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
                                          _mm512_and_si512(H, m10));
             L = _mm512_srli_epi16(L, 1);
             H = _mm512_srli_epi16(H, 1);
-            for (int j = 0; j < 4; j++)
-                f[j] = _mm512_fmsub_ps(byte_lane(lo, j), A, B);
-            emit4(dst + 256 * c, f);
-            for (int j = 0; j < 4; j++)
-                f[j] = _mm512_fmsub_ps(byte_lane(hi, j), A, B);
-            emit4(dst + 256 * c + 128, f);
+            emit_nibbles(dst + 256 * c, lo, hi, A, B);
         }
         break;
     }

@@ -150,6 +150,21 @@ static inline __m512i iq4_table_u8(void) {
     return _mm512_broadcast_i32x4(_mm_xor_si128(v, _mm_set1_epi8((char)0x80)));
 }
 
+/* acc[t] += d_w d_x (sum - 128 sum q): group g's sums of unsigned weights
+ * stored as w + 128 (Q8_0, IQ4's values), scales d_w as f16 at dp */
+static inline __attribute__((always_inline)) void
+scale_offset128(__m512 *acc, const __m512i *ai, const uint8_t *dp, const int32_t *const *sr,
+                const float *const *dr, int64_t g, const int TB) {
+    __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp));
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++) {
+        int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+        __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                                 _mm512_set1_ps(dr[t][g]), acc[t]);
+    }
+}
+
 static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ldy,
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
@@ -184,14 +199,7 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
                 for (int t = 0; t < TB; t++)
                     ai[t] = _mm512_dpbusd_epi32(ai[t], w, bcast4(xqr[t] + 32 * g + 4 * c));
             }
-            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 512)));
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++) {
-                int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
-                __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
-                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
-                                         _mm512_set1_ps(dr[t][g]), acc[t]);
-            }
+            scale_offset128(acc, ai, gp + 512, sr, dr, g, TB);
             break;
         }
         case INF_PACK_Q4_0:
@@ -313,14 +321,7 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
                     ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
                 }
             }
-            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++) {
-                int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
-                __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
-                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
-                                         _mm512_set1_ps(dr[t][g]), acc[t]);
-            }
+            scale_offset128(acc, ai, gp + 256, sr, dr, g, TB);
             break;
         }
         default:
