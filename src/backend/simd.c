@@ -332,7 +332,12 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     int64_t work = j.total;
     for (int i = 0; i < nw; i++)
         if (!j.pk[i]) work += ws[i]->n_out / INF_PANEL;
-    run(c, mm_task, &j, n_chunks_for(c, work));
+    /* decode rows: one contiguous slice per thread streams best (measured:
+       4 chunks per thread 0.5-2 % slower, 16 about 6 %); a slice a late
+       worker has not claimed is still taken by the caller */
+    int n_chunks = prefill ? n_chunks_for(c, work)
+                           : (int)(work < c->nth ? (work > 0 ? work : 1) : c->nth);
+    run(c, mm_task, &j, n_chunks);
 }
 
 static void simd_matmul(const inf_backend *be, float *y, const float *x, const inf_weight *w,
