@@ -191,16 +191,17 @@ if [ -d models/tiny-f32-hf ]; then
         echo "FAILED: the control: without generation_config.json seeds 1 and 2 gave the same text"; fail=$((fail + 1)); fi
 fi
 
-# SSE pings (issue 15): with the one slot busy for some seconds (800 tokens), a second stream
-# waits in the queue; it gets ": ping" comments every --sse-ping-interval
-# second while it waits, then its frames and [DONE]. --sse-ping-interval 0
-# sends none.
+# SSE pings (issue 15): with the one slot busy for some seconds (3000 tokens:
+# about 4 s of the tiny model on 2 cores, where 800 took 1.1 s, too little for
+# a 1 s interval), a second stream waits in the queue; it gets ": ping"
+# comments every --sse-ping-interval second while it waits, then its frames
+# and [DONE]. --sse-ping-interval 0 sends none.
 plog=$(mktemp)
-start_server "$plog" --kv basic -np 1 --sse-ping-interval 1
+start_server "$plog" --kv basic -np 1 -c 4096 --sse-ping-interval 1
 ppid_=$spid
 if pport=$(wait_ready "$plog" "$ppid_"); then
     P="http://127.0.0.1:$pport"
-    busy='{"prompt":"The slot is busy","max_tokens":800,"ignore_eos":true,"temperature":0}'
+    busy='{"prompt":"The slot is busy","max_tokens":3000,"ignore_eos":true,"temperature":0}'
     curl -s -o /dev/null --max-time 120 -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
         -d "$busy" "$P/v1/completions" &
     bpid2=$!
