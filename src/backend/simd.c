@@ -551,13 +551,13 @@ typedef struct attn_job {
 } attn_job;
 
 /* one work item: (query block, KV head, head chunk, key block) */
-static void attn_item(attn_job *j, int i, int n_items, int tid) {
+static void attn_item(attn_job *j, int i, int tid) {
     const inf_attn_shape *s = j->s;
     const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
     float *scratch = j->c->thr_scratch[tid];
     /* key block outermost: the KV heads of one block (interleaved in each
-       cache row) are read at about the same time, by both threads */
-    const int per_kb = n_items / j->n_kblock;
+       cache row) are consecutive, so attn_block_task runs them together */
+    const int per_kb = j->n_items / j->n_kblock;
     const int kb = i / per_kb;
     i %= per_kb;
     {
@@ -593,8 +593,9 @@ static void attn_item(attn_job *j, int i, int n_items, int tid) {
 }
 
 static void attn_task(void *arg, int i, int n_items, int tid) {
+    (void)n_items;
     attn_job *j = arg;
-    attn_item(j, i, j->n_items, tid);
+    attn_item(j, i, tid);
 }
 
 /* a decode step's key block kb: its items (every KV head) one after the
@@ -604,7 +605,7 @@ static void attn_block_task(void *arg, int kb, int n_kblock, int tid) {
     attn_job *j = arg;
     const int per_kb = j->n_items / n_kblock;
     for (int i = kb * per_kb; i < (kb + 1) * per_kb; i++)
-        attn_item(j, i, j->n_items, tid);
+        attn_item(j, i, tid);
 }
 
 /* A decode row's output from its key blocks' partials, merged in block
