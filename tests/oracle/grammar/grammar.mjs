@@ -70,7 +70,11 @@ await test('json_schema outputs validate (ajv), temperature 1.0', async () => {
   jobs.push(chat({ seed: 9, max_tokens: 64 }).then((r) =>
     check(r.choices[0].message.content.length > 0, 'free request beside constrained ones')));
   await Promise.all(jobs);
-  check(schemaEnded >= 3 * schemaCut, 'json_schema: at least 3 of 4 replies ended by the grammar',
+  // How many replies close their strings is chance: the sampled tokens follow
+  // the logits' last bits, which differ by ISA level (3 of 4 ended on AVX2 and
+  // AMX hosts, 15 of 21 on Zen 4's AVX-512). A grammar that kept replies from
+  // ending would leave few or none ended.
+  check(schemaEnded > schemaCut, 'json_schema: most replies ended by the grammar',
         `${schemaEnded} ended, ${schemaCut} cut`);
 });
 
