@@ -143,19 +143,19 @@ static void amx_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd
         /* K rows as A tiles (split); V transposed by pairs of keys as A tiles */
         for (int j = 0; j < INF_KV_TILE; j += 2) {
             const float *k0 =
-                j < nk ? kv_row(kbuf[0], kt, inf_kv_k_at(kv, t0 + j, it->kv_off), hd) : NULL;
-            const float *k1 = j + 1 < nk
-                                  ? kv_row(kbuf[1], kt, inf_kv_k_at(kv, t0 + j + 1, it->kv_off), hd)
-                                  : NULL;
+                j < nk ? kv_row(kbuf[0], kt, inf_kv_k_at(kv, t0 + j, it->kv_head), hd) : NULL;
+            const float *k1 =
+                j + 1 < nk ? kv_row(kbuf[1], kt, inf_kv_k_at(kv, t0 + j + 1, it->kv_head), hd)
+                           : NULL;
             const float *v0 =
-                j < nk ? kv_row(vbuf[0], vt, inf_kv_v_at(kv, t0 + j, it->kv_off), hd) : NULL;
-            const float *v1 = j + 1 < nk
-                                  ? kv_row(vbuf[1], vt, inf_kv_v_at(kv, t0 + j + 1, it->kv_off), hd)
-                                  : NULL;
-            /* the next tile's rows: cache rows are 4 KiB apart, beyond the prefetchers' reach */
+                j < nk ? kv_row(vbuf[0], vt, inf_kv_v_at(kv, t0 + j, it->kv_head), hd) : NULL;
+            const float *v1 =
+                j + 1 < nk ? kv_row(vbuf[1], vt, inf_kv_v_at(kv, t0 + j + 1, it->kv_head), hd)
+                           : NULL;
+            /* the next tile's rows (a cache block may end inside the tile: kv_view.h) */
             for (int jj = j; jj < j + 2 && t0 + INF_KV_TILE + jj < it->max_lim; jj++) {
-                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + jj, it->kv_off);
-                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + jj, it->kv_off);
+                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + jj, it->kv_head);
+                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + jj, it->kv_head);
                 for (size_t c = 0; c < kbytes; c += 64)
                     _mm_prefetch(kn + c, _MM_HINT_T0);
                 for (size_t c = 0; c < vbytes; c += 64)

@@ -4,8 +4,8 @@
  * The algorithm of kern_avx512.c's attn_lanes (64-key tiles, online softmax,
  * the causal limit per row) on 16 rows at a time, held in the lanes of two
  * vectors. Per tile, K and V are converted into contiguous f32 scratch once
- * for all the item's row blocks (cache rows are often a multiple of 4 KiB
- * apart, which maps a tile's keys to the same L1 sets). Then, per block, both
+ * for all the item's row blocks (the stored types are read once, and the
+ * tile is contiguous even where a cache block ends inside it). Then, per block, both
  * products are computed transposed, rows in lanes:
  *   S^T[j][row] = sum_d k[j][d] q^T[d][row]      one broadcast k[j][d] serves
  *                                                 16 rows; 6 keys x 2 vectors
@@ -150,15 +150,15 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
         for (int j = 0; j < nk; j++) {
             /* the next tile's rows, while this one is worked on */
             if (t0 + INF_KV_TILE + j < it->max_lim) {
-                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, it->kv_off);
-                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, it->kv_off);
+                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, it->kv_head);
+                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, it->kv_head);
                 for (size_t c = 0; c < kbytes; c += 64)
                     _mm_prefetch(kn + c, _MM_HINT_T1);
                 for (size_t c = 0; c < vbytes; c += 64)
                     _mm_prefetch(vn + c, _MM_HINT_T1);
             }
-            kv_row_f32(kc + (size_t)j * hd, kt, inf_kv_k_at(kv, t0 + j, it->kv_off), hd);
-            kv_row_f32(vc + (size_t)j * hd, vt, inf_kv_v_at(kv, t0 + j, it->kv_off), hd);
+            kv_row_f32(kc + (size_t)j * hd, kt, inf_kv_k_at(kv, t0 + j, it->kv_head), hd);
+            kv_row_f32(vc + (size_t)j * hd, vt, inf_kv_v_at(kv, t0 + j, it->kv_head), hd);
         }
         if (nk % 2) memset(kc + (size_t)nk * hd, 0, sizeof(float) * (size_t)hd); /* 2-key step */
 

@@ -15,9 +15,9 @@
  *            order: one converted V piece feeds both rows' accumulators.
  * Before a tile is worked on, one word of each of its K and V lines is
  * loaded: independent loads, so the core has the whole tile in flight at
- * once (a head's rows are a cache row apart, which the hardware prefetchers
- * do not follow; software prefetches spread over the tile kept too few lines
- * in flight and measured slower).
+ * once (software prefetches spread over the tile kept too few lines in
+ * flight and measured slower, when a head's rows were a cache row apart;
+ * they are now contiguous within a cache block, kv_view.h).
  *
  * A row's result depends only on its own query, its own limit and the keys:
  * a key's score is the same dot product and the same lane tree whether its
@@ -201,13 +201,11 @@ attn_decode(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float 
     for (int t0 = it->k0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         const int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         const int nk8 = (nk + 7) & ~7;
-        /* The tile's rows, touched before they are used: a head's rows are a
-         * cache row apart, which the hardware prefetchers do not follow, and
-         * software prefetches spread over the tile did not keep enough lines
-         * in flight (measured: PERFORMANCE.md, session 8). */
+        /* The tile's rows, touched before they are used: the whole tile in
+         * flight at once (measured: PERFORMANCE.md, sessions 8 and 11). */
         for (int j = 0; j < nk; j++) {
-            krow[j] = inf_kv_k_at(kv, t0 + j, it->kv_off);
-            vrow[j] = inf_kv_v_at(kv, t0 + j, it->kv_off);
+            krow[j] = inf_kv_k_at(kv, t0 + j, it->kv_head);
+            vrow[j] = inf_kv_v_at(kv, t0 + j, it->kv_head);
             touch_row(&touched, krow[j], kbytes);
             touch_row(&touched, vrow[j], vbytes);
         }

@@ -495,17 +495,17 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
-                /* the first row streams the item's keys and values from memory (the
-                 * rows of a head are a cache row apart): ask for them ahead */
+                /* the first row streams the item's keys and values from memory:
+                 * ask for them ahead (a cache block may end before j + A2_PREFETCH) */
                 if (r == 0 && j + A2_PREFETCH < it->lim[r]) {
-                    const char *kn = inf_kv_k_at(kv, j + A2_PREFETCH, it->kv_off);
-                    const char *vn = inf_kv_v_at(kv, j + A2_PREFETCH, it->kv_off);
+                    const char *kn = inf_kv_k_at(kv, j + A2_PREFETCH, it->kv_head);
+                    const char *vn = inf_kv_v_at(kv, j + A2_PREFETCH, it->kv_head);
                     for (size_t c = 0; c < kbytes; c += 64)
                         _mm_prefetch(kn + c, _MM_HINT_T0);
                     for (size_t c = 0; c < vbytes; c += 64)
                         _mm_prefetch(vn + c, _MM_HINT_T0);
                 }
-                s[j - t0] = a2_dot_kv(q, inf_kv_k_at(kv, j, it->kv_off), hd, kt) * scale;
+                s[j - t0] = a2_dot_kv(q, inf_kv_k_at(kv, j, it->kv_head), hd, kt) * scale;
                 if (s[j - t0] > tmax) tmax = s[j - t0];
             }
             if (tmax > m) {
@@ -518,7 +518,7 @@ static void a2_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             for (int j = t0; j < t1; j++) {
                 float p = expf(s[j - t0] - m);
                 l += p;
-                a2_axpy_kv(acc, p, inf_kv_v_at(kv, j, it->kv_off), hd, vt);
+                a2_axpy_kv(acc, p, inf_kv_v_at(kv, j, it->kv_head), hd, vt);
             }
         }
         if (it->part) {

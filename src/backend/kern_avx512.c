@@ -597,13 +597,8 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
      * inf_attn_scratch_floats keeps for two tiles) */
     float *kc = acc + (size_t)R * hd, *vc = kc + (size_t)INF_KV_TILE * hd;
     const inf_dtype kt = kv->k_type, vt = kv->v_type;
-    /* what to prefetch of the next tile's rows: this head's part, or for
-     * the first KV head of a decode key block the whole rows (every head:
-     * simd.c runs a block's heads one after the other on one thread) */
-    const bool whole_rows = it->part && it->kv_off == 0;
-    const int pf_off = whole_rows ? 0 : it->kv_off;
-    const size_t pf_kbytes = inf_kv_type_bytes(kt, whole_rows ? kv->row_stride : hd),
-                 pf_vbytes = inf_kv_type_bytes(vt, whole_rows ? kv->row_stride : hd);
+    /* what to prefetch of the next tile: this head's rows (kv_view.h) */
+    const size_t pf_kbytes = inf_kv_type_bytes(kt, hd), pf_vbytes = inf_kv_type_bytes(vt, hd);
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
@@ -615,12 +610,12 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         int r = 0;
         for (int j = 0; j < nk; j++) {
-            const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_off);
-            const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_off);
-            /* the next tile's rows (a head's rows are a cache row apart) */
+            const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_head);
+            const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_head);
+            /* the next tile's rows */
             if (t0 + INF_KV_TILE + j < it->max_lim) {
-                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, pf_off);
-                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, pf_off);
+                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, it->kv_head);
+                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, it->kv_head);
                 for (size_t c = 0; c < pf_kbytes; c += 64)
                     _mm_prefetch(kn + c, _MM_HINT_T1);
                 for (size_t c = 0; c < pf_vbytes; c += 64)
@@ -693,13 +688,12 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
     }
 }
 
-/* A prefill work item, 32 rows at a time held in the lanes of
- * two vectors. Per 64-key tile, K and V are copied into contiguous scratch
- * (cache rows are often exactly 4 KiB apart, which maps a tile's keys to the
- * same L1 sets). Scores come out as S[j][row] = sum_d q^T[d][row] k[j][d]:
- * one broadcast of k[j][d] serves 32 rows, and with rows in lanes the online
- * softmax is vertical (running max and sum per lane, no reductions across
- * lanes). P.V then adds p[j][row] v[j] into each row's accumulator. Keys at
+/* A prefill work item, 32 rows at a time held in the lanes of two
+ * vectors. Per 64-key tile, K and V are copied into contiguous f32 scratch
+ * (converted once for all the item's rows). Scores come out as
+ * S[j][row] = sum_d q^T[d][row] k[j][d]: one broadcast of k[j][d] serves 32
+ * rows, and with rows in lanes the online softmax is vertical (running max
+ * and sum per lane, no reductions across lanes). P.V then adds p[j][row] v[j] into each row's accumulator. Keys at
  * or past a row's limit get p = 0; every row sees key 0 (lim >= 1), so its
  * running max is finite from the first tile on. */
 static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows *it,
@@ -730,8 +724,8 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
         for (int j = 0; j < INF_KV_TILE; j++) {
             float *kd = kc + (size_t)j * hd, *vd = vc + (size_t)j * hd;
             if (j < nk) {
-                kv_row_to_f32(kd, kv->k_type, inf_kv_k_at(kv, t0 + j, it->kv_off), hd);
-                kv_row_to_f32(vd, kv->v_type, inf_kv_v_at(kv, t0 + j, it->kv_off), hd);
+                kv_row_to_f32(kd, kv->k_type, inf_kv_k_at(kv, t0 + j, it->kv_head), hd);
+                kv_row_to_f32(vd, kv->v_type, inf_kv_v_at(kv, t0 + j, it->kv_head), hd);
             } else if (j < ((nk + 7) & ~7)) {
                 memset(kd, 0, sizeof(float) * (size_t)hd); /* keys the 8-wide loop reads */
             }
@@ -912,7 +906,7 @@ static void a5_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
 static inline __attribute__((always_inline)) void
 materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, int T, int h,
                   const inf_attn_shape *s, float *S, const int hd) {
-    const int group = s->n_head / s->n_head_kv, kv_off = (h / group) * hd, nv = hd / 16;
+    const int group = s->n_head / s->n_head_kv, kv_head = h / group, nv = hd / 16;
     const size_t qw = (size_t)s->n_head * hd, ldS = (size_t)(pos0 + T + 15) & ~(size_t)15;
     const float *krow[16];
     for (int t = 0; t < T; t++) {
@@ -922,7 +916,7 @@ materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, i
         for (int j0 = 0; j0 < lim; j0 += 16) {
             int nk = lim - j0 < 16 ? lim - j0 : 16;
             for (int j = 0; j < nk; j++)
-                krow[j] = inf_kv_k_row(kv, j0 + j) + kv_off;
+                krow[j] = inf_kv_k_at(kv, j0 + j, kv_head);
             float tmp[INF_KV_TILE] __attribute__((aligned(64)));
             scores_direct(tmp, qr, (const void *const *)krow, nk, hd, INF_F32);
             _mm512_storeu_ps(Sr + j0, _mm512_mul_ps(_mm512_load_ps(tmp), _mm512_set1_ps(s->scale)));
@@ -936,7 +930,7 @@ materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, i
         for (int i = 0; i < nv; i++)
             a[i] = _mm512_setzero_ps();
         for (int j = 0; j < pos0 + t + 1; j++) {
-            const float *v = inf_kv_v_row(kv, j) + kv_off;
+            const float *v = inf_kv_v_at(kv, j, kv_head);
             __m512 p = _mm512_set1_ps(Sr[j]);
 #pragma GCC unroll 16
             for (int i = 0; i < nv; i++)

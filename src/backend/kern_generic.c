@@ -82,7 +82,7 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
                 const float *k =
-                    inf_kv_row_f32(kv->k_type, inf_kv_k_at(kv, j, it->kv_off), buf, hd);
+                    inf_kv_row_f32(kv->k_type, inf_kv_k_at(kv, j, it->kv_head), buf, hd);
                 float d = 0;
                 for (int i = 0; i < hd; i++)
                     d += q[i] * k[i];
@@ -100,7 +100,7 @@ static void g_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd, 
                 float p = expf(s[j - t0] - m);
                 l += p;
                 const float *v =
-                    inf_kv_row_f32(kv->v_type, inf_kv_v_at(kv, j, it->kv_off), buf, hd);
+                    inf_kv_row_f32(kv->v_type, inf_kv_v_at(kv, j, it->kv_head), buf, hd);
                 for (int i = 0; i < hd; i++)
                     acc[i] += p * v[i];
             }

@@ -390,7 +390,7 @@ static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             int t1 = t0 + INF_KV_TILE < it->lim[r] ? t0 + INF_KV_TILE : it->lim[r];
             float tmax = -INFINITY;
             for (int j = t0; j < t1; j++) {
-                const float *k = ne_kv_row(kv->k_type, inf_kv_k_at(kv, j, it->kv_off), buf, hd);
+                const float *k = ne_kv_row(kv->k_type, inf_kv_k_at(kv, j, it->kv_head), buf, hd);
                 s[j - t0] = ne_dot_f32(q, k, hd) * scale;
                 if (s[j - t0] > tmax) tmax = s[j - t0];
             }
@@ -404,7 +404,7 @@ static void ne_attn_rows(const inf_attn_rows *it, const inf_kv_view *kv, int hd,
             for (int j = t0; j < t1; j++) {
                 float p = expf(s[j - t0] - m);
                 l += p;
-                const float *v = ne_kv_row(kv->v_type, inf_kv_v_at(kv, j, it->kv_off), buf, hd);
+                const float *v = ne_kv_row(kv->v_type, inf_kv_v_at(kv, j, it->kv_head), buf, hd);
                 int i = 0;
                 for (; i + 4 <= hd; i += 4)
                     vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), vld1q_f32(v + i), p));

@@ -133,7 +133,7 @@ typedef struct inf_attn_rows {
     const float *q[INF_ATTN_MAX_R]; /* [R] -> head_dim floats */
     float *out[INF_ATTN_MAX_R];     /* [R] -> head_dim floats */
     int lim[INF_ATTN_MAX_R];
-    int kv_off;  /* kv_head * head_dim */
+    int kv_head; /* the KV head the rows read */
     int max_lim; /* max of lim */
     /* Decode key blocks: the item reads keys k0..lim[r]-1 only (k0 a multiple
      * of INF_KV_TILE; 0 otherwise) and, with part != NULL, leaves its

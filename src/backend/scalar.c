@@ -147,9 +147,9 @@ static const float *kv_row_f32(inf_dtype t, const void *row, float *buf, int hea
     return buf;
 }
 
-/* One query row of one head against keys 0..n_keys-1 (KV head column offset
- * kv_off): online softmax over tiles of 64 keys. Writes head_dim floats. */
-static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_off, int n_keys,
+/* One query row of one head against keys 0..n_keys-1 of KV head kv_head:
+ * online softmax over tiles of 64 keys. Writes head_dim floats. */
+static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_head, int n_keys,
                      int head_dim, float scale) {
     float s[ATTN_TILE];           /* one tile of scores */
     float acc[ATTN_MAX_HEAD_DIM]; /* [head_dim] running numerator */
@@ -162,7 +162,7 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
         int t1 = t0 + ATTN_TILE < n_keys ? t0 + ATTN_TILE : n_keys;
         float tile_max = -INFINITY;
         for (int t = t0; t < t1; t++) {
-            const float *k = kv_row_f32(kv->k_type, inf_kv_k_at(kv, t, kv_off), buf, head_dim);
+            const float *k = kv_row_f32(kv->k_type, inf_kv_k_at(kv, t, kv_head), buf, head_dim);
             float dot = 0;
             for (int d = 0; d < head_dim; d++)
                 dot += q[d] * k[d];
@@ -180,7 +180,7 @@ static void attn_row(float *out, const float *q, const inf_kv_view *kv, int kv_o
         }
         for (int t = t0; t < t1; t++) {
             float p = expf(s[t - t0] - m);
-            const float *v = kv_row_f32(kv->v_type, inf_kv_v_at(kv, t, kv_off), buf, head_dim);
+            const float *v = kv_row_f32(kv->v_type, inf_kv_v_at(kv, t, kv_head), buf, head_dim);
             l += p;
             for (int d = 0; d < head_dim; d++)
                 acc[d] += p * v[d];
@@ -197,11 +197,11 @@ static void scalar_attn_prefill(const inf_backend *be, float *out, const float *
     int qw = s->n_head * s->head_dim;
     int group = s->n_head / s->n_head_kv; /* GQA: query heads per KV head */
     for (int h = 0; h < s->n_head; h++) {
-        int kv_off = (h / group) * s->head_dim;
+        int kv_head = h / group;
         for (int i = 0; i < T; i++) {
             /* causal: row i sits at position pos0+i and stops at its own key */
             attn_row(out + (int64_t)i * qw + h * s->head_dim, q + (int64_t)i * qw + h * s->head_dim,
-                     kv, kv_off, pos0 + i + 1, s->head_dim, s->scale);
+                     kv, kv_head, pos0 + i + 1, s->head_dim, s->scale);
         }
     }
 }
@@ -211,8 +211,8 @@ static void scalar_attn_decode(const inf_backend *be, float *out, const float *q
     INF_ASSERT(s->head_dim <= ATTN_MAX_HEAD_DIM && s->n_head % s->n_head_kv == 0);
     int group = s->n_head / s->n_head_kv;
     for (int h = 0; h < s->n_head; h++)
-        attn_row(out + h * s->head_dim, q + h * s->head_dim, kv, (h / group) * s->head_dim, n_keys,
-                 s->head_dim, s->scale);
+        attn_row(out + h * s->head_dim, q + h * s->head_dim, kv, h / group, n_keys, s->head_dim,
+                 s->scale);
 }
 
 static void scalar_swiglu(const inf_backend *be, float *out, const float *gate, const float *up,

@@ -335,8 +335,8 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     /* decode rows: one contiguous slice per thread streams best (measured:
        4 chunks per thread 0.5-2 % slower, 16 about 6 %); a slice a late
        worker has not claimed is still taken by the caller */
-    int n_chunks = prefill ? n_chunks_for(c, work)
-                           : (int)(work < c->nth ? (work > 0 ? work : 1) : c->nth);
+    int n_chunks =
+        prefill ? n_chunks_for(c, work) : (int)(work < c->nth ? (work > 0 ? work : 1) : c->nth);
     run(c, mm_task, &j, n_chunks);
 }
 
@@ -555,8 +555,8 @@ static void attn_item(attn_job *j, int i, int tid) {
     const inf_attn_shape *s = j->s;
     const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
     float *scratch = j->c->thr_scratch[tid];
-    /* key block outermost: the KV heads of one block (interleaved in each
-       cache row) are consecutive, so attn_block_task runs them together */
+    /* key block outermost: the KV heads of one block are consecutive, so
+       attn_block_task runs them together */
     const int per_kb = j->n_items / j->n_kblock;
     const int kb = i / per_kb;
     i %= per_kb;
@@ -568,7 +568,7 @@ static void attn_item(attn_job *j, int i, int tid) {
         inf_attn_rows it;
         it.R = 0;
         it.prefill = j->prefill;
-        it.kv_off = g * s->head_dim;
+        it.kv_head = g;
         it.max_lim = 0;
         int h0 = g * group + hc * j->hpi,
             h1 = h0 + j->hpi < (g + 1) * group ? h0 + j->hpi : (g + 1) * group;
@@ -599,8 +599,8 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
 }
 
 /* a decode step's key block kb: its items (every KV head) one after the
- * other on one thread, so the cache rows the first one brings in serve the
- * rest (a cache row holds every KV head) */
+ * other on one thread, front to back through the block's memory (each
+ * head's rows of a cache block are contiguous, kv_view.h) */
 static void attn_block_task(void *arg, int kb, int n_kblock, int tid) {
     attn_job *j = arg;
     const int per_kb = j->n_items / n_kblock;

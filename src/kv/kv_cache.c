@@ -26,7 +26,7 @@ static void refresh_views(inf_kv_cache *c, int seq) {
 }
 
 int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
-                        int kv_dim, inf_err *err) {
+                        int kv_dim, int head_dim, inf_err *err) {
     *out = NULL;
     static const inf_kv_opts basic = {0};
     if (!o) o = &basic;
@@ -40,6 +40,7 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
     c->n_seq = n_seq;
     c->n_ctx = n_ctx;
     c->kv_dim = kv_dim;
+    c->head_dim = head_dim;
     c->type_k = o->type_k;
     c->type_v = o->type_v;
     c->n_past = calloc((size_t)n_seq, sizeof *c->n_past);
@@ -49,7 +50,7 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
     if (o->kind == INF_KV_BASIC) {
         if (!(c->basic = calloc((size_t)n_seq, sizeof *c->basic))) goto oom;
         for (int s = 0; s < n_seq; s++)
-            if (inf_kv_basic_create_typed(&c->basic[s], n_layer, n_ctx, kv_dim, o->type_k,
+            if (inf_kv_basic_create_typed(&c->basic[s], n_layer, n_ctx, kv_dim, head_dim, o->type_k,
                                           o->type_v, err)) {
                 inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, n_ctx);
                 goto fail;
@@ -68,8 +69,8 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
                      o->mem_bytes, n_blocks, bs, n_ctx, per_ctx);
             goto fail;
         }
-        if (inf_kv_pool_create_typed(&c->pool, n_layer, kv_dim, bs, (int)n_blocks, o->type_k,
-                                     o->type_v, err) ||
+        if (inf_kv_pool_create_typed(&c->pool, n_layer, kv_dim, head_dim, bs, (int)n_blocks,
+                                     o->type_k, o->type_v, err) ||
             inf_radix_create(&c->radix, c->pool, err))
             goto fail;
         c->seqs = calloc((size_t)n_seq, sizeof *c->seqs);

@@ -53,7 +53,7 @@ typedef struct inf_kv_stats {
 
 typedef struct inf_kv_cache {
     inf_kv_kind kind;
-    int n_layer, n_seq, n_ctx, kv_dim;
+    int n_layer, n_seq, n_ctx, kv_dim, head_dim;
     inf_dtype type_k, type_v;
     int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */
     int32_t *tokens;      /* [n_seq][n_ctx] the tokens of those rows */
@@ -65,12 +65,12 @@ typedef struct inf_kv_cache {
     int32_t *counts;      /* paged: [n_blocks] reference audit scratch */
 } inf_kv_cache;
 
-/* Caches for n_seq sequences of up to n_ctx positions of kv_dim elements per
- * layer (of o->type_k / o->type_v). Returns 0, or -1 with a message (bad sizes or options, no
- * memory, a budget that holds less than one context). Free with inf_kv_cache_free (NULL is a
- * no-op). */
+/* Caches for n_seq sequences of up to n_ctx positions of kv_dim elements
+ * (heads of head_dim) per layer (of o->type_k / o->type_v). Returns 0, or -1 with a message (bad
+ * sizes or options, no memory, a budget that holds less than one context). Free with
+ * inf_kv_cache_free (NULL is a no-op). */
 int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
-                        int kv_dim, inf_err *err);
+                        int kv_dim, int head_dim, inf_err *err);
 void inf_kv_cache_free(inf_kv_cache *c);
 
 /* How many leading tokens of prompt[0..n) sequence seq could reuse now

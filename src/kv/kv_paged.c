@@ -78,14 +78,15 @@ int inf_kv_parse_mem(size_t *out, const char *text, inf_err *err) {
     return 0;
 }
 
-int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_size, int n_blocks,
-                       inf_err *err) {
-    return inf_kv_pool_create_typed(out, n_layer, kv_dim, block_size, n_blocks, INF_F32, INF_F32,
-                                    err);
+int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int head_dim, int block_size,
+                       int n_blocks, inf_err *err) {
+    return inf_kv_pool_create_typed(out, n_layer, kv_dim, head_dim, block_size, n_blocks, INF_F32,
+                                    INF_F32, err);
 }
 
-int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int block_size,
-                             int n_blocks, inf_dtype k_type, inf_dtype v_type, inf_err *err) {
+int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int head_dim,
+                             int block_size, int n_blocks, inf_dtype k_type, inf_dtype v_type,
+                             inf_err *err) {
     *out = NULL;
     if (n_layer <= 0 || kv_dim <= 0)
         return inf_fail(err, "kv pool: n_layer %d, kv_dim %d: expected positive sizes", n_layer,
@@ -96,7 +97,9 @@ int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int blo
     if (n_blocks <= 0)
         return inf_fail(err, "kv pool: %d blocks: expected at least one (cache memory too small?)",
                         n_blocks);
-    if (inf_kv_check_type(k_type, kv_dim, err) || inf_kv_check_type(v_type, kv_dim, err)) return -1;
+    if (inf_kv_check_type(k_type, kv_dim, head_dim, err) ||
+        inf_kv_check_type(v_type, kv_dim, head_dim, err))
+        return -1;
     /* Row indices are int64 in inf_kv_row_index but block ids are int32. */
     size_t layer_floats = (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim;
     size_t rows = (size_t)n_blocks * (size_t)block_size;
@@ -111,6 +114,7 @@ int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int blo
     if (!p) return inf_fail(err, "kv pool: out of memory");
     p->n_layer = n_layer;
     p->kv_dim = kv_dim;
+    p->head_dim = head_dim;
     p->block_size = block_size;
     p->n_blocks = n_blocks;
     p->layer_floats = layer_floats;
@@ -212,15 +216,20 @@ int inf_kv_pool_audit(const inf_kv_pool *p, inf_err *err) {
     return rc;
 }
 
-/* Copies rows 0..n_rows-1 of block src into block dst at every layer. */
+/* Copies rows 0..n_rows-1 of block src into block dst at every layer: the
+ * first n_rows rows of each head's part of the block (kv_view.h). */
 static void copy_block_rows(inf_kv_pool *p, int32_t dst, int32_t src, int n_rows) {
-    size_t kr = inf_kv_type_bytes(p->k_type, p->kv_dim),
-           vr = inf_kv_type_bytes(p->v_type, p->kv_dim);
-    size_t row0_d = (size_t)dst * p->block_size, row0_s = (size_t)src * p->block_size;
+    const size_t bs = (size_t)p->block_size;
+    const size_t kh = inf_kv_type_bytes(p->k_type, p->head_dim),
+                 vh = inf_kv_type_bytes(p->v_type, p->head_dim);
+    const size_t kb = bs * inf_kv_type_bytes(p->k_type, p->kv_dim),
+                 vb = bs * inf_kv_type_bytes(p->v_type, p->kv_dim);
     for (int l = 0; l < p->n_layer; l++) {
         uint8_t *k = p->k + (size_t)l * p->k_layer_bytes, *v = p->v + (size_t)l * p->v_layer_bytes;
-        memcpy(k + row0_d * kr, k + row0_s * kr, (size_t)n_rows * kr);
-        memcpy(v + row0_d * vr, v + row0_s * vr, (size_t)n_rows * vr);
+        for (int h = 0; h < p->kv_dim / p->head_dim; h++) {
+            memcpy(k + dst * kb + h * bs * kh, k + src * kb + h * bs * kh, (size_t)n_rows * kh);
+            memcpy(v + dst * vb + h * bs * vh, v + src * vb + h * bs * vh, (size_t)n_rows * vh);
+        }
     }
 }
 
@@ -318,6 +327,7 @@ void inf_kv_seq_views(const inf_kv_seq *s, inf_kv_view *views) {
             .k_type = p->k_type,
             .v_type = p->v_type,
             .row_stride = p->kv_dim,
+            .head_dim = p->head_dim,
             .block_size = p->block_size,
             .block_table = s->blocks,
             .capacity = cap,

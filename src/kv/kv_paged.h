@@ -4,13 +4,13 @@
  * A sequence owns a block table (logical block i -> physical block id) and
  * reads and writes its rows through an inf_kv_view per layer:
  *
- *   pool->k  [n_layer][n_blocks*block_size][kv_dim] of k_type   (likewise pool->v)
+ *   pool->k  [n_layer][n_blocks][block_size*kv_dim] of k_type   (likewise pool->v)
  *   layer l's view: k = pool->k + l*k_layer_bytes,
  *                   row_stride = kv_dim, block_table = seq->blocks
  *
- * so position j of a sequence at layer l is row
- * blocks[j / block_size] * block_size + j % block_size of that layer's slab,
- * the formula of inf_kv_row_index; the attention ops need no gather.
+ * so position j of a sequence at layer l is in block blocks[j / block_size]
+ * of that layer's slab, row j % block_size of each head's part of it (the
+ * formulas of kv_view.h); the attention ops need no gather.
  *
  * Blocks are refcounted: a sequence and the radix prefix cache (kv/radix.h)
  * may hold the same block. A block with more than one holder is read-only:
@@ -40,14 +40,15 @@ typedef int (*inf_kv_reclaim_fn)(void *ud, inf_kv_pool *pool, int n_want);
 
 struct inf_kv_pool {
     int n_layer, kv_dim;      /* kv_dim = n_head_kv*head_dim */
+    int head_dim;             /* elements of one KV head */
     inf_dtype k_type, v_type; /* element types (kv_view.h) */
     int block_size;           /* rows per block, a power of two */
     int n_blocks;
     size_t layer_floats;  /* n_blocks*block_size*kv_dim: elements of one layer's slab */
     size_t k_layer_bytes; /* bytes of one layer's K slab (likewise V) */
     size_t v_layer_bytes;
-    uint8_t *k;         /* [n_layer][n_blocks*block_size][kv_dim] of k_type */
-    uint8_t *v;         /* [n_layer][n_blocks*block_size][kv_dim] of v_type */
+    uint8_t *k;         /* [n_layer][n_blocks][block_size*kv_dim] of k_type (kv_view.h) */
+    uint8_t *v;         /* the same of v_type */
     size_t map_bytes;   /* bytes mapped for k and v together */
     int32_t *refcount;  /* [n_blocks] holders of each block; 0 = free */
     int32_t *free_list; /* [n_blocks] stack of free block ids, n_free of them */
@@ -69,11 +70,12 @@ size_t inf_kv_block_bytes_typed(int n_layer, int kv_dim, int block_size, inf_dty
  * 1..1024). The memory is mapped lazily (pages are touched as blocks are
  * first written). Returns 0, or -1 with a message (bad sizes, out of memory).
  * Free with inf_kv_pool_free (NULL is a no-op) after every sequence. */
-int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int block_size, int n_blocks,
-                       inf_err *err);
+int inf_kv_pool_create(inf_kv_pool **out, int n_layer, int kv_dim, int head_dim, int block_size,
+                       int n_blocks, inf_err *err);
 /* The same with K of k_type and V of v_type (kv_type.h). */
-int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int block_size,
-                             int n_blocks, inf_dtype k_type, inf_dtype v_type, inf_err *err);
+int inf_kv_pool_create_typed(inf_kv_pool **out, int n_layer, int kv_dim, int head_dim,
+                             int block_size, int n_blocks, inf_dtype k_type, inf_dtype v_type,
+                             inf_err *err);
 void inf_kv_pool_free(inf_kv_pool *p);
 
 /* f32 blocks that fit in a memory budget of `bytes` (0 when not even one does). */

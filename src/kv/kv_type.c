@@ -24,17 +24,23 @@ const char *inf_kv_type_name(inf_dtype t) {
     return "unknown";
 }
 
-int inf_kv_check_type(inf_dtype t, int kv_dim, inf_err *err) {
+int inf_kv_check_type(inf_dtype t, int kv_dim, int head_dim, inf_err *err) {
+    if (head_dim <= 0 || kv_dim <= 0 || kv_dim % head_dim)
+        return inf_fail(err, "kv cache: rows of %d elements do not split into heads of %d", kv_dim,
+                        head_dim);
     if (!strcmp(inf_kv_type_name(t), "unknown"))
         return inf_fail(err, "kv cache: type id %d is not a K/V type (expected one of %s)", (int)t,
                         INF_KV_TYPE_NAMES);
-    if (t == INF_Q8_0 && kv_dim % INF_QK8_0 != 0)
-        return inf_fail(err, "kv cache: q8_0 needs rows of whole 32-element blocks (row is %d)",
-                        kv_dim);
+    if (t == INF_Q8_0 && head_dim % INF_QK8_0 != 0)
+        return inf_fail(err, "kv cache: q8_0 needs heads of whole 32-element blocks (head is %d)",
+                        head_dim);
     return 0;
 }
 
 void inf_kv_store_row(const inf_kv_view *kv, int j, const float *k, const float *v) {
-    inf_dtype_get(kv->k_type)->quant(inf_kv_k_at(kv, j, 0), k, kv->row_stride);
-    inf_dtype_get(kv->v_type)->quant(inf_kv_v_at(kv, j, 0), v, kv->row_stride);
+    const int hd = kv->head_dim;
+    for (int h = 0; h < kv->row_stride / hd; h++) {
+        inf_dtype_get(kv->k_type)->quant(inf_kv_k_at(kv, j, h), k + (size_t)h * hd, hd);
+        inf_dtype_get(kv->v_type)->quant(inf_kv_v_at(kv, j, h), v + (size_t)h * hd, hd);
+    }
 }

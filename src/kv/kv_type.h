@@ -18,12 +18,13 @@ int inf_kv_parse_type(inf_dtype *out, const char *text, const char *what, inf_er
 /* The -ctk name of a K/V type ("f16"). */
 const char *inf_kv_type_name(inf_dtype t);
 
-/* Whether rows of kv_dim elements can be stored as t: 0, or -1 with a
- * message (not a K/V type; q8_0 with kv_dim not a multiple of 32). */
-int inf_kv_check_type(inf_dtype t, int kv_dim, inf_err *err);
+/* Whether rows of kv_dim elements, heads of head_dim, can be stored as t:
+ * 0, or -1 with a message (bad sizes; not a K/V type; q8_0 with head_dim
+ * not a multiple of 32). */
+int inf_kv_check_type(inf_dtype t, int kv_dim, int head_dim, inf_err *err);
 
-/* Stores k[row_stride] and v[row_stride] as row j of the view, converting
- * each to its type once (scalar reference: the bits do not depend on the
+/* Stores k[row_stride] and v[row_stride] as row j of the view, head by
+ * head, converting each to its type once (scalar reference: the bits do not depend on the
  * CPU). */
 void inf_kv_store_row(const inf_kv_view *kv, int j, const float *k, const float *v);
 

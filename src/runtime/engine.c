@@ -221,7 +221,7 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
     if (inf_model_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
     if (inf_kv_cache_create(&e->kv, &kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
-                            err))
+                            hp->head_dim, err))
         goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
     inf_sampler_params sampling;

@@ -84,20 +84,23 @@ static void check_shape(const inf_backend *be, int n_head, int n_head_kv, int he
     fill(v, (int64_t)n_keys * kvw, 1.0f);
     materialized(ref, q, k, v, pos0, T, n_head, n_head_kv, head_dim);
 
-    /* The cache: plain rows, or blocks of block_size rows in reversed physical order. */
-    int n_blocks = block_size ? (n_keys + block_size - 1) / block_size : 0;
-    int rows = block_size ? n_blocks * block_size : n_keys;
-    float *ck = calloc((size_t)rows * kvw, sizeof(float)); /* [rows][kvw] */
+    /* The cache: a basic cache's blocks, or blocks of block_size rows in
+     * reversed physical order (kv_view.h's layout). */
+    int bs = block_size ? block_size : INF_KV_BASIC_BLOCK;
+    int n_blocks = (n_keys + bs - 1) / bs, rows = n_blocks * bs;
+    float *ck = calloc((size_t)rows * kvw, sizeof(float));
     float *cv = calloc((size_t)rows * kvw, sizeof(float));
     int32_t *table = block_size ? malloc(sizeof(int32_t) * n_blocks) : NULL;
-    for (int b = 0; b < n_blocks; b++)
+    for (int b = 0; block_size && b < n_blocks; b++)
         table[b] = n_blocks - 1 - b;
-    inf_kv_view view = {
-        .k = ck, .v = cv, .row_stride = kvw, .block_size = block_size, .block_table = table};
-    for (int j = 0; j < n_keys; j++) {
-        memcpy(inf_kv_k_row(&view, j), k + (int64_t)j * kvw, sizeof(float) * kvw);
-        memcpy(inf_kv_v_row(&view, j), v + (int64_t)j * kvw, sizeof(float) * kvw);
-    }
+    inf_kv_view view = {.k = ck,
+                        .v = cv,
+                        .row_stride = kvw,
+                        .head_dim = head_dim,
+                        .block_size = bs,
+                        .block_table = table};
+    for (int j = 0; j < n_keys; j++)
+        inf_kv_store_row(&view, j, k + (int64_t)j * kvw, v + (int64_t)j * kvw);
     inf_attn_shape s = {n_head, n_head_kv, head_dim, 1.0f / sqrtf((float)head_dim)};
 
     float *out = got + GUARD;
@@ -142,30 +145,34 @@ static void check_typed(const inf_backend *be, int n_head, int n_head_kv, int he
     fill(q, (int64_t)T * qw, 2.0f);
     fill(k, (int64_t)n_keys * kvw, 2.0f);
     fill(v, (int64_t)n_keys * kvw, 1.0f);
-    int n_blocks = block_size ? (n_keys + block_size - 1) / block_size : 0;
-    int rows = block_size ? n_blocks * block_size : n_keys;
+    int bs = block_size ? block_size : INF_KV_BASIC_BLOCK;
+    int n_blocks = (n_keys + bs - 1) / bs, rows = n_blocks * bs;
     void *ck = calloc((size_t)rows, inf_kv_type_bytes(kt, kvw));
     void *cv = calloc((size_t)rows, inf_kv_type_bytes(vt, kvw));
     int32_t *table = block_size ? malloc(sizeof(int32_t) * n_blocks) : NULL;
-    for (int b = 0; b < n_blocks; b++)
+    for (int b = 0; block_size && b < n_blocks; b++)
         table[b] = n_blocks - 1 - b;
     inf_kv_view view = {.k = ck,
                         .v = cv,
                         .k_type = kt,
                         .v_type = vt,
                         .row_stride = kvw,
-                        .block_size = block_size,
+                        .head_dim = head_dim,
+                        .block_size = bs,
                         .block_table = table};
     double max_err = 0; /* how far the stored values are from the f32 ones */
     for (int j = 0; j < n_keys; j++) {
-        float *kj = k + (int64_t)j * kvw, *vj = v + (int64_t)j * kvw, back[1024];
+        float *kj = k + (int64_t)j * kvw, *vj = v + (int64_t)j * kvw, back[2048];
         inf_kv_store_row(&view, j, kj, vj);
-        inf_dtype_get(kt)->dequant(back, inf_kv_k_at(&view, j, 0), kvw);
+        for (int h = 0; h < n_head_kv; h++) { /* each head read back where the view says */
+            inf_dtype_get(kt)->dequant(back + h * head_dim, inf_kv_k_at(&view, j, h), head_dim);
+            inf_dtype_get(vt)->dequant(back + kvw + h * head_dim, inf_kv_v_at(&view, j, h),
+                                       head_dim);
+        }
         max_err = fmax(max_err, max_abs_diff(back, kj, kvw));
+        max_err = fmax(max_err, max_abs_diff(back + kvw, vj, kvw));
         memcpy(kj, back, sizeof(float) * kvw);
-        inf_dtype_get(vt)->dequant(back, inf_kv_v_at(&view, j, 0), kvw);
-        max_err = fmax(max_err, max_abs_diff(back, vj, kvw));
-        memcpy(vj, back, sizeof(float) * kvw);
+        memcpy(vj, back + kvw, sizeof(float) * kvw);
     }
     /* a lossy type changed the values (so the check below could tell) */
     CHECK_MSG((kt == INF_F32 && vt == INF_F32) == (max_err == 0),

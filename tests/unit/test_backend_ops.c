@@ -513,8 +513,8 @@ static void test_attention_typed(bk *bks, int nb, int n_head, int n_head_kv, int
     /* make it a true permutation */
     for (int i = 0; i < n_blocks; i++)
         table[i] = n_blocks - 1 - i;
-    int rows_alloc = paged ? n_blocks * block : n_keys;
-    /* rows with a gap after them; q8_0 rows are whole blocks */
+    int rows_alloc = n_blocks * block; /* whole blocks, paged or not (kv_view.h) */
+    /* rows with a gap after them (at the end of each block's heads); q8_0 rows are whole blocks */
     int stride = kt == INF_Q8_0 || vt == INF_Q8_0 ? kvw + 32 : kvw + 3;
     float *K = malloc(sizeof(float) * (size_t)rows_alloc * stride),
           *V = malloc(sizeof(float) * (size_t)rows_alloc * stride);
@@ -531,6 +531,7 @@ static void test_attention_typed(bk *bks, int nb, int n_head, int n_head_kv, int
                       .k_type = kt,
                       .v_type = vt,
                       .row_stride = stride,
+                      .head_dim = hd,
                       .block_size = block,
                       .block_table = paged ? table : NULL};
     inf_attn_shape s = {
@@ -615,7 +616,7 @@ static size_t first_diff(const float *a, const float *b, size_t n) {
 /* K/V rows of types kt/vt, kvw wide, n_rows of them with random values (K in
  * [-2, 2), V in [-1, 1)), as a view in blocks of `block` rows (paged when a
  * table is given); *Kt and *Vt hold the rows (caller frees). */
-static inf_kv_view random_kv(inf_dtype kt, inf_dtype vt, int kvw, int n_rows, int block,
+static inf_kv_view random_kv(inf_dtype kt, inf_dtype vt, int kvw, int hd, int n_rows, int block,
                              const int32_t *table, uint8_t **Kt, uint8_t **Vt) {
     float *row = malloc(sizeof(float) * (size_t)kvw);
     size_t krb = inf_kv_type_bytes(kt, kvw), vrb = inf_kv_type_bytes(vt, kvw);
@@ -635,6 +636,7 @@ static inf_kv_view random_kv(inf_dtype kt, inf_dtype vt, int kvw, int n_rows, in
                          .k_type = kt,
                          .v_type = vt,
                          .row_stride = kvw,
+                         .head_dim = hd,
                          .block_size = block,
                          .block_table = table};
 }
@@ -648,11 +650,11 @@ static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int
         table[i] = (i * 5 + 2) % n_blocks; /* n_blocks = 19: a permutation */
     uint8_t *Kt, *Vt;
     inf_kv_view kv =
-        random_kv(kt, vt, kvw, n_blocks * block, block, paged ? table : NULL, &Kt, &Vt);
+        random_kv(kt, vt, kvw, hd, n_blocks * block, block, paged ? table : NULL, &Kt, &Vt);
     float *q = malloc(sizeof(float) * (size_t)R * hd); /* [R][hd] */
     for (int i = 0; i < R * hd; i++)
         q[i] = frand() * 2;
-    inf_attn_rows it = {.R = R, .prefill = prefill, .kv_off = hd};
+    inf_attn_rows it = {.R = R, .prefill = prefill, .kv_head = 1};
     for (int r = 0; r < R; r++) {
         it.lim[r] = causal ? pos0 + r / 2 + 1 : 1 + (int)(rnd() % n_keys);
         if (it.lim[r] > it.max_lim) it.max_lim = it.lim[r];
@@ -685,7 +687,7 @@ static void test_attn_item(int R, int hd, int prefill, int causal, int pos0, int
             /* each row alone, and the rows in reverse order: the same bits */
             size_t bad = n_out;
             for (int r = 0; r < R && bad == n_out; r++) {
-                inf_attn_rows one = {.R = 1, .prefill = 1, .kv_off = hd, .max_lim = it.lim[r]};
+                inf_attn_rows one = {.R = 1, .prefill = 1, .kv_head = 1, .max_lim = it.lim[r]};
                 one.q[0] = it.q[r];
                 one.lim[0] = it.lim[r];
                 one.out[0] = y1;
@@ -731,7 +733,7 @@ static void test_attn_decode_item(int R, int hd, int n_keys, int kb, int paged, 
         table[i] = n_blocks - 1 - i;
     uint8_t *Kt, *Vt;
     inf_kv_view kv =
-        random_kv(kt, vt, kvw, n_blocks * block, block, paged ? table : NULL, &Kt, &Vt);
+        random_kv(kt, vt, kvw, hd, n_blocks * block, block, paged ? table : NULL, &Kt, &Vt);
     float *q = malloc(sizeof(float) * (size_t)R * hd); /* [R][hd] */
     for (int i = 0; i < R * hd; i++)
         q[i] = frand() * 2;
@@ -740,7 +742,7 @@ static void test_attn_decode_item(int R, int hd, int n_keys, int kb, int paged, 
     const int lim = n_keys < k1 ? n_keys : k1;
     CHECK(lim > k0);
     const size_t stride = (size_t)hd + 2, n_res = kb < 0 ? (size_t)R * hd : (size_t)R * stride;
-    inf_attn_rows it = {.R = R, .kv_off = hd, .max_lim = lim, .k0 = k0};
+    inf_attn_rows it = {.R = R, .kv_head = 1, .max_lim = lim, .k0 = k0};
     for (int r = 0; r < R; r++) {
         it.q[r] = q + (size_t)r * hd;
         it.lim[r] = lim;

@@ -53,7 +53,8 @@ static void test_prefill_equals_decode(inf_model *m) {
     float *one = malloc(sizeof(float) * (size_t)V);
     inf_kv_basic *c;
     inf_err err;
-    CHECK(inf_kv_basic_create(&c, m->hp.n_layer, 128, m->hp.n_head_kv * m->hp.head_dim, &err) == 0);
+    CHECK(inf_kv_basic_create(&c, m->hp.n_layer, 128, m->hp.n_head_kv * m->hp.head_dim,
+                              m->hp.head_dim, &err) == 0);
     CHECK(run_seq(m, c, tokens, n, 1, all, &err) == 0);
     inf_kv_basic_truncate(c, 0);
     double worst = 0;
@@ -87,7 +88,8 @@ static void test_cached_equals_recompute(inf_model *m) {
     float *logits = malloc(sizeof(float) * (size_t)V);
     inf_kv_basic *c;
     inf_err err;
-    CHECK(inf_kv_basic_create(&c, m->hp.n_layer, 128, m->hp.n_head_kv * m->hp.head_dim, &err) == 0);
+    CHECK(inf_kv_basic_create(&c, m->hp.n_layer, 128, m->hp.n_head_kv * m->hp.head_dim,
+                              m->hp.head_dim, &err) == 0);
 
     CHECK(run_seq(m, c, seq_a, n_prompt, 0, logits, &err) == 0);
     for (int i = 0; i < n_gen; i++) {
@@ -125,8 +127,8 @@ static void test_multi_sequence_batch(inf_model *m) {
     for (int s = 0; s < 3; s++) {
         for (int i = 0; i < lens[s]; i++)
             prompts[s][i] = (i * 31 + s * 101 + 7) % V;
-        CHECK(inf_kv_basic_create(&solo[s], L, 64, kvd, &err) == 0);
-        CHECK(inf_kv_basic_create(&shared[s], L, 64, kvd, &err) == 0);
+        CHECK(inf_kv_basic_create(&solo[s], L, 64, kvd, m->hp.head_dim, &err) == 0);
+        CHECK(inf_kv_basic_create(&shared[s], L, 64, kvd, m->hp.head_dim, &err) == 0);
         CHECK(run_seq(m, solo[s], prompts[s], lens[s], 0, got, &err) == 0);
         CHECK(run_seq(m, shared[s], prompts[s], lens[s], 0, got, &err) == 0);
     }

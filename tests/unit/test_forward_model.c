@@ -44,8 +44,8 @@ int main(void) {
     inf_model *m;
     inf_kv_basic *c;
     CHECK(inf_model_create(&m, mf, inf_backend_scalar(), 128, 128, &err) == 0);
-    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 128, mf->hp.n_head_kv * mf->hp.head_dim, &err) ==
-          0);
+    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 128, mf->hp.n_head_kv * mf->hp.head_dim,
+                              mf->hp.head_dim, &err) == 0);
     const int V = mf->hp.n_vocab, n_prompt = 5, n_gen = 64;
     float *logits = malloc(sizeof(float) * (size_t)V);
     int32_t a[128] = {9707, 11, 1879, 0, 3555}, b[128];

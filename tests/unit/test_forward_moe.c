@@ -35,7 +35,8 @@ static void seqs_open(seqs *s, const inf_model *m) {
     INF_ASSERT(s->n_layer <= 64);
     for (int q = 0; q < 3; q++) {
         INF_ASSERT(inf_kv_basic_create(&s->kv[q], m->hp.n_layer, N_CTX,
-                                       m->hp.n_head_kv * m->hp.head_dim, &err) == 0);
+                                       m->hp.n_head_kv * m->hp.head_dim, m->hp.head_dim,
+                                       &err) == 0);
         inf_kv_basic_views(s->kv[q], &s->views[q * s->n_layer]);
     }
 }

@@ -19,8 +19,8 @@ static void run(const inf_model_file *mf, float *logits /* [20][V] */) {
     int rc = inf_model_create(&m, mf, inf_backend_scalar(), 32, 20, &err);
     CHECK_MSG(rc == 0, "%s", err.msg);
     if (rc) return;
-    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 32, mf->hp.n_head_kv * mf->hp.head_dim, &err) ==
-          0);
+    CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, 32, mf->hp.n_head_kv * mf->hp.head_dim,
+                              mf->hp.head_dim, &err) == 0);
     int32_t tok[20], pos[20], seq[20];
     uint8_t want[20];
     for (int i = 0; i < 20; i++)

@@ -91,7 +91,8 @@ static void test_prefix_reuse(void) {
     inf_err err;
     inf_kv_pool *pool;
     inf_radix *r;
-    CHECK(inf_kv_pool_create(&pool, hp.n_layer, hp.n_head_kv * hp.head_dim, 8, 40, &err) == 0);
+    CHECK(inf_kv_pool_create(&pool, hp.n_layer, hp.n_head_kv * hp.head_dim, hp.head_dim, 8, 40,
+                             &err) == 0);
     CHECK(inf_radix_create(&r, pool, &err) == 0);
     int32_t pa[40], pb[40];
     for (int i = 0; i < 40; i++)
@@ -152,7 +153,7 @@ static void test_batched_decode(void) {
     inf_kv_pool *pool;
     inf_radix *r;
     int L = hp.n_layer;
-    CHECK(inf_kv_pool_create(&pool, L, hp.n_head_kv * hp.head_dim, 4, 64, &err) == 0);
+    CHECK(inf_kv_pool_create(&pool, L, hp.n_head_kv * hp.head_dim, hp.head_dim, 4, 64, &err) == 0);
     CHECK(inf_radix_create(&r, pool, &err) == 0);
     int32_t sys[21], t0[30], t1[30];
     for (int i = 0; i < 21; i++)

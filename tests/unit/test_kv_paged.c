@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kv_elem.h"
 #include "kv/kv_paged.h"
 
 enum { NL = 3, KVD = 8 };
@@ -20,8 +21,8 @@ static void write_rows(inf_kv_seq *s, int tag, int from, int to) {
     for (int l = 0; l < NL; l++)
         for (int j = from; j < to; j++)
             for (int d = 0; d < KVD; d++) {
-                inf_kv_k_row(&v[l], j)[d] = pattern(tag, l, j, 0, d);
-                inf_kv_v_row(&v[l], j)[d] = pattern(tag, l, j, 1, d);
+                *kv_k_elem(&v[l], j, d) = pattern(tag, l, j, 0, d);
+                *kv_v_elem(&v[l], j, d) = pattern(tag, l, j, 1, d);
             }
 }
 
@@ -32,8 +33,8 @@ static int first_bad_row(const inf_kv_seq *s, int tag, int from, int to) {
     for (int j = from; j < to; j++)
         for (int l = 0; l < NL; l++)
             for (int d = 0; d < KVD; d++)
-                if (inf_kv_k_row(&v[l], j)[d] != pattern(tag, l, j, 0, d) ||
-                    inf_kv_v_row(&v[l], j)[d] != pattern(tag, l, j, 1, d))
+                if (*kv_k_elem(&v[l], j, d) != pattern(tag, l, j, 0, d) ||
+                    *kv_v_elem(&v[l], j, d) != pattern(tag, l, j, 1, d))
                     return j;
     return -1;
 }
@@ -58,11 +59,13 @@ static int all_free(const inf_kv_pool *p) {
 static void test_create_errors(void) {
     inf_kv_pool *p;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 0, 4, &e) == -1 && strstr(e.msg, "power of two"));
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 12, 4, &e) == -1 && strstr(e.msg, "power of two"));
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 2048, 4, &e) == -1);
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 16, 0, &e) == -1 && strstr(e.msg, "blocks"));
-    CHECK(inf_kv_pool_create(&p, 0, KVD, 16, 4, &e) == -1);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 0, 4, &e) == -1 &&
+          strstr(e.msg, "power of two"));
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 12, 4, &e) == -1 &&
+          strstr(e.msg, "power of two"));
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 2048, 4, &e) == -1);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 16, 0, &e) == -1 && strstr(e.msg, "blocks"));
+    CHECK(inf_kv_pool_create(&p, 0, KVD, KVD / 2, 16, 4, &e) == -1);
     CHECK(p == NULL);
     inf_kv_pool_free(NULL);
     inf_kv_seq_free(NULL);
@@ -89,7 +92,7 @@ static void test_sizes(void) {
 static void test_allocator(void) {
     inf_kv_pool *p;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 4, 5, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 4, 5, &e) == 0);
     int32_t got[5];
     for (int i = 0; i < 5; i++)
         got[i] = kv_block_alloc(p);
@@ -119,7 +122,7 @@ static void test_append_and_views(void) {
     inf_kv_pool *p;
     inf_kv_seq *a, *b;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 4, 16, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 4, 16, &e) == 0);
     CHECK(inf_kv_seq_create(&a, p, 30, &e) == 0);
     CHECK(inf_kv_seq_create(&b, p, 30, &e) == 0);
     CHECK_INT(a->max_blocks, 8);
@@ -138,13 +141,17 @@ static void test_append_and_views(void) {
     inf_kv_view v[NL];
     inf_kv_seq_views(a, v);
     for (int l = 0; l < NL; l++) {
-        CHECK(v[l].block_table == a->blocks && v[l].block_size == 4 && v[l].row_stride == KVD);
-        for (int j = 0; j < 13; j++) {
-            float *want = (float *)p->k + (size_t)l * p->layer_floats +
-                          ((size_t)a->blocks[j / 4] * 4 + (size_t)(j % 4)) * KVD;
-            CHECK(inf_kv_k_row(&v[l], j) == want);
-            CHECK(inf_kv_v_row(&v[l], j) == want + ((float *)p->v - (float *)p->k));
-        }
+        CHECK(v[l].block_table == a->blocks && v[l].block_size == 4 && v[l].row_stride == KVD &&
+              v[l].head_dim == KVD / 2);
+        /* block b of layer l at b*4*KVD; in it head h's 4 rows at h*4*(KVD/2) */
+        for (int j = 0; j < 13; j++)
+            for (int h = 0; h < 2; h++) {
+                float *want = (float *)p->k + (size_t)l * p->layer_floats +
+                              (size_t)a->blocks[j / 4] * 4 * KVD + (size_t)h * 4 * (KVD / 2) +
+                              (size_t)(j % 4) * (KVD / 2);
+                CHECK(inf_kv_k_at(&v[l], j, h) == want);
+                CHECK(inf_kv_v_at(&v[l], j, h) == want + ((float *)p->v - (float *)p->k));
+            }
     }
 
     /* A multi-block reservation (a prefill chunk) from the middle of a block. */
@@ -182,7 +189,7 @@ static void test_copy_on_write(void) {
     inf_kv_pool *p;
     inf_kv_seq *a, *b, *c;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 4, 8, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 4, 8, &e) == 0);
     CHECK(inf_kv_seq_create(&a, p, 32, &e) == 0);
     CHECK(inf_kv_seq_create(&b, p, 32, &e) == 0);
     CHECK(inf_kv_seq_create(&c, p, 32, &e) == 0);
@@ -232,7 +239,7 @@ static void test_exhaustion(void) {
     inf_kv_pool *p;
     inf_kv_seq *a, *b;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 4, 4, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 4, 4, &e) == 0);
     CHECK(inf_kv_seq_create(&a, p, 64, &e) == 0);
     CHECK(inf_kv_seq_create(&b, p, 64, &e) == 0);
     CHECK(append(a, 1, 10, &e) == 0); /* 3 blocks */
@@ -280,7 +287,7 @@ static void test_reclaim_hook(void) {
     inf_kv_pool *p;
     inf_kv_seq *a;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, 4, 3, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, 4, 3, &e) == 0);
     CHECK(inf_kv_seq_create(&victim, p, 64, &e) == 0);
     CHECK(inf_kv_seq_create(&a, p, 64, &e) == 0);
     CHECK(append(victim, 1, 9, &e) == 0);

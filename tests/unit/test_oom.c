@@ -82,7 +82,8 @@ static void test_backend(const char *label, const inf_model_file *mf, const inf_
     inf_kv_basic *c = NULL;
     inf_err err;
     if (inf_model_create(&m, mf, be, N_CTX, N_PROMPT, &err) ||
-        inf_kv_basic_create(&c, mf->hp.n_layer, N_CTX, mf->hp.n_head_kv * mf->hp.head_dim, &err)) {
+        inf_kv_basic_create(&c, mf->hp.n_layer, N_CTX, mf->hp.n_head_kv * mf->hp.head_dim,
+                            mf->hp.head_dim, &err)) {
         CHECK_MSG(0, "%s: %s", label, err.msg);
         goto done;
     }
@@ -156,7 +157,7 @@ static void test_materialized(const inf_model_file *mf, int nth, const int32_t *
     CHECK(inf_model_create(&mref, mf, fresh, N_CTX, N_PROMPT, &err) == 0);
     CHECK(inf_model_create(&m, mf, be, N_CTX, N_PROMPT, &err) == 0);
     CHECK(inf_kv_basic_create(&c, mf->hp.n_layer, N_CTX, mf->hp.n_head_kv * mf->hp.head_dim,
-                              &err) == 0);
+                              mf->hp.head_dim, &err) == 0);
     CHECK(run_sequence(mref, c, prompt, ref, &err) == 0);
     CHECK(run_sequence(m, c, prompt, got, &err) == 0); /* warm: every other scratch is sized */
     inf_kv_basic_truncate(c, 0);

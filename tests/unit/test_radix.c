@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kv_elem.h"
 #include "kv/radix.h"
 
 enum { NL = 2, KVD = 4, BS = 4 };
@@ -32,8 +33,8 @@ static void write_rows(inf_kv_seq *s, const int32_t *t, int from, int to) {
         uint32_t h = prefix_hash(t, j);
         for (int l = 0; l < NL; l++)
             for (int d = 0; d < KVD; d++) {
-                inf_kv_k_row(&v[l], j)[d] = val(h, l, 0, d);
-                inf_kv_v_row(&v[l], j)[d] = val(h, l, 1, d);
+                *kv_k_elem(&v[l], j, d) = val(h, l, 0, d);
+                *kv_v_elem(&v[l], j, d) = val(h, l, 1, d);
             }
     }
 }
@@ -45,8 +46,8 @@ static int first_bad_row(const inf_kv_seq *s, const int32_t *t, int n) {
         uint32_t h = prefix_hash(t, j);
         for (int l = 0; l < NL; l++)
             for (int d = 0; d < KVD; d++)
-                if (inf_kv_k_row(&v[l], j)[d] != val(h, l, 0, d) ||
-                    inf_kv_v_row(&v[l], j)[d] != val(h, l, 1, d))
+                if (*kv_k_elem(&v[l], j, d) != val(h, l, 0, d) ||
+                    *kv_v_elem(&v[l], j, d) != val(h, l, 1, d))
                     return j;
     }
     return -1;
@@ -100,7 +101,7 @@ static void test_insert_lookup_split(void) {
     inf_kv_pool *p;
     inf_radix *r;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, BS, 32, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 32, &e) == 0);
     CHECK(inf_radix_create(&r, p, &e) == 0);
 
     int32_t a[16], b[16], c[16];
@@ -189,7 +190,7 @@ static void test_interleaved_sharing(void) {
     inf_kv_pool *p;
     inf_radix *r;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, BS, 64, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 64, &e) == 0);
     CHECK(inf_radix_create(&r, p, &e) == 0);
     enum { NREQ = 5, SYS = 13 };
     int32_t t[NREQ][128];
@@ -245,7 +246,7 @@ static void test_eviction(void) {
     inf_kv_pool *p;
     inf_radix *r;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, BS, 12, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 12, &e) == 0);
     CHECK(inf_radix_create(&r, p, &e) == 0);
     int32_t t[8][16];
     for (int k = 0; k < 8; k++)
@@ -312,7 +313,7 @@ static void test_random_load(void) {
     inf_kv_pool *p;
     inf_radix *r;
     inf_err e;
-    CHECK(inf_kv_pool_create(&p, NL, KVD, BS, 40, &e) == 0);
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 40, &e) == 0);
     CHECK(inf_radix_create(&r, p, &e) == 0);
     uint32_t rng = 12345;
 #define RND() (rng = rng * 1103515245u + 12345u, (rng >> 16) & 0x7fff)
