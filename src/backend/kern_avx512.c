@@ -160,8 +160,8 @@ scale_offset128(__m512 *acc, const __m512i *ai, const uint8_t *dp, const int32_t
     for (int t = 0; t < TB; t++) {
         int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
         __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(128 * s));
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
-                                 _mm512_set1_ps(dr[t][g]), acc[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A), _mm512_set1_ps(dr[t][g]),
+                                 acc[t]);
     }
 }
 
@@ -515,10 +515,12 @@ static inline __m512 reduce16(__m512 v[16]) {
     return _mm512_permutexvar_ps(idx, d);
 }
 
-/* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows. */
+/* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows;
+ * pfb > 0: each row's pfb bytes are prefetched ahead (prefetch_ahead). */
 static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int r0,
                                                           const int RB, const void *const *vrow,
-                                                          int nj, const int hd, const inf_dtype VT) {
+                                                          int nj, const int hd, const inf_dtype VT,
+                                                          size_t pfb) {
     const int nv = hd / 16;
     __m512 av[2][16];
 #pragma GCC unroll 2
@@ -528,6 +530,7 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
             av[r][i] = _mm512_load_ps(acc + (size_t)(r0 + r) * hd + 16 * i);
     for (int j = 0; j < nj; j++) {
         const void *v = vrow[j];
+        if (pfb) prefetch_ahead(v, pfb);
         __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * INF_KV_TILE + j]);
         __m512 p1 = RB > 1 ? _mm512_set1_ps(st[(size_t)(r0 + 1) * INF_KV_TILE + j]) : p0;
 #pragma GCC unroll 16
@@ -544,34 +547,64 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
             _mm512_store_ps(acc + (size_t)(r0 + r) * hd + 16 * i, av[r][i]);
 }
 
-/* Scores of one row against the tile's keys read in place (few rows: a
- * transposed copy would cost more than it saves): 16 dot products at a time,
- * summed across lanes by reduce16. Lanes past nk are left 0. */
-static inline __attribute__((always_inline)) void
-scores_direct(float *s, const float *q, const void *const *krow, int nk, const int hd,
-              const inf_dtype KT) {
+/* Scores of RB rows (1 or 2) against the tile's keys read in place (few
+ * rows: a transposed copy would cost more than it saves). Each key vector is
+ * loaded, and converted, once for the RB rows, 4 keys at a time; then 16 dot
+ * products per row are summed across lanes by reduce16. A score is the same
+ * chain of FMAs over the head's vectors in order whatever RB is, so a row's
+ * bits do not depend on its neighbour. s is [RB][INF_KV_TILE]; lanes past nk
+ * are left 0; pfb > 0: each key row's pfb bytes are prefetched ahead. */
+static inline __attribute__((always_inline)) void scores_rows(float *s, const float *const *q,
+                                                              const int RB, const void *const *krow,
+                                                              int nk, const int hd,
+                                                              const inf_dtype KT, size_t pfb) {
     const int nv = hd / 16;
-    __m512 qv[16];
+    __m512 qv[2][16];
+#pragma GCC unroll 2
+    for (int r = 0; r < RB; r++)
 #pragma GCC unroll 16
-    for (int i = 0; i < nv; i++)
-        qv[i] = _mm512_loadu_ps(q + 16 * i);
+        for (int i = 0; i < nv; i++)
+            qv[r][i] = _mm512_loadu_ps(q[r] + 16 * i);
     for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
-        if (kb >= nk) {
-            _mm512_store_ps(s + kb, _mm512_setzero_ps());
-            continue;
-        }
-        __m512 a[16];
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; j++) {
-            a[j] = _mm512_setzero_ps();
-            if (kb + j < nk) {
-                const void *k = krow[kb + j];
+        __m512 a[2][16];
+#pragma GCC unroll 4
+        for (int j4 = 0; j4 < 16; j4 += 4) {
+            __m512 acc[2][4];
+            const void *kp[4];
+#pragma GCC unroll 4
+            for (int jj = 0; jj < 4; jj++) {
+                /* a key past nk repeats the last one; its score is dropped below */
+                int j = kb + j4 + jj < nk ? kb + j4 + jj : nk - 1;
+                kp[jj] = krow[j];
+#pragma GCC unroll 2
+                for (int r = 0; r < RB; r++)
+                    acc[r][jj] = _mm512_setzero_ps();
+            }
+            if (kb + j4 < nk) {
+                if (pfb)
+#pragma GCC unroll 4
+                    for (int jj = 0; jj < 4; jj++)
+                        prefetch_ahead(kp[jj], pfb);
 #pragma GCC unroll 16
                 for (int i = 0; i < nv; i++)
-                    a[j] = _mm512_fmadd_ps(qv[i], kv_load16(KT, k, 16 * i), a[j]);
+#pragma GCC unroll 4
+                    for (int jj = 0; jj < 4; jj++) {
+                        const __m512 k = kv_load16(KT, kp[jj], 16 * i);
+#pragma GCC unroll 2
+                        for (int r = 0; r < RB; r++)
+                            acc[r][jj] = _mm512_fmadd_ps(qv[r][i], k, acc[r][jj]);
+                    }
             }
+#pragma GCC unroll 4
+            for (int jj = 0; jj < 4; jj++)
+#pragma GCC unroll 2
+                for (int r = 0; r < RB; r++)
+                    a[r][j4 + jj] = kb + j4 + jj < nk ? acc[r][jj] : _mm512_setzero_ps();
         }
-        _mm512_store_ps(s + kb, reduce16(a));
+#pragma GCC unroll 2
+        for (int r = 0; r < RB; r++)
+            _mm512_store_ps(s + (size_t)r * INF_KV_TILE + kb,
+                            kb < nk ? reduce16(a[r]) : _mm512_setzero_ps());
     }
 }
 
@@ -585,8 +618,8 @@ scores_direct(float *s, const float *q, const void *const *krow, int nk, const i
  * as the conversion is exact. Reading in place keeps the tile's 32 KiB of
  * f32 copies out of L1 (they cost more than half of a step at depth). */
 static inline __attribute__((always_inline)) void
-attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale,
-          float *scratch, const inf_dtype KT, const inf_dtype VT) {
+attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale, float *scratch,
+          const inf_dtype KT, const inf_dtype VT) {
     const int R = it->R, nv = hd / 16;
     /* [R][64] scores, then probabilities (64-byte aligned: the scratch need not be) */
     float *st = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -597,8 +630,6 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
      * inf_attn_scratch_floats keeps for two tiles) */
     float *kc = acc + (size_t)R * hd, *vc = kc + (size_t)INF_KV_TILE * hd;
     const inf_dtype kt = kv->k_type, vt = kv->v_type;
-    /* what to prefetch of the next tile: this head's rows (kv_view.h) */
-    const size_t pf_kbytes = inf_kv_type_bytes(kt, hd), pf_vbytes = inf_kv_type_bytes(vt, hd);
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
@@ -606,29 +637,34 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
     }
     const __m512 vscale = _mm512_set1_ps(scale);
     const void *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
+    /* rows read in place are prefetched ahead in their stream by the first
+       row's pass, as the weight kernels do: a KV head's rows of a cache block
+       are contiguous (kv_view.h). Against the next tile's rows all at once
+       (an L2 prefetch burst that stalled on the fill buffers): qwen3-0.6b Q8_0
+       tg at depth 8192, 14.2 -> 16.2 tok/s (PERFORMANCE.md, session 12). */
+    const size_t kbytes = kt == KT ? inf_kv_type_bytes(kt, hd) : 0,
+                 vbytes = vt == VT ? inf_kv_type_bytes(vt, hd) : 0;
     for (int t0 = it->k0; t0 < it->max_lim; t0 += INF_KV_TILE) {
         int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
         int r = 0;
         for (int j = 0; j < nk; j++) {
             const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_head);
             const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_head);
-            /* the next tile's rows */
-            if (t0 + INF_KV_TILE + j < it->max_lim) {
-                const char *kn = inf_kv_k_at(kv, t0 + INF_KV_TILE + j, it->kv_head);
-                const char *vn = inf_kv_v_at(kv, t0 + INF_KV_TILE + j, it->kv_head);
-                for (size_t c = 0; c < pf_kbytes; c += 64)
-                    _mm_prefetch(kn + c, _MM_HINT_T1);
-                for (size_t c = 0; c < pf_vbytes; c += 64)
-                    _mm_prefetch(vn + c, _MM_HINT_T1);
-            }
             if (kt != KT) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
             if (vt != VT) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
             krow[j] = kt == KT ? ks : kc + (size_t)j * hd;
             vrow[j] = vt == VT ? vs : vc + (size_t)j * hd;
         }
+        /* two rows at a time where the head size leaves room for both in registers */
+        if (hd <= 128)
+            for (; r + 2 <= R; r += 2)
+                if (it->lim[r] > t0 || it->lim[r + 1] > t0)
+                    scores_rows(st + (size_t)r * INF_KV_TILE, it->q + r, 2, krow, nk, hd, KT,
+                                r == 0 ? kbytes : 0);
         for (; r < R; r++)
             if (it->lim[r] > t0)
-                scores_direct(st + (size_t)r * INF_KV_TILE, it->q[r], krow, nk, hd, KT);
+                scores_rows(st + (size_t)r * INF_KV_TILE, it->q + r, 1, krow, nk, hd, KT,
+                            r == 0 ? kbytes : 0);
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
             float *s = st + (size_t)r * INF_KV_TILE;
@@ -668,9 +704,9 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
             ml[2 * r + 1] = l + _mm512_reduce_add_ps(lsum);
         }
         for (r = 0; r + 2 <= R; r += 2)
-            pv_rows(acc, st, r, 2, vrow, nk, hd, VT);
+            pv_rows(acc, st, r, 2, vrow, nk, hd, VT, r == 0 ? vbytes : 0);
         for (; r < R; r++)
-            pv_rows(acc, st, r, 1, vrow, nk, hd, VT);
+            pv_rows(acc, st, r, 1, vrow, nk, hd, VT, r == 0 ? vbytes : 0);
     }
     for (int r = 0; r < R; r++) {
         if (it->part) {
@@ -693,8 +729,8 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
  * (converted once for all the item's rows). Scores come out as
  * S[j][row] = sum_d q^T[d][row] k[j][d]: one broadcast of k[j][d] serves 32
  * rows, and with rows in lanes the online softmax is vertical (running max
- * and sum per lane, no reductions across lanes). P.V then adds p[j][row] v[j] into each row's accumulator. Keys at
- * or past a row's limit get p = 0; every row sees key 0 (lim >= 1), so its
+ * and sum per lane, no reductions across lanes). P.V then adds p[j][row] v[j] into each row's
+ * accumulator. Keys at or past a row's limit get p = 0; every row sees key 0 (lim >= 1), so its
  * running max is finite from the first tile on. */
 static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows *it,
                                                              const inf_kv_view *kv, const int hd,
@@ -863,9 +899,8 @@ static inline __attribute__((always_inline)) void attn_lanes(const inf_attn_rows
 static inline __attribute__((always_inline)) void decode_body(const inf_attn_rows *it,
                                                               const inf_kv_view *kv, const int hd,
                                                               float scale, float *scratch) {
-    const inf_dtype t = kv->k_type == kv->v_type && (hd == 64 || hd == 128 || hd == 256)
-                            ? kv->k_type
-                            : INF_F32;
+    const inf_dtype t =
+        kv->k_type == kv->v_type && (hd == 64 || hd == 128 || hd == 256) ? kv->k_type : INF_F32;
     if (t == INF_F16)
         attn_body(it, kv, hd, scale, scratch, INF_F16, INF_F16);
     else if (t == INF_BF16)
@@ -918,7 +953,7 @@ materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, i
             for (int j = 0; j < nk; j++)
                 krow[j] = inf_kv_k_at(kv, j0 + j, kv_head);
             float tmp[INF_KV_TILE] __attribute__((aligned(64)));
-            scores_direct(tmp, qr, (const void *const *)krow, nk, hd, INF_F32);
+            scores_rows(tmp, &qr, 1, (const void *const *)krow, nk, hd, INF_F32, 0);
             _mm512_storeu_ps(Sr + j0, _mm512_mul_ps(_mm512_load_ps(tmp), _mm512_set1_ps(s->scale)));
         }
         a5_softmax(Sr, lim);
