@@ -639,9 +639,10 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
     const void *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
     /* rows read in place are prefetched ahead in their stream by the first
        row's pass, as the weight kernels do: a KV head's rows of a cache block
-       are contiguous (kv_view.h). Against the next tile's rows all at once
-       (an L2 prefetch burst that stalled on the fill buffers): qwen3-0.6b Q8_0
-       tg at depth 8192, 14.2 -> 16.2 tok/s (PERFORMANCE.md, session 12). */
+       are contiguous (kv_view.h). qwen3-0.6b Q8_0 tg at depth 8192: 16.2 tok/s,
+       against 13.4 with the next tile's rows asked for all at once (a burst that
+       stalled on the fill buffers) and 14.3 with no prefetch (PERFORMANCE.md,
+       session 12). */
     const size_t kbytes = kt == KT ? inf_kv_type_bytes(kt, hd) : 0,
                  vbytes = vt == VT ? inf_kv_type_bytes(vt, hd) : 0;
     for (int t0 = it->k0; t0 < it->max_lim; t0 += INF_KV_TILE) {
