@@ -566,6 +566,12 @@ static inline __attribute__((always_inline)) void scores_rows(float *s, const fl
         for (int i = 0; i < nv; i++)
             qv[r][i] = _mm512_loadu_ps(q[r] + 16 * i);
     for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
+        if (kb >= nk) {
+#pragma GCC unroll 2
+            for (int r = 0; r < RB; r++)
+                _mm512_store_ps(s + (size_t)r * INF_KV_TILE + kb, _mm512_setzero_ps());
+            continue;
+        }
         __m512 a[2][16];
 #pragma GCC unroll 4
         for (int j4 = 0; j4 < 16; j4 += 4) {
@@ -603,8 +609,7 @@ static inline __attribute__((always_inline)) void scores_rows(float *s, const fl
         }
 #pragma GCC unroll 2
         for (int r = 0; r < RB; r++)
-            _mm512_store_ps(s + (size_t)r * INF_KV_TILE + kb,
-                            kb < nk ? reduce16(a[r]) : _mm512_setzero_ps());
+            _mm512_store_ps(s + (size_t)r * INF_KV_TILE + kb, reduce16(a[r]));
     }
 }
 
