@@ -94,6 +94,23 @@ void inf_arena_release(inf_arena_chunk *c) {
     pthread_mutex_unlock(&lock);
 }
 
+inf_arena_chunk *inf_arena_adopt(void *base, size_t size) {
+    inf_arena_chunk *c = inf_alloc(sizeof *c);
+    if (!c) return NULL;
+    *c = (inf_arena_chunk){.base = base, .size = size, .used = size, .refs = 1};
+    pthread_mutex_lock(&lock);
+    n_chunks++;
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+void inf_arena_retain(inf_arena_chunk *c) {
+    if (!c) return;
+    pthread_mutex_lock(&lock);
+    c->refs++;
+    pthread_mutex_unlock(&lock);
+}
+
 int inf_arena_chunks(void) {
     pthread_mutex_lock(&lock);
     const int n = n_chunks;

@@ -25,6 +25,14 @@ void *inf_arena_alloc(size_t n, inf_arena_chunk **chunk);
  * unmapped with its last copy. The copy's bytes are not reused before that. */
 void inf_arena_release(inf_arena_chunk *chunk);
 
+/* A chunk over memory mapped elsewhere, [base, base + size) (a pack cache's
+ * file), holding one reference for the caller: copies handed out from it
+ * take theirs with inf_arena_retain, and the range is unmapped when the
+ * last reference goes. NULL (nothing adopted) without memory for its record. */
+inf_arena_chunk *inf_arena_adopt(void *base, size_t size);
+/* One more copy cut from chunk (NULL is a no-op). */
+void inf_arena_retain(inf_arena_chunk *chunk);
+
 /* Chunks mapped now (for tests). */
 int inf_arena_chunks(void);
 

@@ -22,6 +22,10 @@ typedef struct inf_weight {
     int64_t n_in, n_out;
     size_t row_bytes;
     void *packed; /* backend-owned repacked copy (e.g. AMX tile layout) or NULL */
+    /* where t's bytes lie in the model's files, the weight's key in a pack
+       cache: 1 + the file's index (0: in no file, never cached) and offset */
+    int src_file;
+    uint64_t src_offset;
 } inf_weight;
 
 /* Attention shape shared by both attention ops. */

@@ -95,6 +95,11 @@ int inf_pack_weight(inf_packed **out, const inf_weight *w); /* any kind (INF_PAC
  * not in `kinds`, a mask of INF_PACK_KIND_BIT; -1 without memory), then
  * inf_pack_panels fills panels pi0..pi1-1 (any split gives the same bytes). */
 int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned kinds);
+/* The shape inf_pack_alloc would give w (data and chunk NULL): true, or
+ * false when w has no packed form under `kinds`. */
+bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned kinds);
+/* Bytes of p's panels. */
+size_t inf_packed_bytes(const inf_packed *p);
 void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1);
 void inf_packed_free(inf_packed *p);
 

@@ -223,23 +223,34 @@ static const struct {
     [INF_PACK_IQ4] = {32, 288},
 };
 
-int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned allowed) {
-    *out = NULL;
+bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
+    *p = (inf_packed){0};
     fetch_fn fetch = NULL;
     const inf_pack_kind kind = pack_choice(w->t->type, allowed, &fetch);
-    if (!kind) return 0;
+    if (!kind) return false;
     const int group = kinds[kind].group;
-    if (w->n_in % group || w->n_out < INF_PANEL) return 0;
-    inf_packed *p = inf_alloc(sizeof *p);
-    if (!p) return -1;
+    if (w->n_in % group || w->n_out < INF_PANEL) return false;
     p->kind = kind;
     p->group = group;
     p->n_panels = w->n_out / INF_PANEL;
     p->n_groups = w->n_in / group;
     p->group_bytes = kinds[kind].bytes;
+    return true;
+}
+
+size_t inf_packed_bytes(const inf_packed *p) {
+    return (size_t)p->n_panels * (size_t)p->n_groups * p->group_bytes;
+}
+
+int inf_pack_alloc(inf_packed **out, const inf_weight *w, unsigned allowed) {
+    *out = NULL;
+    inf_packed plan;
+    if (!inf_pack_plan(&plan, w, allowed)) return 0;
+    inf_packed *p = inf_alloc(sizeof *p);
+    if (!p) return -1;
+    *p = plan;
     /* in the arena: huge pages for every copy, however small (arena.h) */
-    p->data =
-        inf_arena_alloc((size_t)p->n_panels * (size_t)p->n_groups * p->group_bytes, &p->chunk);
+    p->data = inf_arena_alloc(inf_packed_bytes(p), &p->chunk);
     if (!p->data) {
         inf_free(p);
         return -1;

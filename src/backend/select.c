@@ -81,3 +81,13 @@ const char *inf_backend_describe(const inf_backend *be, char *buf, int cap) {
         snprintf(buf, (size_t)cap, "%s%s", in->name, inf_trace_is(be) ? " (traced)" : "");
     return buf;
 }
+
+const char *inf_backend_pack_layout(const inf_backend *be) {
+    const inf_backend *in = inf_trace_is(be) ? inf_trace_inner(be) : be;
+    return inf_backend_is_simd(in) ? inf_backend_simd_pack_layout(in) : NULL;
+}
+
+void inf_backend_set_pack_cache(const inf_backend *be, struct inf_pack_cache *pc) {
+    const inf_backend *in = inf_trace_is(be) ? inf_trace_inner(be) : be;
+    if (inf_backend_is_simd(in)) inf_backend_simd_set_pack_cache(in, pc);
+}

@@ -29,4 +29,11 @@ void inf_backend_free(inf_backend *be);
  * (written into buf). */
 const char *inf_backend_describe(const inf_backend *be, char *buf, int cap);
 
+/* Pack caches (pack_cache.h) for any backend, through a tracing wrapper:
+ * the layout be packs weights in, NULL when it packs none (scalar); and
+ * where the weights prepared from now on are packed (pc NULL: in memory). */
+struct inf_pack_cache;
+const char *inf_backend_pack_layout(const inf_backend *be);
+void inf_backend_set_pack_cache(const inf_backend *be, struct inf_pack_cache *pc);
+
 #endif

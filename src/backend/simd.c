@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "backend/kernels.h"
+#include "backend/pack_cache.h"
 #include "backend/pool.h"
 #include "backend/simd.h"
 #include "util/mem.h"
@@ -46,11 +47,13 @@ typedef struct simd_ctx {
         xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
-    float **thr_scratch;  /* [nth] attention + dequant scratch */
-    size_t thr_cap;       /* floats */
-    float *attn_part;     /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
-    size_t attn_part_cap; /* bytes */
-    inf_attn_impl attn;   /* prefill attention: flash, or materialized (measurement only) */
+    float **thr_scratch;   /* [nth] attention + dequant scratch */
+    size_t thr_cap;        /* floats */
+    float *attn_part;      /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
+    size_t attn_part_cap;  /* bytes */
+    inf_attn_impl attn;    /* prefill attention: flash, or materialized (measurement only) */
+    inf_pack_cache *cache; /* where weights prepared now are packed, or NULL (the arena) */
+    char layout[64];       /* the packing layout's name for pack caches; "" until asked */
 
     bool failed;   /* an op could not get its scratch since the last take_error */
     char err[200]; /* the first such failure */
@@ -147,16 +150,78 @@ static void pack_task(void *arg, int ith, int nth, int tid) {
     if (lo < hi) j->k->pack_panels(j->p, j->w, lo, hi);
 }
 
+typedef struct hash_job {
+    const uint8_t *data;
+    size_t bytes;
+    uint64_t *h; /* [pieces] */
+    int64_t pieces;
+} hash_job;
+
+static void hash_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
+    hash_job *j = arg;
+    int64_t lo, hi;
+    slice(j->pieces, ith, nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) {
+        const size_t at = (size_t)i * INF_PACK_HASH_PIECE;
+        const size_t n = j->bytes - at < INF_PACK_HASH_PIECE ? j->bytes - at : INF_PACK_HASH_PIECE;
+        j->h[i] = inf_pack_hash_piece(j->data + at, n);
+    }
+}
+
+/* p's panels' hash (pack_cache.h), on every thread (on this one without
+ * memory for the pieces' hashes) */
+static uint64_t panels_hash(simd_ctx *c, const inf_packed *p) {
+    hash_job j = {.data = p->data, .bytes = inf_packed_bytes(p)};
+    j.pieces = (int64_t)((j.bytes + INF_PACK_HASH_PIECE - 1) / INF_PACK_HASH_PIECE);
+    j.h = malloc((size_t)j.pieces * sizeof *j.h);
+    if (!j.h) return inf_pack_hash(j.data, j.bytes);
+    run(c, hash_task, &j, n_chunks_for(c, j.pieces));
+    const uint64_t h = inf_pack_hash_combine(j.h, (size_t)j.pieces);
+    free(j.h);
+    return h;
+}
+
+static void pack_on_pool(simd_ctx *c, inf_packed *p, const inf_weight *w) {
+    pack_job j = {.k = c->k, .p = p, .w = w};
+    run(c, pack_task, &j, n_chunks_for(c, p->n_panels));
+}
+
+/* w's panels from the pack cache (checked against their hash), or packed
+ * into it: true; false when w goes to the arena instead (no packed form, not
+ * in a file, not in the cache, or the cache cannot take it). */
+static bool prepare_cached(simd_ctx *c, inf_weight *w) {
+    inf_packed plan;
+    if (!w->src_file || !inf_pack_plan(&plan, w, c->k->pack_kinds)) return false;
+    inf_packed *p = inf_alloc(sizeof *p);
+    if (!p) return false;
+    *p = plan;
+    uint64_t want;
+    if (inf_pack_cache_find(c->cache, w, p, &want)) {
+        if (panels_hash(c, p) == want) {
+            inf_pack_cache_claim(c->cache, p);
+            w->packed = p;
+            return true;
+        }
+        inf_pack_cache_damaged(c->cache);
+    } else if (inf_pack_cache_writing(c->cache) && inf_pack_cache_reserve(c->cache, w, p) == 0) {
+        pack_on_pool(c, p, w);
+        inf_pack_cache_commit(c->cache, panels_hash(c, p));
+        w->packed = p;
+        return true;
+    }
+    inf_free(p);
+    return false;
+}
+
 static int simd_prepare_weight(const inf_backend *be, inf_weight *w) {
     simd_ctx *c = ctx_of(be);
     if (!c->k->has_packed || w->packed) return 0;
+    if (c->cache && prepare_cached(c, w)) return 0;
     inf_packed *p;
     if (inf_pack_alloc(&p, w, c->k->pack_kinds)) return -1;
-    if (p) { /* panels on every thread: loading is bounded by this copy */
-        pack_job j = {.k = c->k, .p = p, .w = w};
-        run(c, pack_task, &j, n_chunks_for(c, p->n_panels));
-    }
-    w->packed = p; /* NULL: the generic path */
+    if (p) pack_on_pool(c, p, w); /* panels on every thread: loading is bounded by this copy */
+    w->packed = p;                /* NULL: the generic path */
     return 0;
 }
 
@@ -793,6 +858,49 @@ void inf_backend_simd_free(inf_backend *be) {
     inf_free(c->xq.qT);
     free(c);
     free(be);
+}
+
+/* A fixed pseudo-random weight of type t, 16 x 256, packed as this level
+ * packs it, hashed: a change to any packer changes the layout's name. */
+static uint64_t layout_probe(const simd_ctx *c, inf_dtype t) {
+    const size_t rb = inf_dtype_row_bytes(t, 256);
+    if (!inf_dtype_get(t) || rb == 0) return 0;
+    uint8_t *src = malloc(rb * INF_PANEL);
+    if (!src) return 1;
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)t;
+    for (size_t i = 0; i < rb * INF_PANEL; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        src[i] = (uint8_t)(x >> 24);
+    }
+    const inf_tensor ten = {
+        .name = "probe", .type = t, .n_dims = 2, .ne = {256, INF_PANEL, 1, 1}, .data = src};
+    const inf_weight w = {.t = &ten, .n_in = 256, .n_out = INF_PANEL, .row_bytes = rb};
+    uint64_t h = 0;
+    inf_packed *p = NULL;
+    if (inf_pack_alloc(&p, &w, c->k->pack_kinds) == 0 && p) {
+        c->k->pack_panels(p, &w, 0, p->n_panels);
+        h = inf_pack_hash_piece(p->data, inf_packed_bytes(p)) ^ (uint64_t)p->kind;
+    }
+    inf_packed_free(p);
+    free(src);
+    return h;
+}
+
+const char *inf_backend_simd_pack_layout(const inf_backend *be) {
+    simd_ctx *c = ctx_of(be);
+    if (!c->k->has_packed) return NULL;
+    if (!c->layout[0]) {
+        uint64_t h[INF_DTYPE_COUNT];
+        for (int t = 0; t < INF_DTYPE_COUNT; t++)
+            h[t] = layout_probe(c, (inf_dtype)t);
+        snprintf(c->layout, sizeof c->layout, "%s-%x-%016llx", inf_isa_name(c->k->isa),
+                 c->k->pack_kinds, (unsigned long long)inf_pack_hash_combine(h, INF_DTYPE_COUNT));
+    }
+    return c->layout;
+}
+
+void inf_backend_simd_set_pack_cache(const inf_backend *be, inf_pack_cache *pc) {
+    ctx_of(be)->cache = pc;
 }
 
 bool inf_backend_is_simd(const inf_backend *be) {

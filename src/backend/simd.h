@@ -32,4 +32,14 @@ inf_isa inf_backend_simd_isa(const inf_backend *be);
  * kernels have no materialized path. */
 inf_attn_impl inf_backend_simd_attn(const inf_backend *be);
 
+/* The name of the layout be packs weights in (its level, its kinds, and a
+ * hash of what its packers write for a fixed weight of every type), which a
+ * pack cache must have been written with; NULL when be packs nothing. */
+const char *inf_backend_simd_pack_layout(const inf_backend *be);
+/* Weights prepared from now on are packed in pc (read from it, or written
+ * into it; pack_cache.h), or in anonymous memory when pc is NULL. pc must stay
+ * open while weights are prepared with it. */
+struct inf_pack_cache;
+void inf_backend_simd_set_pack_cache(const inf_backend *be, struct inf_pack_cache *pc);
+
 #endif

@@ -68,8 +68,10 @@ typedef struct bench_args {
     int n_ctk, n_ctv;
     inf_dtype ctk[MAX_LIST], ctv[MAX_LIST]; /* K/V cache types */
     const char *isa;
-    const char *attn;   /* flash | materialized */
-    const char *output; /* md | json */
+    inf_pack_mode pack;   /* --pack-cache auto|on|off */
+    const char *pack_dir; /* --pack-cache-dir */
+    const char *attn;     /* flash | materialized */
+    const char *output;   /* md | json */
     int reps, n_batch;
     bool ttft, trace;
     size_t membw_bytes; /* --membw SIZE; 0 = no measurement */
@@ -89,6 +91,9 @@ static void usage(FILE *f) {
         "  -t, --threads LIST      pool threads (default: the physical cores we may use)\n"
         "  --backend LIST          pool (default), simd, scalar\n"
         "  --isa LEVEL             force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
+        "  --pack-cache auto|on|off  keep the packed weights in a file, mapped at later loads\n"
+        "                          (auto: when the file and a packed copy do not fit in memory)\n"
+        "  --pack-cache-dir DIR    where (default $INFERNO_CACHE_DIR or ~/.cache/inferno)\n"
         "  -r, --repetitions N     timed repetitions per test (default 5)\n"
         "  -b, --batch-size N      rows per forward call in a prefill (default 512)\n"
         "  -o, --output md|json    output format (default md)\n"
@@ -220,6 +225,14 @@ static int parse_args(bench_args *a, int argc, char **argv) {
             bad = parse_strs(v, &a->backends);
         else if (IS("--isa"))
             a->isa = v;
+        else if (IS("--pack-cache")) {
+            inf_err e;
+            if (inf_pack_mode_parse(&a->pack, v, f, &e)) {
+                fprintf(stderr, "inferno bench: %s\n", e.msg);
+                return -1;
+            }
+        } else if (IS("--pack-cache-dir"))
+            a->pack_dir = v;
         else if (IS("--attn")) {
             a->attn = v;
             if (strcmp(v, "flash") && strcmp(v, "materialized")) {
@@ -629,9 +642,12 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
                           .n_seq = 1,
                           .n_ctx = n_ctx,
                           .n_batch = a->n_batch,
-                          .kv = {.type_k = type_k, .type_v = type_v}};
+                          .kv = {.type_k = type_k, .type_v = type_v},
+                          .pack = a->pack,
+                          .pack_dir = a->pack_dir};
     inf_engine *e = NULL;
     if (inf_engine_open(&e, &eo, err)) return -1;
+    if (e->pack_note[0]) fprintf(stderr, "bench: %s\n", e->pack_note);
     const inf_model_file *mf = e->mf;
     model_facts facts, *mfx = &facts;
     model_facts_get(mf, mfx);

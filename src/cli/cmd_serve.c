@@ -33,6 +33,10 @@ static void usage(FILE *f) {
             "  -t, --threads N         pool threads (default: the physical cores)\n"
             "  -b, --batch-size N      prompt rows per step, between decode steps (default 256)\n"
             "  --backend NAME          compute backend: scalar, simd or pool (default pool)\n"
+            "  --pack-cache auto|on|off  keep the packed weights in a file, mapped at later\n"
+            "                          loads (auto: when the file and a packed copy do not fit\n"
+            "                          in memory)\n"
+            "  --pack-cache-dir DIR    where (default $INFERNO_CACHE_DIR or ~/.cache/inferno)\n"
             "  --kv basic|paged        KV cache: one contiguous cache per slot, or one block pool\n"
             "                          with a radix prefix cache shared by all requests (default)\n"
             "  --block-size N          paged: positions per block, a power of two (default 16)\n"
@@ -102,7 +106,8 @@ static void drain(srv_http *http, const sigset_t *sigs, int sig, int drain_s) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *model = INF_DEFAULT_MODEL, *backend = NULL;
+    const char *model = INF_DEFAULT_MODEL, *backend = NULL, *pack_dir = NULL;
+    inf_pack_mode pack = INF_PACK_AUTO;
     srv_config cfg = {.host = "127.0.0.1",
                       .port = 8080,
                       .max_body = 8u << 20,
@@ -153,6 +158,14 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_long(v, 1, 65536, &batch);
         else if (IS("--backend"))
             backend = v;
+        else if (IS("--pack-cache")) {
+            inf_err e;
+            if (inf_pack_mode_parse(&pack, v, a, &e)) {
+                fprintf(stderr, "inferno serve: %s\n", e.msg);
+                return 2;
+            }
+        } else if (IS("--pack-cache-dir"))
+            pack_dir = v;
         else if (IS("--kv"))
             bad = inf_kv_parse_kind(&kind, v, NULL);
         else if (IS("--block-size"))
@@ -239,12 +252,15 @@ int cmd_serve(int argc, char **argv) {
                                  .block_size = (int)block,
                                  .mem_bytes = cache_bytes,
                                  .type_k = type_k,
-                                 .type_v = type_v}};
+                                 .type_v = type_v},
+                          .pack = pack,
+                          .pack_dir = pack_dir};
     if (inf_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);
         srv_http_stop(http);
         return 1;
     }
+    if (eng->pack_note[0]) fprintf(stderr, "inferno serve: %s\n", eng->pack_note);
     if (eng->note[0]) fprintf(stderr, "inferno serve: %s\n", eng->note);
     const char *why = NULL;
     if (eng->ex.no_head && !cfg.embeddings)

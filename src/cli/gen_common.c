@@ -30,6 +30,9 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
         "reference)\n"
         "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
         "  --trace                   print the per-op time histogram after the run\n"
+        "  --pack-cache auto|on|off  keep the packed weights in a file, mapped at later loads\n"
+        "                            (auto: when the file and a packed copy do not fit in memory)\n"
+        "  --pack-cache-dir DIR      where (default $INFERNO_CACHE_DIR or ~/.cache/inferno)\n"
         "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
         "  --kv-block N              paged: tokens per block, a power of two (16)\n"
         "  --cache-mem SIZE          paged: pool size, e.g. 512M or 2G (default: the context)\n"
@@ -139,6 +142,8 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
                                                   "--kv-block",
                                                   "--cache-mem",
                                                   "--isa",
+                                                  "--pack-cache",
+                                                  "--pack-cache-dir",
                                                   "--grammar",
                                                   "--json-schema",
                                                   "-ctk",
@@ -190,6 +195,14 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
                   a->kv.block_size > 1024 || (a->kv.block_size & (a->kv.block_size - 1));
         else if (IS("--isa"))
             a->isa = v;
+        else if (IS("--pack-cache")) {
+            inf_err e;
+            if (inf_pack_mode_parse(&a->pack, v, f, &e)) {
+                fprintf(stderr, "inferno %s: %s\n", cmd, e.msg);
+                return -1;
+            }
+        } else if (IS("--pack-cache-dir"))
+            a->pack_dir = v;
         else if (IS("--grammar"))
             a->grammar = v;
         else if (IS("--json-schema"))
@@ -260,8 +273,11 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
                          .n_seq = 1,
                          .n_ctx = a->n_ctx,
                          .n_batch = a->n_batch,
-                         .kv = a->kv};
+                         .kv = a->kv,
+                         .pack = a->pack,
+                         .pack_dir = a->pack_dir};
     if (inf_engine_open(&g->e, &o, err)) return -1;
+    if (g->e->pack_note[0]) fprintf(stderr, "inferno: %s\n", g->e->pack_note);
     if (g->e->note[0]) fprintf(stderr, "inferno: %s\n", g->e->note);
     g->n_vocab = g->e->ex.n_vocab;
     if (a->dump_logits) {

@@ -22,6 +22,8 @@ typedef struct gen_args {
     const char *token_ids;   /* --token-ids 1,2,3: the prompt as ids (oracle checks) */
     const char *backend;     /* --backend (scalar: the oracle checks compare its logits at 1e-4) */
     const char *isa;         /* --isa: force a lower SIMD level (NULL: INFERNO_ISA or the best) */
+    inf_pack_mode pack;      /* --pack-cache auto|on|off */
+    const char *pack_dir;    /* --pack-cache-dir DIR (NULL: the default) */
     bool trace;              /* --trace: per-op histogram after the run */
     int n_predict;           /* -n; -1: until end of generation or a full context */
     int n_ctx;               /* -c; 0: the model's training context, or what fits in memory */

@@ -137,6 +137,7 @@ static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backen
         return inf_fail(err, "%s: tensor %s holds %zu bytes, expected %zu", mf->path, t->name,
                         t->nbytes, row_bytes * (size_t)n_out);
     *w = (inf_weight){.t = t, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes};
+    inf_model_locate(mf, t, &w->src_file, &w->src_offset);
     if (be->prepare_weight(be, w) != 0) {
         w->t = NULL;
         return inf_fail(err,

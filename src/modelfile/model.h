@@ -123,6 +123,19 @@ void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t);
  * (see inf_mmap_populate). */
 void inf_model_populate_pages(const inf_model_file *m, const inf_tensor *t);
 
+/* Where t's data lies: *file = 1 + the index of the model's file that holds
+ * it, *offset its byte offset there; returns false (and *file 0) for data in
+ * none of the mappings. With the file identity below, a weight's key in a
+ * pack cache. */
+bool inf_model_locate(const inf_model_file *m, const inf_tensor *t, int *file, uint64_t *offset);
+
+/* The identity of m's files as text, one line per file: its real path, size,
+ * device, inode and modification time (ns) when it was mapped. A pack cache
+ * built from these files is valid while this text is the same. *bytes gets
+ * the files' total size. Returns the length, or -1 when cap is too small or a
+ * path cannot be resolved. */
+int inf_model_file_ident(const inf_model_file *m, char *buf, size_t cap, size_t *bytes);
+
 /* The file's own metadata by key: a GGUF key ("qwen3moe.expert_count") or a
  * top-level config.json field ("num_experts"), whichever the format holds.
  * Each returns 1 and sets *out when the key is there, 0 when it is absent

@@ -128,6 +128,55 @@ static const inf_mmap *tensor_map(const inf_model_file *m, const inf_tensor *t) 
     return NULL;
 }
 
+bool inf_model_locate(const inf_model_file *m, const inf_tensor *t, int *file, uint64_t *offset) {
+    *file = 0;
+    *offset = 0;
+    const inf_mmap *map = tensor_map(m, t);
+    const unsigned char *d = t ? t->data : NULL;
+    if (!map || !map->data || !d || d < map->data || t->nbytes > map->size ||
+        (size_t)(d - map->data) > map->size - t->nbytes)
+        return false;
+    *file = 1 + (t->file_index > 0 ? t->file_index : 0);
+    *offset = (uint64_t)(d - map->data);
+    return true;
+}
+
+/* The mapping of file i of m, its path in *name; NULL past the last. */
+static const inf_mmap *file_map(const inf_model_file *m, int i, const char **name) {
+    const struct inf_model_file_priv *p = m->priv;
+    if (p->splits) {
+        if (i >= p->n_splits) return NULL;
+        *name = p->splits[i]->name;
+        return &p->splits[i]->map;
+    }
+    if (p->gguf) {
+        if (i > 0) return NULL;
+        *name = p->gguf->name;
+        return &p->gguf->map;
+    }
+    if (i >= p->n_st) return NULL;
+    *name = p->st[i]->name;
+    return &p->st[i]->map;
+}
+
+int inf_model_file_ident(const inf_model_file *m, char *buf, size_t cap, size_t *bytes) {
+    size_t len = 0;
+    *bytes = 0;
+    const char *name;
+    const inf_mmap *map;
+    for (int i = 0; m->priv && (map = file_map(m, i, &name)) != NULL; i++) {
+        char *real = realpath(name, NULL);
+        if (!real) return -1;
+        int n = snprintf(buf + len, cap - len, "%s %zu %llu %llu %lld\n", real, map->size, map->dev,
+                         map->ino, map->mtime_ns);
+        free(real);
+        if (n < 0 || (size_t)n >= cap - len) return -1;
+        len += (size_t)n;
+        *bytes += map->size;
+    }
+    return len ? (int)len : -1;
+}
+
 void inf_model_drop_pages(const inf_model_file *m, const inf_tensor *t) {
     const inf_mmap *map = tensor_map(m, t);
     if (map) inf_mmap_drop(map, t->data, t->nbytes);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/select.h"
+#include "runtime/engine_pack.h"
 #include "template/template.h"
 #include "util/mem.h"
 #include "util/timer.h"
@@ -219,7 +221,15 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         goto fail;
     }
     int max_rows = n_seq + (e->n_batch < n_ctx ? e->n_batch : n_ctx);
-    if (inf_model_create(&e->model, e->mf, e->be, n_ctx, max_rows, err)) goto fail;
+    inf_pack_cache *pc;
+    if (engine_pack_open(&pc, e->mf, e->be, o->pack, o->pack_dir, e->pack_note, sizeof e->pack_note,
+                         err))
+        goto fail;
+    inf_backend_set_pack_cache(e->be, pc);
+    const int mrc = inf_model_create(&e->model, e->mf, e->be, n_ctx, max_rows, err);
+    inf_backend_set_pack_cache(e->be, NULL);
+    engine_pack_close(pc, mrc == 0, e->pack_note, sizeof e->pack_note);
+    if (mrc) goto fail;
     if (inf_kv_cache_create(&e->kv, &kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
                             hp->head_dim, err))
         goto fail;

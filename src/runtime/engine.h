@@ -21,6 +21,7 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "modelfile/model.h"
+#include "runtime/engine_pack.h"
 #include "runtime/exec.h"
 #include "runtime/sched.h"
 #include "tokenizer/tokenizer.h"
@@ -34,6 +35,8 @@ typedef struct inf_engine_opts {
                                  the memory left after the weights holds (see note) */
     int n_batch;              /* prompt rows per step; 0: 512 */
     inf_kv_opts kv;
+    inf_pack_mode pack;   /* packed weights in a pack cache file: auto (0), on, off */
+    const char *pack_dir; /* where pack caches live; NULL: the default (engine_pack.h) */
 } inf_engine_opts;
 
 /* Read-only for programs; the scheduler thread owns model and caches. */
@@ -50,7 +53,8 @@ typedef struct inf_engine {
     double t_load_s; /* seconds inf_engine_open took */
     char name[128];
     char backend_name[64];
-    char note[320]; /* "" or why the context is shorter than the model's (for stderr) */
+    char note[320];       /* "" or why the context is shorter than the model's (for stderr) */
+    char pack_note[1024]; /* "" or what the pack cache did (for stderr) */
 } inf_engine;
 
 /* Opens o->model_path and starts the scheduler. Returns 0, or -1 with a

@@ -68,6 +68,9 @@ int inf_mmap_open(inf_mmap *m, const char *path, inf_err *err) {
     if (p == MAP_FAILED) return inf_fail(err, "%s: mmap failed: %s", path, strerror(errno));
     m->data = p;
     m->size = (size_t)st.st_size;
+    m->dev = (unsigned long long)st.st_dev;
+    m->ino = (unsigned long long)st.st_ino;
+    m->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
     return 0;
 }
 
@@ -140,13 +143,24 @@ int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, i
     return 0;
 }
 
-size_t inf_mem_available(void) {
+static size_t meminfo(const char *field) {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return 0;
     char line[256];
+    const size_t n = strlen(field);
     unsigned long long kib = 0;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+        if (!strncmp(line, field, n) && line[n] == ':' &&
+            sscanf(line + n + 1, " %llu kB", &kib) == 1)
+            break;
     fclose(f);
     return (size_t)kib * 1024;
+}
+
+size_t inf_mem_available(void) {
+    return meminfo("MemAvailable");
+}
+
+size_t inf_mem_total(void) {
+    return meminfo("MemTotal");
 }

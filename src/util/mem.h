@@ -26,6 +26,10 @@ int inf_alloc_fail_pending(void);
 typedef struct inf_mmap {
     const unsigned char *data;
     size_t size;
+    /* the file's identity when it was opened (a pack cache is valid for one
+       version of a file): device, inode, last modification in ns */
+    unsigned long long dev, ino;
+    long long mtime_ns;
 } inf_mmap;
 
 /* Maps `path` read-only. On failure returns -1 with a message naming the path. */
@@ -51,5 +55,7 @@ int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, i
 /* Bytes of memory the system could give without swapping now (Linux's
  * MemAvailable), or 0 when it cannot say. */
 size_t inf_mem_available(void);
+/* The machine's memory (Linux's MemTotal), or 0 when it cannot say. */
+size_t inf_mem_total(void);
 
 #endif

@@ -34,6 +34,22 @@ expect_error "bad token id" run --token-ids 1,999999
 expect_error "prompt over the context" run -p "one two three four five six seven eight nine ten" --raw -c 8
 expect_error "context past the model's training length" run -p hi -c 99999999
 expect_error "chat: unknown flag" chat --bogus
+expect_error "unknown --pack-cache mode" run -p hi --pack-cache sometimes
+touch "$tmp/a-file"
+expect_error "--pack-cache on where no directory can be made" run -p hi --pack-cache on --pack-cache-dir "$tmp/a-file/sub"
+expect_error "bench: unknown --pack-cache mode" bench --pack-cache maybe
+expect_error "serve: unknown --pack-cache mode" serve --pack-cache maybe
+
+# --pack-cache on: the first run writes the packed weights, the second maps them; same text
+"$INF" run -p "Why is the sky blue?" -n 8 --temp 0 --pack-cache on --pack-cache-dir "$tmp/pc" >"$tmp/p1" 2>"$tmp/e1"
+"$INF" run -p "Why is the sky blue?" -n 8 --temp 0 --pack-cache on --pack-cache-dir "$tmp/pc" >"$tmp/p2" 2>"$tmp/e2"
+"$INF" run -p "Why is the sky blue?" -n 8 --temp 0 --pack-cache off >"$tmp/p3" 2>/dev/null
+if ! grep -q "packed weights mapped from\|packing the weights once" "$tmp/e1" "$tmp/e2"; then
+    ok "--pack-cache on: this level packs no weights, nothing cached"
+elif grep -q "packing the weights once" "$tmp/e1" && grep -q "packed weights mapped from" "$tmp/e2" &&
+    cmp -s "$tmp/p1" "$tmp/p2" && cmp -s "$tmp/p1" "$tmp/p3"; then
+    ok "--pack-cache on: written, then mapped; the same text as packing in memory"
+else bad "--pack-cache: $(cat "$tmp/e1" "$tmp/e2")"; fi
 expect_error "chat: missing model" chat -m models/nope.gguf </dev/null
 
 # generation that reaches the context end stops with reason "length"
