@@ -19,6 +19,9 @@ cd "$(dirname "$0")/.."
 jobs_max=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 ((jobs_max >= 1)) || jobs_max=1
 logdir=$(mktemp -d /tmp/inferno-tests.XXXXXX)
+# the pack caches the programs write by default (runtime/engine_pack.h): in a
+# directory of this run's, not the user's ~/.cache
+export INFERNO_CACHE_DIR="$logdir/pack-cache"
 declare -A job_pid=() job_t0=()
 cleanup() {
     local p

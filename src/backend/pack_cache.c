@@ -1,8 +1,10 @@
 /* The pack cache (pack_cache.h): the file, its mapping, its entries. */
 #include "backend/pack_cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +326,7 @@ static int finish_write(inf_pack_cache *pc, inf_err *err) {
     if (pc->failed)
         return inf_fail(err, "%s: the pack cache could not be written (%s)", pc->path, pc->why);
     INF_ASSERT(!pc->pending);
+    if (!pc->n_entries) return 0; /* nothing was packed: no cache (the file is removed) */
     qsort(pc->entries, (size_t)pc->n_entries, sizeof *pc->entries, cmp_entry);
     for (int64_t i = 1; i < pc->n_entries; i++)
         if (!cmp_entry(&pc->entries[i - 1], &pc->entries[i]))
@@ -378,6 +381,51 @@ int inf_pack_cache_finish(inf_pack_cache *pc, inf_err *err) {
                         pc->path);
     }
     return 0;
+}
+
+/* The identity text of the cache at path (malloc'd), or NULL when path is
+ * not a whole cache. */
+static char *read_ident(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    pc_header h;
+    struct stat st;
+    char *ident = NULL;
+    if (fstat(fd, &st) == 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+        !memcmp(h.magic, MAGIC, 8) && h.file_size == (uint64_t)st.st_size &&
+        h.ident_off <= h.file_size && h.ident_len <= h.file_size - h.ident_off &&
+        h.ident_len < (1 << 20) && (ident = malloc(h.ident_len + 1)) != NULL) {
+        if (pread(fd, ident, h.ident_len, (off_t)h.ident_off) == (ssize_t)h.ident_len) {
+            ident[h.ident_len] = 0;
+        } else {
+            free(ident);
+            ident = NULL;
+        }
+    }
+    close(fd);
+    return ident;
+}
+
+void inf_pack_cache_sweep(const char *dir, bool (*stale)(const char *ident, void *arg), void *arg) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char path[4096];
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        const char *name = de->d_name, *tmp = strstr(name, ".pack.tmp.");
+        const size_t len = strlen(name);
+        if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) continue;
+        if (tmp) {
+            /* a writer's file: gone with its writer (pid reused: kept) */
+            char *end;
+            const long pid = strtol(tmp + 10, &end, 10);
+            if (pid > 0 && !*end && kill((pid_t)pid, 0) && errno == ESRCH) unlink(path);
+        } else if (len > 5 && !strcmp(name + len - 5, ".pack")) {
+            char *ident = read_ident(path);
+            if (ident && stale(ident, arg)) unlink(path);
+            free(ident);
+        }
+    }
+    closedir(d);
 }
 
 void inf_pack_cache_stats(const inf_pack_cache *pc, int64_t *n_weights, size_t *bytes) {

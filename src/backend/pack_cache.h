@@ -66,11 +66,18 @@ int inf_pack_cache_reserve(inf_pack_cache *pc, const inf_weight *w, inf_packed *
 void inf_pack_cache_commit(inf_pack_cache *pc, uint64_t hash);
 
 /* Ends the load. Write mode: writes the table and the identity, syncs, and
- * renames the file into place. Read mode: removes a cache found damaged (the
+ * renames the file into place (no file when no weight was packed into it).
+ * Read mode: removes a cache found damaged (the
  * next load writes it again). Returns 0, or -1 with a message saying why the
  * cache is not there for the next load (the weights already prepared stay
  * valid either way). */
 int inf_pack_cache_finish(inf_pack_cache *pc, inf_err *err);
+
+/* Removes, from dir, what earlier loads left that no load can use: each
+ * cache whose identity text stale(ident, arg) calls stale, and the temporary
+ * file of a writer that is no longer running. Files that are not caches
+ * (another name, another magic) are left alone. */
+void inf_pack_cache_sweep(const char *dir, bool (*stale)(const char *ident, void *arg), void *arg);
 
 /* Weights found / packed into the cache, and the bytes of their panels. */
 void inf_pack_cache_stats(const inf_pack_cache *pc, int64_t *n_weights, size_t *bytes);

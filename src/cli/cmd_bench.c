@@ -92,7 +92,7 @@ static void usage(FILE *f) {
         "  --backend LIST          pool (default), simd, scalar\n"
         "  --isa LEVEL             force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
         "  --pack-cache auto|on|off  keep the packed weights in a file, mapped at later loads\n"
-        "                          (auto: when the file and a packed copy do not fit in memory)\n"
+        "                          (auto, the default: unless the disk would keep < 5 %% free)\n"
         "  --pack-cache-dir DIR    where (default $INFERNO_CACHE_DIR or ~/.cache/inferno)\n"
         "  -r, --repetitions N     timed repetitions per test (default 5)\n"
         "  -b, --batch-size N      rows per forward call in a prefill (default 512)\n"

@@ -31,7 +31,7 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
         "  --isa LEVEL               force a lower SIMD level: amx, avx512, avx2, neon, scalar\n"
         "  --trace                   print the per-op time histogram after the run\n"
         "  --pack-cache auto|on|off  keep the packed weights in a file, mapped at later loads\n"
-        "                            (auto: when the file and a packed copy do not fit in memory)\n"
+        "                            (auto, the default: unless the disk would keep < 5 %% free)\n"
         "  --pack-cache-dir DIR      where (default $INFERNO_CACHE_DIR or ~/.cache/inferno)\n"
         "  --kv basic|paged          KV cache: contiguous, or a pool of blocks (basic)\n"
         "  --kv-block N              paged: tokens per block, a power of two (16)\n"

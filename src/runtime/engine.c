@@ -228,7 +228,7 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     inf_backend_set_pack_cache(e->be, pc);
     const int mrc = inf_model_create(&e->model, e->mf, e->be, n_ctx, max_rows, err);
     inf_backend_set_pack_cache(e->be, NULL);
-    engine_pack_close(pc, mrc == 0, e->pack_note, sizeof e->pack_note);
+    engine_pack_close(pc, o->pack, mrc == 0, e->pack_note, sizeof e->pack_note);
     if (mrc) goto fail;
     if (inf_kv_cache_create(&e->kv, &kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
                             hp->head_dim, err))

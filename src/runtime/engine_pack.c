@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include "backend/select.h"
-#include "util/mem.h"
 
 #define GiB(x) ((double)(x) / (1 << 30))
 
@@ -54,6 +54,67 @@ static int cache_dir(char *out, size_t cap, const char *dir) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
+/* One line of an identity, "PATH SIZE DEV INO MTIME" (inf_model_file_ident):
+ * the path's end (a path may hold spaces: the four numbers are the last
+ * fields), or NULL when the line is not of that form. */
+static const char *ident_path_end(const char *line, const char *eol) {
+    const char *s = eol;
+    for (int k = 0; k < 4; k++) {
+        while (s > line && s[-1] != ' ')
+            s--;
+        if (s == line) return NULL;
+        s--;
+    }
+    return s;
+}
+
+typedef struct sweep_arg {
+    const char *path; /* this model's first file */
+    size_t path_len;
+    const char *layout; /* this backend's packing layout */
+} sweep_arg;
+
+/* A cache no load can use again: one of its model files is gone or was
+ * replaced, or it holds this model file's panels in an older layout of this
+ * level (a build whose packers changed). */
+static bool cache_stale(const char *ident, void *arg) {
+    const sweep_arg *a = arg;
+    const char *layout = NULL, *first = NULL;
+    size_t first_len = 0;
+    for (const char *line = ident; *line;) {
+        const char *eol = strchr(line, '\n');
+        if (!eol) eol = line + strlen(line);
+        if (!strncmp(line, "layout ", 7)) {
+            layout = line + 7;
+        } else {
+            const char *pe = ident_path_end(line, eol);
+            char file[4096];
+            unsigned long long size, dev, ino;
+            long long mtime;
+            struct stat st;
+            if (!pe || (size_t)(pe - line) >= sizeof file ||
+                sscanf(pe, " %llu %llu %llu %lld", &size, &dev, &ino, &mtime) != 4)
+                return false; /* not an identity this build writes: leave it */
+            memcpy(file, line, (size_t)(pe - line));
+            file[pe - line] = 0;
+            if (!first) first = line, first_len = (size_t)(pe - line);
+            if (stat(file, &st)) return errno == ENOENT || errno == ENOTDIR;
+            if ((unsigned long long)st.st_size != size || (unsigned long long)st.st_dev != dev ||
+                (unsigned long long)st.st_ino != ino ||
+                (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != mtime)
+                return true;
+        }
+        line = *eol ? eol + 1 : eol;
+    }
+    if (!layout || !first || first_len != a->path_len || memcmp(first, a->path, first_len))
+        return false;
+    const char *level_end = strchr(a->layout, '-');
+    const size_t level_len = level_end ? (size_t)(level_end - a->layout) : strlen(a->layout);
+    const size_t n = strcspn(layout, "\n");
+    return !strncmp(layout, a->layout, level_len) && layout[level_len] == '-' &&
+           (n != strlen(a->layout) || strncmp(layout, a->layout, n));
+}
+
 int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_backend *be,
                      inf_pack_mode mode, const char *dir, char *note, size_t cap, inf_err *err) {
     *out = NULL;
@@ -64,13 +125,8 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
     if (!ident) return inf_fail(err, "out of memory");
     size_t bytes = 0;
     int len = inf_model_file_ident(mf, ident, (1 << 16) - 128, &bytes);
-    const size_t total = inf_mem_total();
-    if (mode == INF_PACK_AUTO &&
-        (len < 0 || !total || 2.0 * (double)bytes <= 0.9 * (double)total)) {
-        free(ident);
-        return 0; /* the file and its packed copy both fit: the page cache keeps the file */
-    }
     char path[4096], why[600] = "";
+    struct statvfs vfs;
     int rc = 0;
     if (len < 0) {
         snprintf(why, sizeof why, "%s: its files' paths cannot be resolved", mf->path);
@@ -78,17 +134,29 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
         snprintf(why, sizeof why, "no cache directory (give --pack-cache-dir, or set HOME)");
     } else if (mkdir_p(path)) {
         snprintf(why, sizeof why, "%s: cannot create: %s", path, strerror(errno));
+    } else if (mode == INF_PACK_AUTO && statvfs(path, &vfs) == 0 &&
+               (double)vfs.f_bavail * (double)vfs.f_frsize <
+                   (double)bytes + 0.05 * (double)vfs.f_blocks * (double)vfs.f_frsize +
+                       (double)(1 << 30)) {
+        /* auto leaves a twentieth of the file system and 1 GiB free */
+        snprintf(why, sizeof why,
+                 "%s has %.1f GiB free: %.1f GiB of packed weights would leave less than "
+                 "5 %% of it free",
+                 path, GiB((double)vfs.f_bavail * (double)vfs.f_frsize), GiB(bytes));
     } else {
         snprintf(ident + len, (1 << 16) - (size_t)len, "layout %s\n", layout);
         /* named by the first file's path and the layout: the identity's other
            parts (size, inode, time) change when the file is replaced, and the
            new cache then takes the old one's place */
-        const char *first = ident, *end = strchr(ident, ' ');
+        const char *first = ident, *end = ident_path_end(ident, strchr(ident, '\n'));
+        if (!end) end = strchr(ident, ' ');
         const char *slash = first;
         for (const char *s = first; s < end; s++)
             if (*s == '/') slash = s + 1;
         XXH64_hash_t h = XXH64(first, (size_t)(end - first), 0) ^ XXH64(layout, strlen(layout), 1);
         const size_t dl = strlen(path);
+        const sweep_arg sa = {first, (size_t)(end - first), layout};
+        inf_pack_cache_sweep(path, cache_stale, (void *)&sa);
         snprintf(path + dl, sizeof path - dl, "/%.*s-%016llx.pack",
                  (int)(end - slash < 200 ? end - slash : 200), slash, (unsigned long long)h);
         inf_err e;
@@ -96,12 +164,9 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
             snprintf(why, sizeof why, "%s", e.msg);
         else if (inf_pack_cache_writing(*out))
             snprintf(note, cap,
-                     "packing the weights once into %s (%.1f GiB%s); later loads map them "
+                     "packing the weights once into %s (%.1f GiB); later loads map them "
                      "from there (--pack-cache off: pack in memory at every load)",
-                     path, GiB(bytes),
-                     mode == INF_PACK_AUTO
-                         ? ": the file and a packed copy do not both fit in memory"
-                         : "");
+                     path, GiB(bytes));
     }
     if (why[0]) {
         if (mode == INF_PACK_ON)
@@ -116,7 +181,7 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
     return rc;
 }
 
-void engine_pack_close(inf_pack_cache *pc, bool ok, char *note, size_t cap) {
+void engine_pack_close(inf_pack_cache *pc, inf_pack_mode mode, bool ok, char *note, size_t cap) {
     if (!pc) return;
     if (!ok) {
         inf_pack_cache_close(pc);
@@ -128,6 +193,15 @@ void engine_pack_close(inf_pack_cache *pc, bool ok, char *note, size_t cap) {
     int64_t n;
     size_t bytes;
     inf_pack_cache_stats(pc, &n, &bytes);
+    if (!rc && !writing && mode == INF_PACK_AUTO) {
+        inf_pack_cache_close(pc); /* the default, working: said once, when written */
+        return;
+    }
+    if (!rc && writing && !n) {
+        note[0] = 0; /* nothing packed, nothing cached: nothing to say */
+        inf_pack_cache_close(pc);
+        return;
+    }
     const size_t len = strlen(note);
     const char *sep = len ? "; " : "";
     if (rc)

@@ -160,7 +160,3 @@ static size_t meminfo(const char *field) {
 size_t inf_mem_available(void) {
     return meminfo("MemAvailable");
 }
-
-size_t inf_mem_total(void) {
-    return meminfo("MemTotal");
-}

@@ -55,7 +55,5 @@ int inf_read_file(char **out, size_t *len, const char *path, size_t max_bytes, i
 /* Bytes of memory the system could give without swapping now (Linux's
  * MemAvailable), or 0 when it cannot say. */
 size_t inf_mem_available(void);
-/* The machine's memory (Linux's MemTotal), or 0 when it cannot say. */
-size_t inf_mem_total(void);
 
 #endif
