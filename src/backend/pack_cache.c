@@ -349,23 +349,17 @@ static int finish_write(inf_pack_cache *pc, inf_err *err) {
         what = "truncate";
     else if (write_all(pc->fd, &h, sizeof h, 0))
         what = "write";
-    else if (fdatasync(pc->fd))
-        what = "sync";
     else if (rename(pc->tmp, pc->path))
         what = "rename";
     if (what)
         return inf_fail(err, "%s: the pack cache could not be written (%s: %s)", pc->path, what,
                         strerror(errno));
+    /* Not synced: the kernel writes it back behind the run (a sync here cost
+       the first load seconds of disk time). What a crash can leave (blocks
+       never written read as zeros) fails the header, the table's hash or an
+       entry's hash, and is packed and written again. */
     free(pc->tmp);
     pc->tmp = NULL;
-    /* the rename itself made durable */
-    char *dir_copy = strdup(pc->path);
-    int dfd = dir_copy ? open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
-    free(dir_copy);
     return 0;
 }
 

@@ -20,8 +20,9 @@
  * Each entry names its weight by where its bytes lie in the model's files
  * (inf_weight.src_file, src_offset), its type and shape, the packed shape,
  * and a hash of its panels (inf_pack_cache_hash), checked by the backend
- * before it uses them. A cache is written under a temporary name, its data
- * synced, then renamed into place: a reader sees a whole cache or none.
+ * before it uses them. A cache is written under a temporary name, then
+ * renamed into place (a reader sees a whole cache or none), and not synced:
+ * what a crash leaves unwritten fails a hash and is written again.
  *
  * The mapping is an arena chunk (arena.h): every packed weight that points
  * into it holds a reference, so it lives as long as the last of them. */
@@ -65,11 +66,10 @@ void inf_pack_cache_damaged(inf_pack_cache *pc);
 int inf_pack_cache_reserve(inf_pack_cache *pc, const inf_weight *w, inf_packed *p);
 void inf_pack_cache_commit(inf_pack_cache *pc, uint64_t hash);
 
-/* Ends the load. Write mode: writes the table and the identity, syncs, and
- * renames the file into place (no file when no weight was packed into it).
- * Read mode: removes a cache found damaged (the
- * next load writes it again). Returns 0, or -1 with a message saying why the
- * cache is not there for the next load (the weights already prepared stay
+/* Ends the load. Write mode: writes the table and the identity and renames
+ * the file into place (no file when no weight was packed into it). Read
+ * mode: removes a cache found damaged (the next load writes it again). Returns 0, or -1 with a
+ * message saying why the cache is not there for the next load (the weights already prepared stay
  * valid either way). */
 int inf_pack_cache_finish(inf_pack_cache *pc, inf_err *err);
 

@@ -109,13 +109,13 @@ int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backen
                                .head_dim = hp->head_dim,
                                .scale = 1.0f / sqrtf((float)hp->head_dim)};
     const size_t half = (size_t)n_ctx * (size_t)(hp->head_dim / 2);
-    m->rope_cos = inf_alloc(half * sizeof(float));
-    m->rope_sin = inf_alloc(half * sizeof(float));
+    /* calloc: pages past the positions reached are never touched */
+    m->rope_cos = calloc(half, sizeof(float));
+    m->rope_sin = calloc(half, sizeof(float));
     if (!m->rope_cos || !m->rope_sin) {
         inf_fail(err, "out of memory for the RoPE tables (context %d)", n_ctx);
         goto fail;
     }
-    inf_rope_tables(m->rope_cos, m->rope_sin, n_ctx, hp->head_dim, hp);
     if (a->create(m, err)) goto fail;
     *out = m;
     return 0;
@@ -127,8 +127,8 @@ fail:
 void inf_model_free(inf_model *m) {
     if (!m) return;
     m->arch->free_model(m);
-    inf_free(m->rope_cos);
-    inf_free(m->rope_sin);
+    free(m->rope_cos);
+    free(m->rope_sin);
     free(m);
 }
 
@@ -168,6 +168,16 @@ static int check_batch(const inf_model *m, const inf_batch *b, const inf_kv_view
 int inf_model_forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, int n_seq,
                       float *logits, inf_err *err) {
     if (check_batch(m, b, kv, n_seq, err)) return -1;
+    /* the RoPE tables, as far as this batch reaches (a 40K context's take
+       tens of ms to fill, and most runs never get near its end) */
+    int top = 0;
+    for (int r = 0; r < b->n_rows; r++)
+        if (b->pos[r] >= top) top = b->pos[r] + 1;
+    if (top > m->rope_filled) {
+        const int to = top + 1023 < m->n_ctx ? (top + 1023) / 1024 * 1024 : m->n_ctx;
+        inf_rope_fill(m->rope_cos, m->rope_sin, m->rope_filled, to, m->hp.head_dim, &m->hp);
+        m->rope_filled = to;
+    }
     /* An op that cannot get its scratch memory skips its work and says so
      * through take_error (backend.h): the architectures check after every
      * layer, so a failed call stops early, and before the logits are handed

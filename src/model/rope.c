@@ -8,8 +8,8 @@ static double correction_dim(double n_rot, int d, double theta, int n_ctx) {
     return d * log(n_ctx / (n_rot * 2 * M_PI)) / (2 * log(theta));
 }
 
-void inf_rope_tables(float *cos_tab, float *sin_tab, int n_ctx, int head_dim,
-                     const inf_hparams *hp) {
+void inf_rope_fill(float *cos_tab, float *sin_tab, int from, int to, int head_dim,
+                   const inf_hparams *hp) {
     const int half = head_dim / 2;
     const double theta = hp->rope_theta, factor = hp->yarn_factor;
     const double scale = hp->rope_attn_factor > 0 ? hp->rope_attn_factor : 1.0;
@@ -32,7 +32,7 @@ void inf_rope_tables(float *cos_tab, float *sin_tab, int n_ctx, int head_dim,
             const double keep = 1 - ramp;
             inv_freq = inv_freq / factor * (1 - keep) + inv_freq * keep;
         }
-        for (int p = 0; p < n_ctx; p++) {
+        for (int p = from; p < to; p++) {
             double a = p * inv_freq;
             cos_tab[(int64_t)p * half + i] = (float)(cos(a) * scale);
             sin_tab[(int64_t)p * half + i] = (float)(sin(a) * scale);
