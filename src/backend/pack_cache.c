@@ -168,18 +168,21 @@ static int open_read(inf_pack_cache *pc) {
     return 0;
 }
 
-static int open_write(inf_pack_cache *pc, size_t expect, size_t max_bytes, inf_err *err) {
+static int open_write(inf_pack_cache *pc, size_t expect, double keep_share, size_t max_bytes,
+                      inf_err *err) {
     char *dir_copy = strdup(pc->path);
     if (!dir_copy) return inf_fail(err, "out of memory");
     struct statvfs vfs;
     const int vrc = statvfs(dirname(dir_copy), &vfs);
     free(dir_copy);
-    if (vrc == 0 && (double)vfs.f_bavail * (double)vfs.f_frsize < (double)expect + (1 << 30))
+    const double free_bytes = (double)vfs.f_bavail * (double)vfs.f_frsize,
+                 keep = keep_share * (double)vfs.f_blocks * (double)vfs.f_frsize + (1 << 30);
+    if (vrc == 0 && free_bytes < (double)expect + keep)
         return inf_fail(err,
-                        "%s: the file system has %.1f GiB free, the packed weights take %.1f GiB "
-                        "(and 1 GiB is left free)",
-                        pc->path, (double)vfs.f_bavail * (double)vfs.f_frsize / (1 << 30),
-                        (double)expect / (1 << 30));
+                        "%s: the file system has %.1f GiB free; the packed weights take %.1f GiB, "
+                        "and %.1f GiB is to stay free",
+                        pc->path, free_bytes / (1 << 30), (double)expect / (1 << 30),
+                        keep / (1 << 30));
     size_t n = strlen(pc->path) + 32;
     pc->tmp = malloc(n);
     if (!pc->tmp) return inf_fail(err, "out of memory");
@@ -200,7 +203,7 @@ static int open_write(inf_pack_cache *pc, size_t expect, size_t max_bytes, inf_e
 }
 
 int inf_pack_cache_open(inf_pack_cache **out, const char *path, const char *ident,
-                        size_t expect_bytes, size_t max_bytes, inf_err *err) {
+                        size_t expect_bytes, double keep_share, size_t max_bytes, inf_err *err) {
     *out = NULL;
     inf_pack_cache *pc = calloc(1, sizeof *pc);
     if (!pc) return inf_fail(err, "out of memory");
@@ -211,7 +214,7 @@ int inf_pack_cache_open(inf_pack_cache **out, const char *path, const char *iden
         inf_pack_cache_close(pc);
         return inf_fail(err, "out of memory");
     }
-    if (open_read(pc) && open_write(pc, expect_bytes, max_bytes, err)) {
+    if (open_read(pc) && open_write(pc, expect_bytes, keep_share, max_bytes, err)) {
         inf_pack_cache_close(pc);
         return -1;
     }

@@ -42,10 +42,11 @@ typedef struct inf_pack_cache inf_pack_cache;
  * identity: read mode. Otherwise (none, another identity, damaged): write
  * mode, into a new file beside path that inf_pack_cache_finish renames to
  * it; expect_bytes is what the panels will take (refused when the file
- * system has less free), max_bytes the most they may take. Returns -1 with a
- * message naming path when neither can be done. */
+ * system would keep less than keep_share of itself, and 1 GiB, free after
+ * them), max_bytes the most they may take. Returns -1 with a message naming
+ * path when neither can be done. */
 int inf_pack_cache_open(inf_pack_cache **out, const char *path, const char *ident,
-                        size_t expect_bytes, size_t max_bytes, inf_err *err);
+                        size_t expect_bytes, double keep_share, size_t max_bytes, inf_err *err);
 bool inf_pack_cache_writing(const inf_pack_cache *pc);
 const char *inf_pack_cache_path(const inf_pack_cache *pc);
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include "backend/select.h"
@@ -126,7 +125,6 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
     size_t bytes = 0;
     int len = inf_model_file_ident(mf, ident, (1 << 16) - 128, &bytes);
     char path[4096], why[600] = "";
-    struct statvfs vfs;
     int rc = 0;
     if (len < 0) {
         snprintf(why, sizeof why, "%s: its files' paths cannot be resolved", mf->path);
@@ -134,15 +132,6 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
         snprintf(why, sizeof why, "no cache directory (give --pack-cache-dir, or set HOME)");
     } else if (mkdir_p(path)) {
         snprintf(why, sizeof why, "%s: cannot create: %s", path, strerror(errno));
-    } else if (mode == INF_PACK_AUTO && statvfs(path, &vfs) == 0 &&
-               (double)vfs.f_bavail * (double)vfs.f_frsize <
-                   (double)bytes + 0.05 * (double)vfs.f_blocks * (double)vfs.f_frsize +
-                       (double)(1 << 30)) {
-        /* auto leaves a twentieth of the file system and 1 GiB free */
-        snprintf(why, sizeof why,
-                 "%s has %.1f GiB free: %.1f GiB of packed weights would leave less than "
-                 "5 %% of it free",
-                 path, GiB((double)vfs.f_bavail * (double)vfs.f_frsize), GiB(bytes));
     } else {
         snprintf(ident + len, (1 << 16) - (size_t)len, "layout %s\n", layout);
         /* named by the first file's path and the layout: the identity's other
@@ -160,7 +149,8 @@ int engine_pack_open(inf_pack_cache **out, const inf_model_file *mf, const inf_b
         snprintf(path + dl, sizeof path - dl, "/%.*s-%016llx.pack",
                  (int)(end - slash < 200 ? end - slash : 200), slash, (unsigned long long)h);
         inf_err e;
-        if (inf_pack_cache_open(out, path, ident, bytes, 4 * bytes + (64 << 20), &e))
+        if (inf_pack_cache_open(out, path, ident, bytes, mode == INF_PACK_AUTO ? 0.05 : 0,
+                                4 * bytes + (64 << 20), &e))
             snprintf(why, sizeof why, "%s", e.msg);
         else if (inf_pack_cache_writing(*out))
             snprintf(note, cap,
