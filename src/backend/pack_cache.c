@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -124,7 +125,7 @@ static int map_at(inf_pack_cache *pc, size_t off, size_t n, int prot) {
 /* Read mode when path holds a whole cache for ident; 0 if it does, -1 if not
  * (nothing kept open). */
 static int open_read(inf_pack_cache *pc) {
-    int fd = open(pc->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(pc->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
     struct stat st;
     pc_header h;
@@ -383,15 +384,17 @@ int inf_pack_cache_finish(inf_pack_cache *pc, inf_err *err) {
 /* The identity text of the cache at path (malloc'd), or NULL when path is
  * not a whole cache. */
 static char *read_ident(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named *.pack must not hang the load */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return NULL;
     pc_header h;
     struct stat st;
     char *ident = NULL;
-    if (fstat(fd, &st) == 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-        !memcmp(h.magic, MAGIC, 8) && h.file_size == (uint64_t)st.st_size &&
-        h.ident_off <= h.file_size && h.ident_len <= h.file_size - h.ident_off &&
-        h.ident_len < (1 << 20) && (ident = malloc(h.ident_len + 1)) != NULL) {
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, MAGIC, 8) &&
+        h.file_size == (uint64_t)st.st_size && h.ident_off <= h.file_size &&
+        h.ident_len <= h.file_size - h.ident_off && h.ident_len < (1 << 20) &&
+        (ident = malloc(h.ident_len + 1)) != NULL) {
         if (pread(fd, ident, h.ident_len, (off_t)h.ident_off) == (ssize_t)h.ident_len) {
             ident[h.ident_len] = 0;
         } else {
@@ -415,7 +418,8 @@ void inf_pack_cache_sweep(const char *dir, bool (*stale)(const char *ident, void
             /* a writer's file: gone with its writer (pid reused: kept) */
             char *end;
             const long pid = strtol(tmp + 10, &end, 10);
-            if (pid > 0 && !*end && kill((pid_t)pid, 0) && errno == ESRCH) unlink(path);
+            if (pid > 0 && pid <= INT_MAX && !*end && kill((pid_t)pid, 0) && errno == ESRCH)
+                unlink(path);
         } else if (len > 5 && !strcmp(name + len - 5, ".pack")) {
             char *ident = read_ident(path);
             if (ident && stale(ident, arg)) unlink(path);

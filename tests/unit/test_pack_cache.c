@@ -286,12 +286,19 @@ static void test_sweep(void) {
     write_text(dead, "partial");
     write_text(other, "mine");
     write_text(junk, "not a cache");
+    char fifo[800], huge_pid[800];
+    snprintf(fifo, sizeof fifo, "%s/fifo.pack", dir); /* must not hang the sweep */
+    CHECK(mkfifo(fifo, 0600) == 0);
+    snprintf(huge_pid, sizeof huge_pid, "%s/y.pack.tmp.99999999999999999999", dir);
+    write_text(huge_pid, "partial");
     CHECK_MSG(run(&r, kept, "pool", INF_PACK_ON, dir, &err) == 0, "%s", err.msg);
     CHECK_MSG(strstr(r.note, "mapped from"), "sweep: kept.gguf not mapped: '%s'", r.note);
     free(r.logits);
     CHECK_MSG(file_size(path) < 0, "sweep: an older layout's cache stays");
     CHECK_MSG(file_size(dead) < 0, "sweep: a dead writer's file stays");
-    CHECK_MSG(file_size(other) > 0 && file_size(junk) > 0, "sweep: removed a file not its own");
+    CHECK_MSG(file_size(other) > 0 && file_size(junk) > 0 && file_size(huge_pid) > 0,
+              "sweep: removed a file not its own");
+    CHECK_MSG(file_size(fifo) == 0, "sweep: removed a FIFO");
     CHECK_MSG(file_size(cache) > 0, "sweep: removed the live cache");
 }
 
