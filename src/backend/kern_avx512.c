@@ -515,11 +515,13 @@ static inline __m512 reduce16(__m512 v[16]) {
     return _mm512_permutexvar_ps(idx, d);
 }
 
-/* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj: V rows loaded once, shared by the rows;
+/* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj (p rows ld floats apart): V rows loaded
+ * once, shared by the rows;
  * pfb > 0: each row's pfb bytes are prefetched ahead (prefetch_ahead). */
-static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int r0,
-                                                          const int RB, const void *const *vrow,
-                                                          int nj, const int hd, const inf_dtype VT,
+static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int ld,
+                                                          int r0, const int RB,
+                                                          const void *const *vrow, int nj,
+                                                          const int hd, const inf_dtype VT,
                                                           size_t pfb) {
     const int nv = hd / 16;
     __m512 av[2][16];
@@ -531,8 +533,8 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
     for (int j = 0; j < nj; j++) {
         const void *v = vrow[j];
         if (pfb) prefetch_ahead(v, pfb);
-        __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * INF_KV_TILE + j]);
-        __m512 p1 = RB > 1 ? _mm512_set1_ps(st[(size_t)(r0 + 1) * INF_KV_TILE + j]) : p0;
+        __m512 p0 = _mm512_set1_ps(st[(size_t)r0 * ld + j]);
+        __m512 p1 = RB > 1 ? _mm512_set1_ps(st[(size_t)(r0 + 1) * ld + j]) : p0;
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++) {
             __m512 vv = kv_load16(VT, v, 16 * i);
@@ -552,9 +554,11 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
  * loaded, and converted, once for the RB rows, 4 keys at a time; then 16 dot
  * products per row are summed across lanes by reduce16. A score is the same
  * chain of FMAs over the head's vectors in order whatever RB is, so a row's
- * bits do not depend on its neighbour. s is [RB][INF_KV_TILE]; lanes past nk
- * are left 0; pfb > 0: each key row's pfb bytes are prefetched ahead. */
-static inline __attribute__((always_inline)) void scores_rows(float *s, const float *const *q,
+ * bits do not depend on its neighbour. s is [RB][ld] (ld a multiple of 16 and
+ * at least nk); the lanes past nk of its last vector are left 0; pfb > 0: each
+ * key row's pfb bytes are prefetched ahead. */
+static inline __attribute__((always_inline)) void scores_rows(float *s, int ld,
+                                                              const float *const *q,
                                                               const int RB, const void *const *krow,
                                                               int nk, const int hd,
                                                               const inf_dtype KT, size_t pfb) {
@@ -565,13 +569,7 @@ static inline __attribute__((always_inline)) void scores_rows(float *s, const fl
 #pragma GCC unroll 16
         for (int i = 0; i < nv; i++)
             qv[r][i] = _mm512_loadu_ps(q[r] + 16 * i);
-    for (int kb = 0; kb < INF_KV_TILE; kb += 16) {
-        if (kb >= nk) {
-#pragma GCC unroll 2
-            for (int r = 0; r < RB; r++)
-                _mm512_store_ps(s + (size_t)r * INF_KV_TILE + kb, _mm512_setzero_ps());
-            continue;
-        }
+    for (int kb = 0; kb < nk; kb += 16) {
         __m512 a[2][16];
 #pragma GCC unroll 4
         for (int j4 = 0; j4 < 16; j4 += 4) {
@@ -609,39 +607,47 @@ static inline __attribute__((always_inline)) void scores_rows(float *s, const fl
         }
 #pragma GCC unroll 2
         for (int r = 0; r < RB; r++)
-            _mm512_store_ps(s + (size_t)r * INF_KV_TILE + kb, reduce16(a[r]));
+            _mm512_store_ps(s + (size_t)r * ld + kb, reduce16(a[r]));
     }
 }
 
-/* A decode work item (few rows). Per 64-key tile: scores of each
- * row against the keys read in place, the online-softmax update per row, and
- * P.V for 2 rows at a time. A row inactive in a tile (all its keys before
- * it) gets p = 0 there, so its sums are unchanged; each row's arithmetic is
- * fixed by its own keys. KT/VT: the K/V types the body reads in place
- * (converting as it loads); a stored type other than these is first
- * converted to f32 rows in scratch (KT/VT = F32), which gives the same bits,
- * as the conversion is exact. Reading in place keeps the tile's 32 KiB of
- * f32 copies out of L1 (they cost more than half of a step at depth). */
+/* A decode work item (few rows), over tiles of keys: scores of each row
+ * against the tile's keys, the online-softmax update per row, and P.V for 2
+ * rows at a time. A row inactive in a tile (all its keys before it) gets
+ * p = 0 there, so its sums are unchanged; each row's arithmetic is fixed by
+ * its own keys. KT/VT: the K/V types the body reads in place (converting as
+ * it loads); a stored type other than these is first converted to f32 rows
+ * in scratch (KT/VT = F32), which gives the same bits, as the conversion is
+ * exact. Reading in place keeps f32 copies of the tile out of L1 (they cost
+ * more than half of a step at depth).
+ *
+ * Read in place, a tile is INF_ATTN_DECODE_BLOCK (256) keys: for a
+ * 128-wide f16 head the item reads a 64 KiB run of K, then one of V, where
+ * 64-key tiles had switched between the two streams every 16 KiB (a plain
+ * read of that pattern measured 25 GB/s against 27 for the long runs, 2
+ * threads). Converted rows go through scratch 64 keys at a time. */
 static inline __attribute__((always_inline)) void
 attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float scale, float *scratch,
           const inf_dtype KT, const inf_dtype VT) {
     const int R = it->R, nv = hd / 16;
-    /* [R][64] scores, then probabilities (64-byte aligned: the scratch need not be) */
+    const inf_dtype kt = kv->k_type, vt = kv->v_type;
+    const bool in_place = kt == KT && vt == VT;
+    const int TS = in_place ? INF_ATTN_DECODE_BLOCK : INF_KV_TILE; /* keys per tile */
+    /* [R][TS] scores, then probabilities (64-byte aligned: the scratch need not be) */
     float *st = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    float *ml = st + (size_t)R * INF_KV_TILE; /* [R][2] running max, sum */
-    float *acc = ml + 2 * (size_t)R;          /* [R][hd] */
+    float *ml = st + (size_t)R * TS; /* [R][2] running max, sum */
+    float *acc = ml + 2 * (size_t)R; /* [R][hd] */
     acc = (float *)(((uintptr_t)acc + 63) & ~(uintptr_t)63);
     /* rows not stored as f32: this tile's K and V as floats (the room
-     * inf_attn_scratch_floats keeps for two tiles) */
+     * inf_attn_scratch_floats keeps for two 64-key tiles) */
     float *kc = acc + (size_t)R * hd, *vc = kc + (size_t)INF_KV_TILE * hd;
-    const inf_dtype kt = kv->k_type, vt = kv->v_type;
     for (int r = 0; r < R; r++) {
         ml[2 * r] = -INFINITY;
         ml[2 * r + 1] = 0;
         memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
     }
-    const __m512 vscale = _mm512_set1_ps(scale);
-    const void *krow[INF_KV_TILE], *vrow[INF_KV_TILE];
+    const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    const void *krow[INF_ATTN_DECODE_BLOCK], *vrow[INF_ATTN_DECODE_BLOCK];
     /* rows read in place are prefetched ahead in their stream by the first
        row's pass, as the weight kernels do: a KV head's rows of a cache block
        are contiguous (kv_view.h). qwen3-0.6b Q8_0 tg at depth 8192: 16.2 tok/s,
@@ -650,44 +656,60 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
        session 12). */
     const size_t kbytes = kt == KT ? inf_kv_type_bytes(kt, hd) : 0,
                  vbytes = vt == VT ? inf_kv_type_bytes(vt, hd) : 0;
-    for (int t0 = it->k0; t0 < it->max_lim; t0 += INF_KV_TILE) {
-        int nk = it->max_lim - t0 < INF_KV_TILE ? it->max_lim - t0 : INF_KV_TILE;
+    for (int t0 = it->k0; t0 < it->max_lim; t0 += TS) {
+        const int nk = it->max_lim - t0 < TS ? it->max_lim - t0 : TS;
         int r = 0;
-        for (int j = 0; j < nk; j++) {
-            const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_head);
-            const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_head);
-            if (kt != KT) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
-            if (vt != VT) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
-            krow[j] = kt == KT ? ks : kc + (size_t)j * hd;
-            vrow[j] = vt == VT ? vs : vc + (size_t)j * hd;
+        if (in_place) {
+            /* one address per run of the tile inside a cache block, then a
+               stride (the per-key address arithmetic had cost 14 % of the
+               kernel's cycles) */
+            for (int j = 0; j < nk;) {
+                const int bs = kv->block_size, run0 = bs - ((t0 + j) & (bs - 1));
+                const int run = run0 < nk - j ? run0 : nk - j;
+                const uint8_t *ks = inf_kv_k_at(kv, t0 + j, it->kv_head);
+                const uint8_t *vs = inf_kv_v_at(kv, t0 + j, it->kv_head);
+                for (int e = 0; e < run; e++, j++) {
+                    krow[j] = ks + (size_t)e * kbytes;
+                    vrow[j] = vs + (size_t)e * vbytes;
+                }
+            }
+        } else {
+            for (int j = 0; j < nk; j++) {
+                const void *ks = inf_kv_k_at(kv, t0 + j, it->kv_head);
+                const void *vs = inf_kv_v_at(kv, t0 + j, it->kv_head);
+                if (kt != KT) kv_row_to_f32(kc + (size_t)j * hd, kt, ks, hd);
+                if (vt != VT) kv_row_to_f32(vc + (size_t)j * hd, vt, vs, hd);
+                krow[j] = kt == KT ? ks : kc + (size_t)j * hd;
+                vrow[j] = vt == VT ? vs : vc + (size_t)j * hd;
+            }
         }
         /* two rows at a time where the head size leaves room for both in registers */
         if (hd <= 128)
             for (; r + 2 <= R; r += 2)
                 if (it->lim[r] > t0 || it->lim[r + 1] > t0)
-                    scores_rows(st + (size_t)r * INF_KV_TILE, it->q + r, 2, krow, nk, hd, KT,
+                    scores_rows(st + (size_t)r * TS, TS, it->q + r, 2, krow, nk, hd, KT,
                                 r == 0 ? kbytes : 0);
         for (; r < R; r++)
             if (it->lim[r] > t0)
-                scores_rows(st + (size_t)r * INF_KV_TILE, it->q + r, 1, krow, nk, hd, KT,
+                scores_rows(st + (size_t)r * TS, TS, it->q + r, 1, krow, nk, hd, KT,
                             r == 0 ? kbytes : 0);
         /* online softmax update; st becomes p (0 outside the row's keys) */
         for (r = 0; r < R; r++) {
-            float *s = st + (size_t)r * INF_KV_TILE;
-            int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
+            float *s = st + (size_t)r * TS;
+            const int nkr = it->lim[r] - t0 < nk ? it->lim[r] - t0 : nk;
             if (nkr <= 0) {
-                memset(s, 0, sizeof(float) * INF_KV_TILE);
+                memset(s, 0, sizeof(float) * (size_t)nk);
                 continue;
             }
-            __m512 sv[4];
-            float tmax = -INFINITY;
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                sv[c] = _mm512_mask_blend_ps(tail_mask(nkr - 16 * c), _mm512_set1_ps(-INFINITY),
-                                             _mm512_mul_ps(_mm512_load_ps(s + 16 * c), vscale));
-                float mc = _mm512_reduce_max_ps(sv[c]);
-                tmax = mc > tmax ? mc : tmax;
+            /* scaled scores, -inf past the row's keys, and their max */
+            __m512 vmax = ninf;
+            for (int c = 0; c < nk; c += 16) {
+                __m512 sv = _mm512_mask_blend_ps(tail_mask(nkr - c), ninf,
+                                                 _mm512_mul_ps(_mm512_load_ps(s + c), vscale));
+                _mm512_store_ps(s + c, sv);
+                vmax = _mm512_max_ps(vmax, sv);
             }
+            const float tmax = _mm512_reduce_max_ps(vmax);
             float m = ml[2 * r], l = ml[2 * r + 1];
             if (tmax > m) {
                 __m512 corr = exp512(_mm512_set1_ps(m - tmax));
@@ -699,20 +721,19 @@ attn_body(const inf_attn_rows *it, const inf_kv_view *kv, const int hd, float sc
                 m = tmax;
             }
             __m512 vm = _mm512_set1_ps(m), lsum = _mm512_setzero_ps();
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                __m512 pc =
-                    _mm512_maskz_mov_ps(tail_mask(nkr - 16 * c), exp512(_mm512_sub_ps(sv[c], vm)));
+            for (int c = 0; c < nk; c += 16) {
+                __m512 pc = _mm512_maskz_mov_ps(tail_mask(nkr - c),
+                                                exp512(_mm512_sub_ps(_mm512_load_ps(s + c), vm)));
                 lsum = _mm512_add_ps(lsum, pc);
-                _mm512_store_ps(s + 16 * c, pc);
+                _mm512_store_ps(s + c, pc);
             }
             ml[2 * r] = m;
             ml[2 * r + 1] = l + _mm512_reduce_add_ps(lsum);
         }
         for (r = 0; r + 2 <= R; r += 2)
-            pv_rows(acc, st, r, 2, vrow, nk, hd, VT, r == 0 ? vbytes : 0);
+            pv_rows(acc, st, TS, r, 2, vrow, nk, hd, VT, r == 0 ? vbytes : 0);
         for (; r < R; r++)
-            pv_rows(acc, st, r, 1, vrow, nk, hd, VT, r == 0 ? vbytes : 0);
+            pv_rows(acc, st, TS, r, 1, vrow, nk, hd, VT, r == 0 ? vbytes : 0);
     }
     for (int r = 0; r < R; r++) {
         if (it->part) {
@@ -958,8 +979,8 @@ materialized_body(float *out, const float *q, const inf_kv_view *kv, int pos0, i
             int nk = lim - j0 < 16 ? lim - j0 : 16;
             for (int j = 0; j < nk; j++)
                 krow[j] = inf_kv_k_at(kv, j0 + j, kv_head);
-            float tmp[INF_KV_TILE] __attribute__((aligned(64)));
-            scores_rows(tmp, &qr, 1, (const void *const *)krow, nk, hd, INF_F32, 0);
+            float tmp[16] __attribute__((aligned(64)));
+            scores_rows(tmp, 16, &qr, 1, (const void *const *)krow, nk, hd, INF_F32, 0);
             _mm512_storeu_ps(Sr + j0, _mm512_mul_ps(_mm512_load_ps(tmp), _mm512_set1_ps(s->scale)));
         }
         a5_softmax(Sr, lim);

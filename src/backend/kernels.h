@@ -148,16 +148,27 @@ typedef struct inf_attn_rows {
     float *part;
 } inf_attn_rows;
 
-/* Keys per block of a decode step's attention: a step over more keys is
- * split into blocks of this many (by KV head and by block) and the blocks'
- * partials merged in block order, so its bits do not depend on the threads. */
+/* The unit of a decode step's key blocks. A step over more keys is split
+ * into at most INF_ATTN_DECODE_MAX_BLOCKS blocks of a whole number of units
+ * (by KV head and by block), and the blocks' partials are merged in block
+ * order, so its bits depend on the number of keys only, never on the
+ * threads. */
 #define INF_ATTN_DECODE_BLOCK 256
+#define INF_ATTN_DECODE_MAX_BLOCKS 8
+
+/* Keys per key block of a decode step over n_keys keys. */
+static inline int inf_attn_decode_block_keys(int n_keys) {
+    const int units = (n_keys + INF_ATTN_DECODE_BLOCK - 1) / INF_ATTN_DECODE_BLOCK;
+    const int per = (units + INF_ATTN_DECODE_MAX_BLOCKS - 1) / INF_ATTN_DECODE_MAX_BLOCKS;
+    return (per > 0 ? per : 1) * INF_ATTN_DECODE_BLOCK;
+}
 
 /* Floats of attention scratch one thread needs for an item of R rows. */
 static inline size_t inf_attn_scratch_floats(int R, int head_dim) {
     size_t rows = (size_t)R, rows32 = ((size_t)R + 31) & ~(size_t)31;
-    /* K and V tiles + per row: accumulator, 64 scores, max and sum; + alignment */
-    size_t by_row = 2 * (size_t)head_dim * INF_KV_TILE + rows * (head_dim + INF_KV_TILE + 2) + 64;
+    /* K and V tiles + per row: accumulator, a decode block's scores, max and sum; + alignment */
+    size_t by_row =
+        2 * (size_t)head_dim * INF_KV_TILE + rows * (head_dim + INF_ATTN_DECODE_BLOCK + 2) + 64;
     /* the same with rows in lanes (blocks of 32; AVX2's blocks of 16 fit in
      * it): q^T and accumulators per row, one block's scores, max/sum per row,
      * limits; + alignment */

@@ -609,7 +609,8 @@ typedef struct attn_job {
     int pos0, T;       /* prefill: rows pos0..pos0+T-1; decode: T = 1, pos0 = n_keys - 1 */
     int hpi, n_hchunk; /* heads per item, head chunks per KV head */
     int qb, n_qblock;  /* query rows per item, query blocks */
-    int n_kblock;      /* decode: key blocks of INF_ATTN_DECODE_BLOCK (1: not split) */
+    int kblock;        /* decode: keys per key block (inf_attn_decode_block_keys) */
+    int n_kblock;      /* decode: key blocks (1: not split) */
     float *part;       /* n_kblock > 1: the blocks' partials [n_kblock][n_head][head_dim + 2] */
     int n_items;
     int prefill;
@@ -620,8 +621,7 @@ static void attn_item(attn_job *j, int i, int tid) {
     const inf_attn_shape *s = j->s;
     const int group = s->n_head / s->n_head_kv, qw = s->n_head * s->head_dim;
     float *scratch = j->c->thr_scratch[tid];
-    /* key block outermost: the KV heads of one block are consecutive, so
-       attn_block_task runs them together */
+    /* key block outermost: the KV heads of one block are consecutive */
     const int per_kb = j->n_items / j->n_kblock;
     const int kb = i / per_kb;
     i %= per_kb;
@@ -639,8 +639,8 @@ static void attn_item(attn_job *j, int i, int tid) {
             h1 = h0 + j->hpi < (g + 1) * group ? h0 + j->hpi : (g + 1) * group;
         int t1 = (qbk + 1) * j->qb < j->T ? (qbk + 1) * j->qb : j->T;
         /* key block kb of a decode row: keys k0..k1-1, partial into its slot */
-        const int k0 = kb * INF_ATTN_DECODE_BLOCK;
-        const int k1 = j->n_kblock > 1 ? k0 + INF_ATTN_DECODE_BLOCK : INT_MAX;
+        const int k0 = kb * j->kblock;
+        const int k1 = j->n_kblock > 1 ? k0 + j->kblock : INT_MAX;
         it.k0 = k0;
         it.part = j->n_kblock > 1
                       ? j->part + ((size_t)kb * s->n_head + h0) * (size_t)(s->head_dim + 2)
@@ -663,39 +663,41 @@ static void attn_task(void *arg, int i, int n_items, int tid) {
     attn_item(j, i, tid);
 }
 
-/* a decode step's key block kb: its items (every KV head) one after the
- * other on one thread, front to back through the block's memory (each
- * head's rows of a cache block are contiguous, kv_view.h) */
-static void attn_block_task(void *arg, int kb, int n_kblock, int tid) {
-    attn_job *j = arg;
-    const int per_kb = j->n_items / n_kblock;
-    for (int i = kb * per_kb; i < (kb + 1) * per_kb; i++)
-        attn_item(j, i, tid);
+/* o[d] = o[d] * a + p[d] * b, d < n: in 16s where it can (the compiler's
+ * cheap vectorizer takes loops of a fixed count), then one by one */
+static void scale_add(float *o, float a, const float *p, float b, int n) {
+    int d = 0;
+    for (; d + 16 <= n; d += 16)
+        for (int e = 0; e < 16; e++)
+            o[d + e] = o[d + e] * a + p[d + e] * b;
+    for (; d < n; d++)
+        o[d] = o[d] * a + p[d] * b;
 }
 
 /* A decode row's output from its key blocks' partials, merged in block
- * order: the same bits however the blocks were spread over threads. */
+ * order: the same bits however the blocks were spread over threads. Each
+ * block's weight is e^(m_block - m) for the largest block max m, one exp per
+ * block (a running merge had taken two, and 3 % of a step at depth 8192). */
 static void attn_merge(const attn_job *j) {
     const inf_attn_shape *s = j->s;
     const int hd = s->head_dim;
-    const size_t stride = (size_t)hd + 2;
+    const size_t stride = (size_t)hd + 2, bstride = (size_t)s->n_head * stride;
     for (int h = 0; h < s->n_head; h++) {
         float *o = j->out + (size_t)h * hd;
         const float *p0 = j->part + (size_t)h * stride;
-        float m = p0[hd], l = p0[hd + 1];
-        memcpy(o, p0, sizeof(float) * (size_t)hd);
-        for (int kb = 1; kb < j->n_kblock; kb++) {
-            const float *p = j->part + ((size_t)kb * s->n_head + h) * stride;
-            float pm = p[hd], mn = pm > m ? pm : m;
-            float a = expf(m - mn), b = expf(pm - mn);
-            for (int d = 0; d < hd; d++)
-                o[d] = o[d] * a + p[d] * b;
-            l = l * a + p[hd + 1] * b;
-            m = mn;
+        float m = p0[hd];
+        for (int kb = 1; kb < j->n_kblock; kb++)
+            m = p0[kb * bstride + hd] > m ? p0[kb * bstride + hd] : m;
+        memset(o, 0, sizeof(float) * (size_t)hd);
+        float l = 0;
+        for (int kb = 0; kb < j->n_kblock; kb++) {
+            const float *p = p0 + kb * bstride;
+            float w = expf(p[hd] - m);
+            scale_add(o, 1.0f, p, w, hd);
+            l += p[hd + 1] * w;
         }
-        float inv = 1.0f / l;
-        for (int d = 0; d < hd; d++)
-            o[d] *= inv;
+        const float inv = 1.0f / l;
+        scale_add(o, inv, o, 0.0f, hd);
     }
 }
 
@@ -708,9 +710,11 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
     j.n_hchunk = (group + j.hpi - 1) / j.hpi;
     j.qb = INF_ATTN_MAX_R / j.hpi > 1 ? INF_ATTN_MAX_R / j.hpi : 1;
     j.n_qblock = (T + j.qb - 1) / j.qb;
-    /* a decode step over many keys: by KV head and by key block */
-    j.n_kblock =
-        !prefill && T == 1 ? (pos0 + 1 + INF_ATTN_DECODE_BLOCK - 1) / INF_ATTN_DECODE_BLOCK : 1;
+    /* a decode step over many keys: by KV head and by key block. At most 8
+       blocks: merging 32 blocks' partials of a 8192-key step had cost 3 % of
+       a step (each read back from the thread that wrote it) */
+    j.kblock = inf_attn_decode_block_keys(pos0 + 1);
+    j.n_kblock = !prefill && T == 1 ? (pos0 + 1 + j.kblock - 1) / j.kblock : 1;
     j.n_items = j.n_qblock * s->n_head_kv * j.n_hchunk * j.n_kblock;
     if (c->failed) return;
     if (ensure_thr_scratch(c, inf_attn_scratch_floats(INF_ATTN_MAX_R, s->head_dim) + INF_CHUNK))
@@ -728,10 +732,7 @@ static void attn_run(simd_ctx *c, float *out, const float *q, const inf_kv_view 
         }
         j.part = c->attn_part;
     }
-    if (j.n_kblock > 1)
-        run(c, attn_block_task, &j, j.n_kblock);
-    else
-        run(c, attn_task, &j, j.n_items);
+    run(c, attn_task, &j, j.n_items);
     if (j.n_kblock > 1) attn_merge(&j);
 }
 

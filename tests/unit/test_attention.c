@@ -216,6 +216,11 @@ static void check_backend(const inf_backend *be) {
     check_shape(be, 2, 2, 64, 0, 9, 16);
     check_shape(be, 2, 2, 256, 40, 33, 0);
     check_shape(be, 1, 1, 256, 200, 1, 0);
+    /* decode over several key blocks (INF_ATTN_DECODE_BLOCK): a last block of
+       one key, a partial one, through a paged view */
+    check_shape(be, 16, 8, 128, 256, 1, 0);
+    check_shape(be, 16, 8, 128, 520, 3, 16);
+    check_shape(be, 4, 2, 64, 700, 2, 0);
 }
 
 /* Every K/V type pair, the stored rows contiguous (K = V type) or paged. */
