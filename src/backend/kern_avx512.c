@@ -502,10 +502,10 @@ static void a5_softmax(float *x, int n) {
  * of v[{0,2,1,3}[b]]. */
 static inline __m512 fold4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     /* blocks 0,1: partials of the first vector, blocks 2,3: of the second */
-    __m512 c01 = _mm512_add_ps(_mm512_mask_blend_ps(0xff00, a0, a1),
-                               _mm512_shuffle_f32x4(a0, a1, 0x4e));
-    __m512 c23 = _mm512_add_ps(_mm512_mask_blend_ps(0xff00, a2, a3),
-                               _mm512_shuffle_f32x4(a2, a3, 0x4e));
+    __m512 c01 =
+        _mm512_add_ps(_mm512_mask_blend_ps(0xff00, a0, a1), _mm512_shuffle_f32x4(a0, a1, 0x4e));
+    __m512 c23 =
+        _mm512_add_ps(_mm512_mask_blend_ps(0xff00, a2, a3), _mm512_shuffle_f32x4(a2, a3, 0x4e));
     /* block 0: c01's blocks 0+1, 1: c23's 1+0, 2: c01's 2+3, 3: c23's 3+2 */
     const __m512i idx =
         _mm512_setr_epi32(4, 5, 6, 7, 16, 17, 18, 19, 12, 13, 14, 15, 24, 25, 26, 27);
@@ -521,9 +521,8 @@ static inline __m512 fold16(const __m512 d[4]) {
     __m512 e23 = _mm512_add_ps(_mm512_mask_blend_ps(0xcccc, d[2], d[3]),
                                _mm512_shuffle_ps(d[2], d[3], 0x4e));
     /* per block, lane l: the sum for d[{0,2,1,3}[l]] */
-    __m512 f = _mm512_add_ps(
-        _mm512_mask_blend_ps(0xaaaa, e01, e23),
-        _mm512_permute_ps(_mm512_mask_blend_ps(0xaaaa, e23, e01), 0xb1));
+    __m512 f = _mm512_add_ps(_mm512_mask_blend_ps(0xaaaa, e01, e23),
+                             _mm512_permute_ps(_mm512_mask_blend_ps(0xaaaa, e23, e01), 0xb1));
     /* lane 4b + l holds vector 4 * {0,2,1,3}[l] + {0,2,1,3}[b] */
     const __m512i idx = _mm512_setr_epi32(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
     return _mm512_permutexvar_ps(idx, f);
@@ -532,11 +531,9 @@ static inline __m512 fold16(const __m512 d[4]) {
 /* acc[r] += sum_j p[r][j] v[j] for RB rows, j < nj (p rows ld floats apart): V rows loaded
  * once, shared by the rows;
  * pfb > 0: each row's pfb bytes are prefetched ahead (prefetch_ahead). */
-static inline __attribute__((always_inline)) void pv_rows(float *acc, const float *st, int ld,
-                                                          int r0, const int RB,
-                                                          const void *const *vrow, int nj,
-                                                          const int hd, const inf_dtype VT,
-                                                          size_t pfb) {
+static inline __attribute__((always_inline)) void
+pv_rows(float *acc, const float *st, int ld, int r0, const int RB, const void *const *vrow, int nj,
+        const int hd, const inf_dtype VT, size_t pfb) {
     const int nv = hd / 16;
     __m512 av[2][16];
 #pragma GCC unroll 2
@@ -571,11 +568,9 @@ static inline __attribute__((always_inline)) void pv_rows(float *acc, const floa
  * bits do not depend on its neighbour. s is [RB][ld] (ld a multiple of 16 and
  * at least nk); the lanes past nk of its last vector are left 0; pfb > 0: each
  * key row's pfb bytes are prefetched ahead. */
-static inline __attribute__((always_inline)) void scores_rows(float *s, int ld,
-                                                              const float *const *q,
-                                                              const int RB, const void *const *krow,
-                                                              int nk, const int hd,
-                                                              const inf_dtype KT, size_t pfb) {
+static inline __attribute__((always_inline)) void
+scores_rows(float *s, int ld, const float *const *q, const int RB, const void *const *krow, int nk,
+            const int hd, const inf_dtype KT, size_t pfb) {
     const int nv = hd / 16;
     __m512 qv[2][16];
 #pragma GCC unroll 2
