@@ -34,6 +34,19 @@ typedef struct inf_attn_shape {
     float scale; /* 1/sqrt(head_dim) */
 } inf_attn_shape;
 
+/* The shape of a Gated DeltaNet recurrence (the linear-attention layers of
+ * Qwen3.5 / Qwen3.6). */
+typedef struct inf_delta_shape {
+    int n_k_heads, n_v_heads; /* q/k heads; v heads, a multiple of n_k_heads */
+    int d_k, d_v;             /* head sizes, d_k <= INF_DELTA_MAX_DK */
+    /* which K head V head h reads: h % n_k_heads when k_tiled (llama.cpp's
+       GGUF order, V heads tiled over K heads), else h / (n_v_heads / n_k_heads)
+       (Hugging Face's, V heads grouped by K head) */
+    int k_tiled;
+    float eps; /* of the L2 norms of q and k: x / sqrt(sum x^2 + eps) */
+} inf_delta_shape;
+#define INF_DELTA_MAX_DK 512
+
 typedef struct inf_backend inf_backend;
 
 struct inf_backend {
@@ -98,6 +111,28 @@ struct inf_backend {
      * batch holds. */
     void (*moe_sum)(const inf_backend *be, float *y, const float *x, const float *w, int T, int k,
                     int64_t n);
+
+    /* Gated DeltaNet's short causal convolution, depthwise, then SiLU, over
+     * one sequence's T rows x[T][C] with kernel w[C][K]:
+     *   out[t][c] = silu(sum over i < K of w[c][i] * x[t - K + 1 + i][c])
+     * where the rows before x[0] are the sequence's previous K - 1 rows,
+     * state[K-1][C], oldest first (zeros for a new sequence); state then
+     * holds the last K - 1 rows. Running the rows in pieces gives the same
+     * bits as at once. out must not overlap x or state. */
+    void (*ssm_conv)(const inf_backend *be, float *out, const float *x, float *state,
+                     const float *w, int T, int C, int K);
+
+    /* The gated delta rule over one sequence's T rows. q, k: [T][n_k_heads *
+     * d_k], L2-normalized here (s->eps) and q then scaled by 1/sqrt(d_k);
+     * v, out: [T][n_v_heads * d_v]; g (log decay, <= 0) and beta (write
+     * strength): [T][n_v_heads]; state: [n_v_heads][d_k][d_v], the
+     * sequence's recurrent state (zeros for a new one). For each row in
+     * order and V head h, with S its state and k, q of its K head:
+     *   S = exp(g) S;  u = beta (v - S^T k);  S = S + k u^T;  out = S^T q.
+     * Running the rows in pieces gives the same bits as at once. */
+    void (*gated_delta)(const inf_backend *be, float *out, const float *q, const float *k,
+                        const float *v, const float *g, const float *beta, float *state, int T,
+                        const inf_delta_shape *s);
 
     /* In-place softmax of x[n] (used by sampling). */
     void (*softmax)(const inf_backend *be, float *x, int n);

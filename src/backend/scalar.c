@@ -237,6 +237,77 @@ static void scalar_moe_sum(const inf_backend *be, float *y, const float *x, cons
         }
 }
 
+static void scalar_ssm_conv(const inf_backend *be, float *out, const float *x, float *state,
+                            const float *w, int T, int C, int K) {
+    const int H = K - 1; /* rows of history */
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            float acc = 0;
+            for (int i = 0; i < K; i++) {
+                const int j = t - H + i; /* the row tap i reads: < 0 is history */
+                const float xv = j < 0 ? state[(size_t)(H + j) * C + c] : x[(size_t)j * C + c];
+                acc += w[(size_t)c * K + i] * xv;
+            }
+            out[(size_t)t * C + c] = acc / (1.0f + expf(-acc));
+        }
+    /* the last H rows of history followed by x */
+    for (int r = 0; r < H; r++) {
+        const int j = T - H + r;
+        float *dst = state + (size_t)r * C;
+        if (j >= 0)
+            memcpy(dst, x + (size_t)j * C, sizeof(float) * (size_t)C);
+        else
+            memmove(dst, state + (size_t)(r + T) * C, sizeof(float) * (size_t)C);
+    }
+}
+
+/* dst = x / sqrt(sum x^2 + eps) * scale */
+static void l2norm_scaled(float *dst, const float *x, int n, float eps, float scale) {
+    float ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += x[i] * x[i];
+    const float inv = scale / sqrtf(ss + eps);
+    for (int i = 0; i < n; i++)
+        dst[i] = x[i] * inv;
+}
+
+static void scalar_gated_delta(const inf_backend *be, float *out, const float *q, const float *k,
+                               const float *v, const float *g, const float *beta, float *state,
+                               int T, const inf_delta_shape *s) {
+    const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nvh = s->n_v_heads, rep = nvh / nk;
+    INF_ASSERT(dk <= INF_DELTA_MAX_DK && nvh % nk == 0);
+    float qn[INF_DELTA_MAX_DK], kn[INF_DELTA_MAX_DK], u[INF_DELTA_MAX_DK];
+    const float qscale = 1.0f / sqrtf((float)dk);
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < nvh; h++) {
+            const int hk = s->k_tiled ? h % nk : h / rep;
+            const size_t qk_at = ((size_t)t * nk + hk) * dk, v_at = ((size_t)t * nvh + h) * dv;
+            l2norm_scaled(qn, q + qk_at, dk, s->eps, qscale);
+            l2norm_scaled(kn, k + qk_at, dk, s->eps, 1.0f);
+            float *S = state + (size_t)h * dk * dv;
+            const float decay = expf(g[(size_t)t * nvh + h]), b = beta[(size_t)t * nvh + h];
+            /* decay, and S^T k */
+            for (int j = 0; j < dv; j++)
+                u[j] = 0;
+            for (int i = 0; i < dk; i++)
+                for (int j = 0; j < dv; j++) {
+                    S[(size_t)i * dv + j] *= decay;
+                    u[j] += S[(size_t)i * dv + j] * kn[i];
+                }
+            for (int j = 0; j < dv; j++)
+                u[j] = (v[v_at + j] - u[j]) * b;
+            /* the write, and the read-out S^T q */
+            float *o = out + v_at;
+            for (int j = 0; j < dv; j++)
+                o[j] = 0;
+            for (int i = 0; i < dk; i++)
+                for (int j = 0; j < dv; j++) {
+                    S[(size_t)i * dv + j] += kn[i] * u[j];
+                    o[j] += S[(size_t)i * dv + j] * qn[i];
+                }
+        }
+}
+
 static void scalar_softmax(const inf_backend *be, float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -273,6 +344,8 @@ static const inf_backend scalar_backend = {
     .swiglu = scalar_swiglu,
     .add = scalar_add,
     .moe_sum = scalar_moe_sum,
+    .ssm_conv = scalar_ssm_conv,
+    .gated_delta = scalar_gated_delta,
     .softmax = scalar_softmax,
     .take_error = scalar_take_error,
 };
@@ -294,6 +367,8 @@ void inf_backend_complete(inf_backend *be) {
     if (!be->swiglu) be->swiglu = r->swiglu;
     if (!be->add) be->add = r->add;
     if (!be->moe_sum) be->moe_sum = r->moe_sum;
+    if (!be->ssm_conv) be->ssm_conv = r->ssm_conv;
+    if (!be->gated_delta) be->gated_delta = r->gated_delta;
     if (!be->softmax) be->softmax = r->softmax;
     if (!be->take_error) be->take_error = r->take_error;
     if (!be->name) be->name = r->name;

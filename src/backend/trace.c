@@ -17,15 +17,17 @@ enum {
     OP_SWIGLU,
     OP_ADD,
     OP_MOE_SUM,
+    OP_SSM_CONV,
+    OP_GATED_DELTA,
     OP_SOFTMAX,
     OP_MATMUL0, /* + 2 * dtype slot + (T > 1) */
 };
 #define N_TYPES (INF_DTYPE_COUNT + 1) /* a slot per type id, then "other" */
 #define N_OPS (OP_MATMUL0 + 2 * N_TYPES)
 
-static const char *const op_names[OP_MATMUL0] = {"prepare_weight", "embed",       "rmsnorm", "rope",
-                                                 "attn_prefill",   "attn_decode", "swiglu",  "add",
-                                                 "moe_sum",        "softmax"};
+static const char *const op_names[OP_MATMUL0] = {
+    "prepare_weight", "embed", "rmsnorm", "rope",     "attn_prefill", "attn_decode",
+    "swiglu",         "add",   "moe_sum", "ssm_conv", "gated_delta",  "softmax"};
 
 /* a weight type's matmul slot: its id (every type inferno reads has one) */
 static int type_slot(inf_dtype t) {
@@ -112,6 +114,17 @@ static void tr_moe_sum(const inf_backend *be, float *y, const float *x, const fl
     const inf_backend *in = tc(be)->inner;
     TIMED(be, OP_MOE_SUM, in->moe_sum(in, y, x, w, T, k, n));
 }
+static void tr_ssm_conv(const inf_backend *be, float *out, const float *x, float *state,
+                        const float *w, int T, int C, int K) {
+    const inf_backend *in = tc(be)->inner;
+    TIMED(be, OP_SSM_CONV, in->ssm_conv(in, out, x, state, w, T, C, K));
+}
+static void tr_gated_delta(const inf_backend *be, float *out, const float *q, const float *k,
+                           const float *v, const float *g, const float *beta, float *state, int T,
+                           const inf_delta_shape *s) {
+    const inf_backend *in = tc(be)->inner;
+    TIMED(be, OP_GATED_DELTA, in->gated_delta(in, out, q, k, v, g, beta, state, T, s));
+}
 
 static void tr_softmax(const inf_backend *be, float *x, int n) {
     const inf_backend *in = tc(be)->inner;
@@ -147,6 +160,8 @@ inf_backend *inf_trace_wrap(const inf_backend *inner) {
     be->swiglu = tr_swiglu;
     be->add = tr_add;
     be->moe_sum = tr_moe_sum;
+    be->ssm_conv = tr_ssm_conv;
+    be->gated_delta = tr_gated_delta;
     be->softmax = tr_softmax;
     be->take_error = tr_take_error;
     return be;

@@ -1,0 +1,190 @@
+/* The Gated DeltaNet ops of the backend table (ssm_conv, gated_delta)
+ * against a float64 evaluation written the way the Hugging Face definition
+ * states the recurrence (transformers' torch_recurrent_gated_delta_rule and
+ * the causal depthwise conv1d with SiLU): each step decays the state, reads
+ * S^T k, writes k (beta (v - S^T k))^T, reads out S^T q. Also: rows run in
+ * pieces give the bits of one call, and the two V-head orders (Hugging
+ * Face's grouped, llama.cpp's tiled) are the same computation with the
+ * heads renumbered. */
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "harness.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 4503599627370496.0) - 1.0f;
+}
+static void fill(float *x, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand() * scale;
+}
+
+static double max_abs_diff(const float *a, const double *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+static void test_conv(const inf_backend *be) {
+    enum { T = 9, C = 37, K = 4, H = K - 1 };
+    float x[T * C], w[C * K], st[H * C], st0[H * C], out[T * C];
+    fill(x, T * C, 2.0f);
+    fill(w, C * K, 0.7f);
+    fill(st0, H * C, 2.0f);
+    memcpy(st, st0, sizeof st);
+    be->ssm_conv(be, out, x, st, w, T, C, K);
+    /* the reference: history then x, one window per output */
+    double ref[T * C];
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            double a = 0;
+            for (int i = 0; i < K; i++) {
+                int j = t + i; /* in the padded sequence [history; x] */
+                double xv = j < H ? st0[j * C + c] : x[(j - H) * C + c];
+                a += (double)w[c * K + i] * xv;
+            }
+            ref[t * C + c] = a / (1.0 + exp(-a));
+        }
+    double d = max_abs_diff(out, ref, T * C);
+    CHECK_MSG(d < 1e-5, "ssm_conv: max diff %g", d);
+    CHECK(memcmp(st, x + (T - H) * C, sizeof st) == 0); /* the last K-1 rows */
+
+    /* in pieces of 1, 2, 1 and 5 rows: the same bits, the same state */
+    float st2[H * C], out2[T * C];
+    memcpy(st2, st0, sizeof st2);
+    const int piece[] = {1, 2, 1, 5};
+    for (int p = 0, t = 0; p < 4; t += piece[p++])
+        be->ssm_conv(be, out2 + t * C, x + t * C, st2, w, piece[p], C, K);
+    CHECK(memcmp(out, out2, sizeof out) == 0);
+    CHECK(memcmp(st, st2, sizeof st) == 0);
+}
+
+/* float64 delta rule, HF's step order; heads mapped as s says */
+static void ref_delta(double *out, double *S, const float *q, const float *k, const float *v,
+                      const float *g, const float *beta, int T, const inf_delta_shape *s) {
+    const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nv = s->n_v_heads;
+    double qn[512], kn[512], mem[512];
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < nv; h++) {
+            int hk = s->k_tiled ? h % nk : h / (nv / nk);
+            const float *qr = q + ((size_t)t * nk + hk) * dk, *kr = k + ((size_t)t * nk + hk) * dk;
+            double sq = 0, sk = 0;
+            for (int i = 0; i < dk; i++)
+                sq += (double)qr[i] * qr[i], sk += (double)kr[i] * kr[i];
+            for (int i = 0; i < dk; i++) {
+                qn[i] = qr[i] / sqrt(sq + s->eps) / sqrt((double)dk);
+                kn[i] = kr[i] / sqrt(sk + s->eps);
+            }
+            double *Sh = S + (size_t)h * dk * dv, e = exp((double)g[t * nv + h]);
+            for (int i = 0; i < dk * dv; i++)
+                Sh[i] *= e;
+            for (int j = 0; j < dv; j++) {
+                mem[j] = 0;
+                for (int i = 0; i < dk; i++)
+                    mem[j] += Sh[i * dv + j] * kn[i];
+            }
+            for (int i = 0; i < dk; i++)
+                for (int j = 0; j < dv; j++)
+                    Sh[i * dv + j] += kn[i] * ((double)v[((size_t)t * nv + h) * dv + j] - mem[j]) *
+                                      (double)beta[t * nv + h];
+            for (int j = 0; j < dv; j++) {
+                double o = 0;
+                for (int i = 0; i < dk; i++)
+                    o += Sh[i * dv + j] * qn[i];
+                out[((size_t)t * nv + h) * dv + j] = o;
+            }
+        }
+}
+
+typedef struct delta_case {
+    int T, nk, nv, dk, dv;
+    float *q, *k, *v, *g, *beta, *state0;
+} delta_case;
+
+static void delta_case_init(delta_case *c, int T, int nk, int nv, int dk, int dv) {
+    *c = (delta_case){.T = T, .nk = nk, .nv = nv, .dk = dk, .dv = dv};
+    size_t nq = (size_t)T * nk * dk, nvv = (size_t)T * nv * dv, ns = (size_t)nv * dk * dv;
+    c->q = malloc(sizeof(float) * nq), c->k = malloc(sizeof(float) * nq);
+    c->v = malloc(sizeof(float) * nvv), c->state0 = malloc(sizeof(float) * ns);
+    c->g = malloc(sizeof(float) * T * nv), c->beta = malloc(sizeof(float) * T * nv);
+    fill(c->q, nq, 1.0f), fill(c->k, nq, 1.0f), fill(c->v, nvv, 1.0f), fill(c->state0, ns, 0.3f);
+    for (int i = 0; i < T * nv; i++) {
+        c->g[i] = -0.5f * (frand() + 1.0f);              /* decay in (e^-1, 1] */
+        c->beta[i] = 1.0f / (1.0f + expf(-2 * frand())); /* sigmoid */
+    }
+}
+static void delta_case_free(delta_case *c) {
+    free(c->q), free(c->k), free(c->v), free(c->g), free(c->beta), free(c->state0);
+}
+
+static void test_delta(const inf_backend *be, int T, int nk, int nv, int dk, int dv, int tiled) {
+    delta_case c;
+    delta_case_init(&c, T, nk, nv, dk, dv);
+    inf_delta_shape s = {nk, nv, dk, dv, tiled, 1e-6f};
+    size_t no = (size_t)T * nv * dv, ns = (size_t)nv * dk * dv;
+    float *out = malloc(sizeof(float) * no), *st = malloc(sizeof(float) * ns);
+    double *ref = malloc(sizeof(double) * no), *S = malloc(sizeof(double) * ns);
+    memcpy(st, c.state0, sizeof(float) * ns);
+    for (size_t i = 0; i < ns; i++)
+        S[i] = c.state0[i];
+    be->gated_delta(be, out, c.q, c.k, c.v, c.g, c.beta, st, T, &s);
+    ref_delta(ref, S, c.q, c.k, c.v, c.g, c.beta, T, &s);
+    double d = max_abs_diff(out, ref, no), ds = max_abs_diff(st, S, ns);
+    CHECK_MSG(d < 1e-5 && ds < 1e-5,
+              "gated_delta T %d heads %d/%d dims %d/%d tiled %d: out %g state %g", T, nk, nv, dk,
+              dv, tiled, d, ds);
+
+    /* one row at a time: the same bits */
+    float *out2 = malloc(sizeof(float) * no), *st2 = malloc(sizeof(float) * ns);
+    memcpy(st2, c.state0, sizeof(float) * ns);
+    for (int t = 0; t < T; t++)
+        be->gated_delta(be, out2 + (size_t)t * nv * dv, c.q + (size_t)t * nk * dk,
+                        c.k + (size_t)t * nk * dk, c.v + (size_t)t * nv * dv, c.g + t * nv,
+                        c.beta + t * nv, st2, 1, &s);
+    CHECK(memcmp(out, out2, sizeof(float) * no) == 0);
+    CHECK(memcmp(st, st2, sizeof(float) * ns) == 0);
+
+    /* the other head order with V heads renumbered: grouped head
+       hk * rep + r is tiled head r * nk + hk */
+    const int rep = nv / nk;
+    float *v3 = malloc(sizeof(float) * no), *g3 = malloc(sizeof(float) * T * nv),
+          *b3 = malloc(sizeof(float) * T * nv), *st3 = malloc(sizeof(float) * ns),
+          *out3 = malloc(sizeof(float) * no);
+    for (int h = 0; h < nv; h++) {
+        /* h in this case's order -> its number in the other order */
+        int o = tiled ? (h % nk) * rep + h / nk : (h % rep) * nk + h / rep;
+        for (int t = 0; t < T; t++) {
+            memcpy(v3 + ((size_t)t * nv + o) * dv, c.v + ((size_t)t * nv + h) * dv,
+                   sizeof(float) * dv);
+            g3[t * nv + o] = c.g[t * nv + h], b3[t * nv + o] = c.beta[t * nv + h];
+        }
+        memcpy(st3 + (size_t)o * dk * dv, c.state0 + (size_t)h * dk * dv, sizeof(float) * dk * dv);
+    }
+    inf_delta_shape s3 = s;
+    s3.k_tiled = !tiled;
+    be->gated_delta(be, out3, c.q, c.k, v3, g3, b3, st3, T, &s3);
+    int same = 1;
+    for (int h = 0; h < nv; h++) {
+        int o = tiled ? (h % nk) * rep + h / nk : (h % rep) * nk + h / rep;
+        for (int t = 0; t < T; t++)
+            same &= memcmp(out3 + ((size_t)t * nv + o) * dv, out + ((size_t)t * nv + h) * dv,
+                           sizeof(float) * dv) == 0;
+    }
+    CHECK_MSG(same, "grouped and tiled orders differ (T %d heads %d/%d)", T, nk, nv);
+    free(v3), free(g3), free(b3), free(st3), free(out3);
+    free(out), free(st), free(ref), free(S), free(out2), free(st2);
+    delta_case_free(&c);
+}
+
+int main(void) {
+    const inf_backend *be = inf_backend_scalar();
+    test_conv(be);
+    test_delta(be, 6, 2, 4, 16, 8, 0);
+    test_delta(be, 6, 2, 4, 16, 8, 1);
+    test_delta(be, 3, 2, 6, 128, 128, 1); /* Qwen3.5's head sizes */
+    test_delta(be, 5, 3, 3, 32, 64, 0);   /* as many V heads as K heads */
+    return th_report();
+}
