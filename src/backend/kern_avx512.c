@@ -8,6 +8,7 @@
 
 #include "backend/avx512_math.h"
 #include "backend/kernels.h"
+#include "backend/delta.h"
 #include "util/err.h"
 #include "util/half.h"
 
@@ -486,6 +487,39 @@ static void a5_softmax(float *x, int n) {
     for (int i = 0; i < n; i += 16) {
         __mmask16 m = tail_mask(n - i);
         _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+    }
+}
+
+/* delta.h's step, 16 columns of the state at a time: the same operations in
+ * the same order per element (mul, then add), so the reference's bits. */
+static void a5_delta_step(float *S, float *o, float *u, const float *qn, const float *kn,
+                          const float *v, float decay, float beta, int dk, int dv) {
+    if (dv % 16) {
+        inf_delta_step_ref(S, o, u, qn, kn, v, decay, beta, dk, dv);
+        return;
+    }
+    const __m512 vd = _mm512_set1_ps(decay), vb = _mm512_set1_ps(beta);
+    for (int j = 0; j < dv; j += 16) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int i = 0; i < dk; i++) {
+            float *sp = S + (size_t)i * dv + j;
+            __m512 sv = _mm512_mul_ps(_mm512_loadu_ps(sp), vd);
+            _mm512_storeu_ps(sp, sv);
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(sv, _mm512_set1_ps(kn[i])));
+        }
+        _mm512_storeu_ps(u + j, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + j), acc), vb));
+    }
+    for (int j = 0; j < dv; j += 16) {
+        const __m512 uj = _mm512_loadu_ps(u + j);
+        __m512 acc = _mm512_setzero_ps();
+        for (int i = 0; i < dk; i++) {
+            float *sp = S + (size_t)i * dv + j;
+            __m512 sv =
+                _mm512_add_ps(_mm512_loadu_ps(sp), _mm512_mul_ps(_mm512_set1_ps(kn[i]), uj));
+            _mm512_storeu_ps(sp, sv);
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(sv, _mm512_set1_ps(qn[i])));
+        }
+        _mm512_storeu_ps(o + j, acc);
     }
 }
 
@@ -1047,6 +1081,7 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
     k->add = a5_add;
     k->moe_sum = a5_moe_sum;
     k->softmax = a5_softmax;
+    k->delta_step = a5_delta_step;
     k->attn_rows = a5_attn_rows;
     k->attn_materialized = a5_attn_materialized;
 }

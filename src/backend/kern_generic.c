@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/kernels.h"
+#include "backend/delta.h"
 #include "quant/quantize.h"
 
 static float g_dot_f32(const float *a, const float *b, int n) {
@@ -144,6 +145,7 @@ void inf_kernels_fill_generic(inf_kernels *k) {
     k->add = g_add;
     k->moe_sum = g_moe_sum;
     k->softmax = g_softmax;
+    k->delta_step = inf_delta_step_ref;
     k->attn_rows = g_attn_rows;
     k->read_stream = g_read_stream;
     k->pack_panels = inf_pack_panels;

@@ -230,6 +230,11 @@ typedef struct inf_kernels {
     /* One row of inf_backend.moe_sum: y[i] += sum_j w[j] * x[j*n + i]. */
     void (*moe_sum)(float *y, const float *x, const float *w, int k, int64_t n);
     void (*softmax)(float *x, int n);
+    /* One row and V head of inf_backend.gated_delta, q and k normalized
+     * (delta.h's inf_delta_step_ref, whose operations every level does in
+     * its order: the same bits). */
+    void (*delta_step)(float *S, float *o, float *u, const float *qn, const float *kn,
+                       const float *v, float decay, float beta, int dk, int dv);
     /* Reads p[0..n) once, front to back, with the level's widest loads, and
      * returns the xor of its 64-bit words (so no load can be left out): the
      * streaming read of inferno bench --membw (backend/membw.h). p 32-byte

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/delta.h"
 #include "quant/quantize.h"
 #include "util/err.h"
 #include "util/mem.h"
@@ -261,50 +262,21 @@ static void scalar_ssm_conv(const inf_backend *be, float *out, const float *x, f
     }
 }
 
-/* dst = x / sqrt(sum x^2 + eps) * scale */
-static void l2norm_scaled(float *dst, const float *x, int n, float eps, float scale) {
-    float ss = 0;
-    for (int i = 0; i < n; i++)
-        ss += x[i] * x[i];
-    const float inv = scale / sqrtf(ss + eps);
-    for (int i = 0; i < n; i++)
-        dst[i] = x[i] * inv;
-}
-
 static void scalar_gated_delta(const inf_backend *be, float *out, const float *q, const float *k,
                                const float *v, const float *g, const float *beta, float *state,
                                int T, const inf_delta_shape *s) {
     const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nvh = s->n_v_heads, rep = nvh / nk;
-    INF_ASSERT(dk <= INF_DELTA_MAX_DK && nvh % nk == 0);
+    INF_ASSERT(dk <= INF_DELTA_MAX_DK && dv <= INF_DELTA_MAX_DK && nvh % nk == 0);
     float qn[INF_DELTA_MAX_DK], kn[INF_DELTA_MAX_DK], u[INF_DELTA_MAX_DK];
     const float qscale = 1.0f / sqrtf((float)dk);
     for (int t = 0; t < T; t++)
         for (int h = 0; h < nvh; h++) {
             const int hk = s->k_tiled ? h % nk : h / rep;
             const size_t qk_at = ((size_t)t * nk + hk) * dk, v_at = ((size_t)t * nvh + h) * dv;
-            l2norm_scaled(qn, q + qk_at, dk, s->eps, qscale);
-            l2norm_scaled(kn, k + qk_at, dk, s->eps, 1.0f);
-            float *S = state + (size_t)h * dk * dv;
-            const float decay = expf(g[(size_t)t * nvh + h]), b = beta[(size_t)t * nvh + h];
-            /* decay, and S^T k */
-            for (int j = 0; j < dv; j++)
-                u[j] = 0;
-            for (int i = 0; i < dk; i++)
-                for (int j = 0; j < dv; j++) {
-                    S[(size_t)i * dv + j] *= decay;
-                    u[j] += S[(size_t)i * dv + j] * kn[i];
-                }
-            for (int j = 0; j < dv; j++)
-                u[j] = (v[v_at + j] - u[j]) * b;
-            /* the write, and the read-out S^T q */
-            float *o = out + v_at;
-            for (int j = 0; j < dv; j++)
-                o[j] = 0;
-            for (int i = 0; i < dk; i++)
-                for (int j = 0; j < dv; j++) {
-                    S[(size_t)i * dv + j] += kn[i] * u[j];
-                    o[j] += S[(size_t)i * dv + j] * qn[i];
-                }
+            inf_delta_l2norm(qn, q + qk_at, dk, s->eps, qscale);
+            inf_delta_l2norm(kn, k + qk_at, dk, s->eps, 1.0f);
+            inf_delta_step_ref(state + (size_t)h * dk * dv, out + v_at, u, qn, kn, v + v_at,
+                               expf(g[(size_t)t * nvh + h]), beta[(size_t)t * nvh + h], dk, dv);
         }
 }
 

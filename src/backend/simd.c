@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/delta.h"
 #include "backend/kernels.h"
 #include "backend/pack_cache.h"
 #include "backend/pool.h"
@@ -557,6 +558,60 @@ static void simd_moe_sum(const inf_backend *be, float *y, const float *x, const 
         moe_sum_task(&j, 0, 1, 0);
 }
 
+typedef struct delta_job {
+    simd_ctx *c;
+    float *out, *state;
+    const float *q, *k, *v, *g, *beta;
+    int T;
+    const inf_delta_shape *s;
+} delta_job;
+
+/* V heads [lo, hi) of the job, every row in order (a head's rows depend on
+ * each other; heads do not) */
+static void delta_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
+    const delta_job *j = arg;
+    const inf_delta_shape *s = j->s;
+    const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nvh = s->n_v_heads, rep = nvh / nk;
+    int64_t lo, hi;
+    slice(nvh, ith, nth, &lo, &hi);
+    float qn[INF_DELTA_MAX_DK], kn[INF_DELTA_MAX_DK], u[INF_DELTA_MAX_DK];
+    const float qscale = 1.0f / sqrtf((float)dk);
+    for (int t = 0; t < j->T; t++)
+        for (int h = (int)lo; h < (int)hi; h++) {
+            const int hk = s->k_tiled ? h % nk : h / rep;
+            const size_t qk_at = ((size_t)t * nk + hk) * dk, v_at = ((size_t)t * nvh + h) * dv;
+            inf_delta_l2norm(qn, j->q + qk_at, dk, s->eps, qscale);
+            inf_delta_l2norm(kn, j->k + qk_at, dk, s->eps, 1.0f);
+            j->c->k->delta_step(j->state + (size_t)h * dk * dv, j->out + v_at, u, qn, kn,
+                                j->v + v_at, expf(j->g[(size_t)t * nvh + h]),
+                                j->beta[(size_t)t * nvh + h], dk, dv);
+        }
+}
+
+/* Split by V heads. */
+static void simd_gated_delta(const inf_backend *be, float *out, const float *q, const float *k,
+                             const float *v, const float *g, const float *beta, float *state, int T,
+                             const inf_delta_shape *s) {
+    INF_ASSERT(s->d_k <= INF_DELTA_MAX_DK && s->d_v <= INF_DELTA_MAX_DK &&
+               s->n_v_heads % s->n_k_heads == 0);
+    simd_ctx *c = ctx_of(be);
+    delta_job j = {.c = c,
+                   .out = out,
+                   .state = state,
+                   .q = q,
+                   .k = k,
+                   .v = v,
+                   .g = g,
+                   .beta = beta,
+                   .T = T,
+                   .s = s};
+    if (s->n_v_heads > 1)
+        run(c, delta_task, &j, s->n_v_heads < c->nth ? s->n_v_heads : c->nth);
+    else
+        delta_task(&j, 0, 1, 0);
+}
+
 static void simd_softmax(const inf_backend *be, float *x, int n) {
     ctx_of(be)->k->softmax(x, n);
 }
@@ -822,6 +877,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_
     be->swiglu = simd_swiglu;
     be->add = simd_add;
     be->moe_sum = simd_moe_sum;
+    be->gated_delta = simd_gated_delta;
     be->softmax = simd_softmax;
     be->take_error = simd_take_error;
     inf_backend_complete(be);

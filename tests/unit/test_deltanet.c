@@ -9,6 +9,9 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_features.h"
+#include "backend/simd.h"
+#include "backend/trace.h"
 #include "harness.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -179,6 +182,27 @@ static void test_delta(const inf_backend *be, int T, int nk, int nv, int dk, int
     delta_case_free(&c);
 }
 
+/* be gives the scalar reference's bits for one case */
+static void test_same_as_scalar(const inf_backend *be, const char *label, int T, int nk, int nv,
+                                int dk, int dv, int tiled) {
+    const inf_backend *ref = inf_backend_scalar();
+    delta_case c;
+    delta_case_init(&c, T, nk, nv, dk, dv);
+    inf_delta_shape s = {nk, nv, dk, dv, tiled, 1e-6f};
+    size_t no = (size_t)T * nv * dv, ns = (size_t)nv * dk * dv;
+    float *o1 = malloc(sizeof(float) * no), *o2 = malloc(sizeof(float) * no);
+    float *s1 = malloc(sizeof(float) * ns), *s2 = malloc(sizeof(float) * ns);
+    memcpy(s1, c.state0, sizeof(float) * ns);
+    memcpy(s2, c.state0, sizeof(float) * ns);
+    ref->gated_delta(ref, o1, c.q, c.k, c.v, c.g, c.beta, s1, T, &s);
+    be->gated_delta(be, o2, c.q, c.k, c.v, c.g, c.beta, s2, T, &s);
+    CHECK_MSG(memcmp(o1, o2, sizeof(float) * no) == 0 && memcmp(s1, s2, sizeof(float) * ns) == 0,
+              "%s: gated_delta T %d heads %d/%d dims %d/%d differs from the scalar reference",
+              label, T, nk, nv, dk, dv);
+    free(o1), free(o2), free(s1), free(s2);
+    delta_case_free(&c);
+}
+
 int main(void) {
     const inf_backend *be = inf_backend_scalar();
     test_conv(be);
@@ -186,5 +210,30 @@ int main(void) {
     test_delta(be, 6, 2, 4, 16, 8, 1);
     test_delta(be, 3, 2, 6, 128, 128, 1); /* Qwen3.5's head sizes */
     test_delta(be, 5, 3, 3, 32, 64, 0);   /* as many V heads as K heads */
+
+    /* every kernel level, one thread and a pool, and traced: the reference's bits */
+    const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
+                              INF_ISA_AMX};
+    for (unsigned l = 0; l < sizeof levels / sizeof *levels; l++) {
+        if (inf_isa_clamp(levels[l]) != levels[l]) continue;
+        for (int pool = 0; pool < 2; pool++) {
+            inf_backend *sb =
+                inf_backend_simd_create(levels[l], pool ? 3 : 1, pool, INF_ATTN_FLASH);
+            CHECK(sb != NULL);
+            if (!sb) continue;
+            char label[64];
+            snprintf(label, sizeof label, "%s x%d", inf_isa_name(levels[l]), pool ? 3 : 1);
+            test_conv(sb);
+            test_same_as_scalar(sb, label, 4, 2, 6, 128, 128, 1);
+            test_same_as_scalar(sb, label, 3, 2, 4, 16, 8, 0); /* d_v not a multiple of 16 */
+            test_same_as_scalar(sb, label, 2, 1, 1, 64, 32, 0);
+            inf_backend *tb = inf_trace_wrap(sb);
+            if (tb) {
+                test_same_as_scalar(tb, "traced", 2, 2, 4, 32, 32, 1);
+                inf_trace_free(tb);
+            }
+            inf_backend_simd_free(sb);
+        }
+    }
     return th_report();
 }
