@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "backend/backend.h"
+
 /* dst = x / sqrt(sum x^2 + eps) * scale, the sum in index order */
 static inline void inf_delta_l2norm(float *dst, const float *x, int n, float eps, float scale) {
     float ss = 0;
@@ -39,6 +41,25 @@ static inline void inf_delta_step_ref(float *S, float *o, float *u, const float 
             S[(size_t)i * dv + j] += kn[i] * u[j];
             o[j] += S[(size_t)i * dv + j] * qn[i];
         }
+}
+
+typedef void (*inf_delta_step_fn)(float *S, float *o, float *u, const float *qn, const float *kn,
+                                  const float *v, float decay, float beta, int dk, int dv);
+
+/* Row t, V head h of gated_delta (backend.h): its K head's q and k
+ * normalized, then step. */
+static inline void inf_delta_row_head(inf_delta_step_fn step, float *out, const float *q,
+                                      const float *k, const float *v, const float *g,
+                                      const float *beta, float *state, int t, int h,
+                                      const inf_delta_shape *s) {
+    const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nvh = s->n_v_heads;
+    float qn[INF_DELTA_MAX_DK], kn[INF_DELTA_MAX_DK], u[INF_DELTA_MAX_DK];
+    const int hk = s->k_tiled ? h % nk : h / (nvh / nk);
+    const size_t qk_at = ((size_t)t * nk + hk) * dk, v_at = ((size_t)t * nvh + h) * dv;
+    inf_delta_l2norm(qn, q + qk_at, dk, s->eps, 1.0f / sqrtf((float)dk));
+    inf_delta_l2norm(kn, k + qk_at, dk, s->eps, 1.0f);
+    step(state + (size_t)h * dk * dv, out + v_at, u, qn, kn, v + v_at, expf(g[(size_t)t * nvh + h]),
+         beta[(size_t)t * nvh + h], dk, dv);
 }
 
 #endif

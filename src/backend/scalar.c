@@ -265,19 +265,11 @@ static void scalar_ssm_conv(const inf_backend *be, float *out, const float *x, f
 static void scalar_gated_delta(const inf_backend *be, float *out, const float *q, const float *k,
                                const float *v, const float *g, const float *beta, float *state,
                                int T, const inf_delta_shape *s) {
-    const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nvh = s->n_v_heads, rep = nvh / nk;
-    INF_ASSERT(dk <= INF_DELTA_MAX_DK && dv <= INF_DELTA_MAX_DK && nvh % nk == 0);
-    float qn[INF_DELTA_MAX_DK], kn[INF_DELTA_MAX_DK], u[INF_DELTA_MAX_DK];
-    const float qscale = 1.0f / sqrtf((float)dk);
+    INF_ASSERT(s->d_k <= INF_DELTA_MAX_DK && s->d_v <= INF_DELTA_MAX_DK &&
+               s->n_v_heads % s->n_k_heads == 0);
     for (int t = 0; t < T; t++)
-        for (int h = 0; h < nvh; h++) {
-            const int hk = s->k_tiled ? h % nk : h / rep;
-            const size_t qk_at = ((size_t)t * nk + hk) * dk, v_at = ((size_t)t * nvh + h) * dv;
-            inf_delta_l2norm(qn, q + qk_at, dk, s->eps, qscale);
-            inf_delta_l2norm(kn, k + qk_at, dk, s->eps, 1.0f);
-            inf_delta_step_ref(state + (size_t)h * dk * dv, out + v_at, u, qn, kn, v + v_at,
-                               expf(g[(size_t)t * nvh + h]), beta[(size_t)t * nvh + h], dk, dv);
-        }
+        for (int h = 0; h < s->n_v_heads; h++)
+            inf_delta_row_head(inf_delta_step_ref, out, q, k, v, g, beta, state, t, h, s);
 }
 
 static void scalar_softmax(const inf_backend *be, float *x, int n) {

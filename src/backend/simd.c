@@ -571,22 +571,12 @@ typedef struct delta_job {
 static void delta_task(void *arg, int ith, int nth, int tid) {
     (void)tid;
     const delta_job *j = arg;
-    const inf_delta_shape *s = j->s;
-    const int dk = s->d_k, dv = s->d_v, nk = s->n_k_heads, nvh = s->n_v_heads, rep = nvh / nk;
     int64_t lo, hi;
-    slice(nvh, ith, nth, &lo, &hi);
-    float qn[INF_DELTA_MAX_DK], kn[INF_DELTA_MAX_DK], u[INF_DELTA_MAX_DK];
-    const float qscale = 1.0f / sqrtf((float)dk);
+    slice(j->s->n_v_heads, ith, nth, &lo, &hi);
     for (int t = 0; t < j->T; t++)
-        for (int h = (int)lo; h < (int)hi; h++) {
-            const int hk = s->k_tiled ? h % nk : h / rep;
-            const size_t qk_at = ((size_t)t * nk + hk) * dk, v_at = ((size_t)t * nvh + h) * dv;
-            inf_delta_l2norm(qn, j->q + qk_at, dk, s->eps, qscale);
-            inf_delta_l2norm(kn, j->k + qk_at, dk, s->eps, 1.0f);
-            j->c->k->delta_step(j->state + (size_t)h * dk * dv, j->out + v_at, u, qn, kn,
-                                j->v + v_at, expf(j->g[(size_t)t * nvh + h]),
-                                j->beta[(size_t)t * nvh + h], dk, dv);
-        }
+        for (int h = (int)lo; h < (int)hi; h++)
+            inf_delta_row_head(j->c->k->delta_step, j->out, j->q, j->k, j->v, j->g, j->beta,
+                               j->state, t, h, j->s);
 }
 
 /* Split by V heads. */
