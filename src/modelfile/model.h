@@ -19,6 +19,9 @@
 #include "tokenizer/vocab.h"
 #include "util/err.h"
 
+/* Layers a model may have (a hybrid model's layer kinds are kept per layer). */
+#define INF_MAX_LAYERS 256
+
 typedef struct inf_hparams {
     int n_layer;      /* 28 for Qwen3-0.6B */
     int n_embd;       /* hidden size, 1024 */
@@ -44,6 +47,14 @@ typedef struct inf_hparams {
     int n_expert_used;   /* experts each token goes through, 8 */
     int n_ff_exp;        /* each expert's FFN inner size, 768 */
     bool norm_topk_prob; /* renormalize the chosen experts' weights to sum to 1 */
+    /* Hybrid models (Qwen3.5 / Qwen3.6: Gated DeltaNet layers between the
+     * attention layers; set by the architecture, 0 elsewhere) */
+    int n_rot;                        /* RoPE'd leading dims of each head; 0 = head_dim */
+    int n_ff_shexp;                   /* MoE: the shared expert's FFN inner size; 0 = none */
+    int ssm_d_conv;                   /* conv1d kernel, 4 */
+    int ssm_n_k_heads, ssm_n_v_heads; /* DeltaNet q/k heads, v heads (a multiple) */
+    int ssm_d_k, ssm_d_v;             /* their head sizes, 128 */
+    bool recurrent[INF_MAX_LAYERS];   /* layer l is a DeltaNet layer (else attention) */
 } inf_hparams;
 
 /* Fills v from a Hugging Face tokenizer.json (model.vocab, model.merges,

@@ -99,6 +99,9 @@ static int check_hparams(const inf_model_file *m, inf_err *err) {
     if (hp->n_layer > m->n_tensors)
         return inf_fail(err, "%s: %d layers, but the file has only %d tensors", m->path,
                         hp->n_layer, m->n_tensors);
+    if (hp->n_layer > INF_MAX_LAYERS)
+        return inf_fail(err, "%s: %d layers, more than the %d inferno runs", m->path, hp->n_layer,
+                        INF_MAX_LAYERS);
     return 0;
 }
 
