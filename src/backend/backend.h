@@ -81,10 +81,12 @@ struct inf_backend {
     void (*rmsnorm)(const inf_backend *be, float *out, const float *x, const float *w, int rows,
                     int n, float eps);
 
-    /* NeoX rotation in place of x[T][n_heads*head_dim]: pairs (i, i + head_dim/2).
-     * Row t is at position pos[t]; cos/sin tables are [n_ctx][head_dim/2]. */
+    /* NeoX rotation in place of the first n_rot elements of each head of
+     * x[T][n_heads*head_dim]: pairs (i, i + n_rot/2); the rest of the head is
+     * left as it is (partial RoPE; n_rot = head_dim rotates it all). Row t is
+     * at position pos[t]; cos/sin tables are [n_ctx][n_rot/2]. */
     void (*rope)(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
-                 int head_dim, const float *cos_tab, const float *sin_tab);
+                 int head_dim, int n_rot, const float *cos_tab, const float *sin_tab);
 
     /* Causal flash attention for T query rows at positions pos0..pos0+T-1 of one
      * sequence whose cache already holds keys 0..pos0+T-1.

@@ -317,8 +317,9 @@ static void a2_rmsnorm_row(float *out, const float *x, const float *w, int n, fl
         out[i] = x[i] * inv * w[i];
 }
 
-static void a2_rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s) {
-    int half = head_dim / 2;
+static void a2_rope_row(float *x, int n_heads, int head_dim, int n_rot, const float *c,
+                       const float *s) {
+    int half = n_rot / 2;
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * head_dim;
         int i = 0;

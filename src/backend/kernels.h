@@ -223,7 +223,7 @@ typedef struct inf_kernels {
 
     /* Row kernels. */
     void (*rmsnorm_row)(float *out, const float *x, const float *w, int n, float eps);
-    void (*rope_row)(float *x, int n_heads, int head_dim, const float *cos_row,
+    void (*rope_row)(float *x, int n_heads, int head_dim, int n_rot, const float *cos_row,
                      const float *sin_row);
     void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
     void (*add)(float *y, const float *x, int64_t n);

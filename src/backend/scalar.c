@@ -122,13 +122,13 @@ static void scalar_rmsnorm(const inf_backend *be, float *out, const float *x, co
 }
 
 static void scalar_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
-                        int head_dim, const float *cos_tab, const float *sin_tab) {
-    int half = head_dim / 2;
+                        int head_dim, int n_rot, const float *cos_tab, const float *sin_tab) {
+    int half = n_rot / 2;
     for (int t = 0; t < T; t++) {
         const float *c = cos_tab + (int64_t)pos[t] * half;
         const float *s = sin_tab + (int64_t)pos[t] * half;
         for (int h = 0; h < n_heads; h++) {
-            /* NeoX (Qwen3, HF rotate_half): element i pairs with i + head_dim/2,
+            /* NeoX (Qwen3, HF rotate_half): element i pairs with i + n_rot/2,
              * not with its neighbour i+1 as in the original GPT-J layout. */
             float *v = x + ((int64_t)t * n_heads + h) * head_dim;
             for (int i = 0; i < half; i++) {

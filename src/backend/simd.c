@@ -434,7 +434,7 @@ typedef struct row_job {
     float *out;
     const float *x, *w, *cos_tab, *sin_tab;
     const int32_t *pos;
-    int rows, n, n_heads, head_dim;
+    int rows, n, n_heads, head_dim, n_rot;
     float eps;
     int64_t len;
     const float *y2;
@@ -462,16 +462,16 @@ static void simd_rmsnorm(const inf_backend *be, float *out, const float *x, cons
 static void rope_task(void *arg, int ith, int nth, int tid) {
     (void)tid;
     row_job *j = arg;
-    int64_t lo, hi, half = j->head_dim / 2;
+    int64_t lo, hi, half = j->n_rot / 2;
     slice(j->rows, ith, nth, &lo, &hi);
     for (int64_t t = lo; t < hi; t++)
         j->c->k->rope_row(j->out + t * (int64_t)j->n_heads * j->head_dim, j->n_heads, j->head_dim,
-                          j->cos_tab + (int64_t)j->pos[t] * half,
+                          j->n_rot, j->cos_tab + (int64_t)j->pos[t] * half,
                           j->sin_tab + (int64_t)j->pos[t] * half);
 }
 
 static void simd_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
-                      int head_dim, const float *cos_tab, const float *sin_tab) {
+                      int head_dim, int n_rot, const float *cos_tab, const float *sin_tab) {
     simd_ctx *c = ctx_of(be);
     row_job j = {.c = c,
                  .out = x,
@@ -479,6 +479,7 @@ static void simd_rope(const inf_backend *be, float *x, const int32_t *pos, int T
                  .rows = T,
                  .n_heads = n_heads,
                  .head_dim = head_dim,
+                 .n_rot = n_rot,
                  .cos_tab = cos_tab,
                  .sin_tab = sin_tab};
     if ((int64_t)T * n_heads * head_dim >= ELEM_PAR_MIN && T > 1)

@@ -86,9 +86,9 @@ static void tr_rmsnorm(const inf_backend *be, float *out, const float *x, const 
     TIMED(be, OP_RMSNORM, in->rmsnorm(in, out, x, w, rows, n, eps));
 }
 static void tr_rope(const inf_backend *be, float *x, const int32_t *pos, int T, int n_heads,
-                    int head_dim, const float *cos_tab, const float *sin_tab) {
+                    int head_dim, int n_rot, const float *cos_tab, const float *sin_tab) {
     const inf_backend *in = tc(be)->inner;
-    TIMED(be, OP_ROPE, in->rope(in, x, pos, T, n_heads, head_dim, cos_tab, sin_tab));
+    TIMED(be, OP_ROPE, in->rope(in, x, pos, T, n_heads, head_dim, n_rot, cos_tab, sin_tab));
 }
 static void tr_attn_prefill(const inf_backend *be, float *out, const float *q,
                             const inf_kv_view *kv, int pos0, int T, const inf_attn_shape *s) {

@@ -298,8 +298,8 @@ void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const in
     /* Qwen3: RMSNorm over each head's head_dim slice of q and k, before RoPE. */
     be->rmsnorm(be, a->q, a->q, w->q_norm, T * hp->n_head, D, hp->rms_eps);
     be->rmsnorm(be, a->k, a->k, w->k_norm, T * hp->n_head_kv, D, hp->rms_eps);
-    be->rope(be, a->q, b->pos, T, hp->n_head, D, m->rope_cos, m->rope_sin);
-    be->rope(be, a->k, b->pos, T, hp->n_head_kv, D, m->rope_cos, m->rope_sin);
+    be->rope(be, a->q, b->pos, T, hp->n_head, D, m->n_rot, m->rope_cos, m->rope_sin);
+    be->rope(be, a->k, b->pos, T, hp->n_head_kv, D, m->n_rot, m->rope_cos, m->rope_sin);
 
     /* The K/V store and attention, in one place. Every row's K and V go into
      * its sequence's cache first, so each span's attention below finds its

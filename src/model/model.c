@@ -80,6 +80,9 @@ static int check_hparams(const inf_model_file *mf, int n_ctx, int max_rows, inf_
     if (hp->head_dim % 2 != 0 || hp->head_dim > 512)
         return inf_fail(err, "%s: head_dim %d: expected an even number up to 512", mf->path,
                         hp->head_dim);
+    if (hp->n_rot < 0 || hp->n_rot % 2 || hp->n_rot > hp->head_dim)
+        return inf_fail(err, "%s: %d RoPE dimensions: expected an even number up to head_dim %d",
+                        mf->path, hp->n_rot, hp->head_dim);
     if (!(hp->rope_theta > 0) || !(hp->rms_eps > 0))
         return inf_fail(err, "%s: rope theta %g and rms eps %g must be positive", mf->path,
                         hp->rope_theta, hp->rms_eps);
@@ -108,7 +111,8 @@ int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backen
                                .n_head_kv = hp->n_head_kv,
                                .head_dim = hp->head_dim,
                                .scale = 1.0f / sqrtf((float)hp->head_dim)};
-    const size_t half = (size_t)n_ctx * (size_t)(hp->head_dim / 2);
+    m->n_rot = hp->n_rot ? hp->n_rot : hp->head_dim;
+    const size_t half = (size_t)n_ctx * (size_t)(m->n_rot / 2);
     /* calloc: pages past the positions reached are never touched */
     m->rope_cos = calloc(half, sizeof(float));
     m->rope_sin = calloc(half, sizeof(float));
@@ -175,7 +179,7 @@ int inf_model_forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, i
         if (b->pos[r] >= top) top = b->pos[r] + 1;
     if (top > m->rope_filled) {
         const int to = top + 1023 < m->n_ctx ? (top + 1023) / 1024 * 1024 : m->n_ctx;
-        inf_rope_fill(m->rope_cos, m->rope_sin, m->rope_filled, to, m->hp.head_dim, &m->hp);
+        inf_rope_fill(m->rope_cos, m->rope_sin, m->rope_filled, to, m->n_rot, &m->hp);
         m->rope_filled = to;
     }
     /* An op that cannot get its scratch memory skips its work and says so

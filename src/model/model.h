@@ -28,8 +28,9 @@ typedef struct inf_model {
     int n_ctx;    /* positions the RoPE tables cover */
     int max_rows; /* rows one forward call may carry */
     inf_attn_shape attn;
-    float *rope_cos; /* [n_ctx][head_dim/2], filled for positions < rope_filled */
-    float *rope_sin; /* [n_ctx][head_dim/2] */
+    int n_rot;       /* RoPE'd leading dims of a head: hp.n_rot, or head_dim */
+    float *rope_cos; /* [n_ctx][n_rot/2], filled for positions < rope_filled */
+    float *rope_sin; /* [n_ctx][n_rot/2] */
     int rope_filled; /* grown by inf_model_forward (one call at a time per model) */
     void *w;         /* the architecture's bound weights and activations */
 } inf_model;
