@@ -7,6 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* llama.cpp reads the layer kinds of a hybrid from one number: layer l is
+ * full attention when (l + 1) % interval == 0. The first attention layer
+ * gives it (every layer recurrent: n_layer + 1, none of them attention). */
+static uint32_t full_attention_interval(const inf_hparams *hp) {
+    int l = 0;
+    while (l < hp->n_layer && hp->recurrent[l])
+        l++;
+    return (uint32_t)l + 1;
+}
+
 void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
                             const inf_hparams *hp, uint32_t file_type) {
     char key[96];
@@ -41,6 +51,21 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
         gguf_writer_add_u32(w, KEY("expert_count"), (uint32_t)hp->n_expert);
         gguf_writer_add_u32(w, KEY("expert_used_count"), (uint32_t)hp->n_expert_used);
         gguf_writer_add_u32(w, KEY("expert_feed_forward_length"), (uint32_t)hp->n_ff_exp);
+    }
+    if (hp->ssm_n_v_heads > 0) { /* a hybrid (qwen35): Gated DeltaNet layers */
+        /* Qwen3.5's interleaved M-RoPE sections (text positions use all three
+         * alike); the converter writes them padded to four */
+        static const int32_t sections[4] = {11, 11, 10, 0};
+        gguf_writer_add_u32(w, KEY("rope.dimension_count"),
+                            (uint32_t)(hp->n_rot ? hp->n_rot : hp->head_dim));
+        gguf_writer_add_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sections, 4);
+        gguf_writer_add_u32(w, KEY("ssm.conv_kernel"), (uint32_t)hp->ssm_d_conv);
+        gguf_writer_add_u32(w, KEY("ssm.state_size"), (uint32_t)hp->ssm_d_k);
+        gguf_writer_add_u32(w, KEY("ssm.group_count"), (uint32_t)hp->ssm_n_k_heads);
+        gguf_writer_add_u32(w, KEY("ssm.time_step_rank"), (uint32_t)hp->ssm_n_v_heads);
+        gguf_writer_add_u32(w, KEY("ssm.inner_size"),
+                            (uint32_t)(hp->ssm_n_v_heads * hp->ssm_d_v));
+        gguf_writer_add_u32(w, KEY("full_attention_interval"), full_attention_interval(hp));
     }
 #undef KEY
 }

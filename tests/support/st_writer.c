@@ -220,8 +220,65 @@ static json_t *json_float(float v) {
     return json_real(strtod(buf, NULL));
 }
 
+/* Qwen3.5's config.json, as its downloads have it: Qwen3_5ForConditionalGeneration
+ * with the text model's fields in text_config (no vision_config: the folder
+ * holds no vision tower). */
+static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int bos_id,
+                             int eos_id) {
+    json_t *t = json_object();
+    json_t *layer_types = json_array();
+    int interval = 0; /* the first attention layer's number, from 1 */
+    for (int l = 0; l < hp->n_layer; l++) {
+        json_array_append_new(layer_types, json_string(hp->recurrent[l] ? "linear_attention"
+                                                                         : "full_attention"));
+        if (!interval && !hp->recurrent[l]) interval = l + 1;
+    }
+    const int n_rot = hp->n_rot ? hp->n_rot : hp->head_dim;
+    json_t *rope = json_object();
+    json_object_set_new(rope, "rope_type", json_string("default"));
+    json_object_set_new(rope, "rope_theta", json_float(hp->rope_theta));
+    json_object_set_new(rope, "partial_rotary_factor", json_float((float)n_rot / hp->head_dim));
+    json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 11, 11, 10));
+    json_object_set_new(rope, "mrope_interleaved", json_true());
+    json_object_set_new(t, "model_type", json_string("qwen3_5_text"));
+    json_object_set_new(t, "attention_bias", json_false());
+    json_object_set_new(t, "attention_dropout", json_real(0.0));
+    json_object_set_new(t, "attn_output_gate", json_true());
+    json_object_set_new(t, "bos_token_id", json_integer(bos_id));
+    json_object_set_new(t, "eos_token_id", json_integer(eos_id));
+    json_object_set_new(t, "dtype", json_string(torch_dtype));
+    json_object_set_new(t, "full_attention_interval", json_integer(interval ? interval : 4));
+    json_object_set_new(t, "head_dim", json_integer(hp->head_dim));
+    json_object_set_new(t, "hidden_act", json_string("silu"));
+    json_object_set_new(t, "hidden_size", json_integer(hp->n_embd));
+    json_object_set_new(t, "initializer_range", json_real(0.02));
+    json_object_set_new(t, "intermediate_size", json_integer(hp->n_ff));
+    json_object_set_new(t, "layer_types", layer_types);
+    json_object_set_new(t, "linear_conv_kernel_dim", json_integer(hp->ssm_d_conv));
+    json_object_set_new(t, "linear_key_head_dim", json_integer(hp->ssm_d_k));
+    json_object_set_new(t, "linear_num_key_heads", json_integer(hp->ssm_n_k_heads));
+    json_object_set_new(t, "linear_num_value_heads", json_integer(hp->ssm_n_v_heads));
+    json_object_set_new(t, "linear_value_head_dim", json_integer(hp->ssm_d_v));
+    json_object_set_new(t, "max_position_embeddings", json_integer(hp->n_ctx_train));
+    json_object_set_new(t, "num_attention_heads", json_integer(hp->n_head));
+    json_object_set_new(t, "num_hidden_layers", json_integer(hp->n_layer));
+    json_object_set_new(t, "num_key_value_heads", json_integer(hp->n_head_kv));
+    json_object_set_new(t, "rms_norm_eps", json_float(hp->rms_eps));
+    json_object_set_new(t, "rope_parameters", rope);
+    json_object_set_new(t, "tie_word_embeddings", json_boolean(hp->tied_output));
+    json_object_set_new(t, "use_cache", json_true());
+    json_object_set_new(t, "vocab_size", json_integer(hp->n_vocab));
+    json_t *c = json_object();
+    json_object_set_new(c, "architectures", json_pack("[s]", "Qwen3_5ForConditionalGeneration"));
+    json_object_set_new(c, "model_type", json_string("qwen3_5"));
+    json_object_set_new(c, "text_config", t);
+    json_object_set_new(c, "tie_word_embeddings", json_boolean(hp->tied_output));
+    return c;
+}
+
 int st_write_config(const char *path, const inf_hparams *hp, const char *torch_dtype, int bos_id,
                     int eos_id, inf_err *err) {
+    if (hp->ssm_n_v_heads > 0) return dump_json(path, qwen35_config(hp, torch_dtype, bos_id, eos_id), err);
     json_t *c = json_object();
     const bool moe = hp->n_expert > 0;
     json_object_set_new(c, "architectures",

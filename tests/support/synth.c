@@ -41,7 +41,57 @@ int synth_mix_parse(const char *s) {
     return -1;
 }
 
+/* Qwen3.5's layer pattern: every interval-th layer is full attention, the
+ * others Gated DeltaNet (HF full_attention_interval, llama.cpp's reading of it). */
+static void hybrid_layers(inf_hparams *hp, int interval) {
+    for (int l = 0; l < hp->n_layer; l++)
+        hp->recurrent[l] = (l + 1) % interval != 0;
+}
+
 int synth_preset(inf_hparams *hp, const char *name) {
+    if (!strcmp(name, "tiny-qwen35")) {
+        *hp = (inf_hparams){.n_layer = 4,
+                            .n_embd = 256,
+                            .n_head = 4,
+                            .n_head_kv = 2,
+                            .head_dim = 64,
+                            .n_rot = 16, /* partial_rotary_factor 0.25 */
+                            .n_ff = 512,
+                            .n_vocab = 151936,
+                            .n_ctx_train = 4096,
+                            .rope_theta = 1e7f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = true,
+                            .ssm_d_conv = 4,
+                            .ssm_n_k_heads = 2,
+                            .ssm_n_v_heads = 4, /* two V heads per K head: the reorder matters */
+                            .ssm_d_k = 32,
+                            .ssm_d_v = 32};
+        hybrid_layers(hp, 4);
+        return 0;
+    }
+    /* Qwen3.5-2B's per-layer shapes; one group of its 24 layers (benchmarks) */
+    if (!strcmp(name, "qwen35-2b-4l")) {
+        *hp = (inf_hparams){.n_layer = 4,
+                            .n_embd = 2048,
+                            .n_head = 8,
+                            .n_head_kv = 2,
+                            .head_dim = 256,
+                            .n_rot = 64,
+                            .n_ff = 6144,
+                            .n_vocab = 151936,
+                            .n_ctx_train = 262144,
+                            .rope_theta = 1e7f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = false,
+                            .ssm_d_conv = 4,
+                            .ssm_n_k_heads = 16,
+                            .ssm_n_v_heads = 16,
+                            .ssm_d_k = 128,
+                            .ssm_d_v = 128};
+        hybrid_layers(hp, 4);
+        return 0;
+    }
     if (!strcmp(name, "tiny")) {
         *hp = (inf_hparams){.n_layer = 4,
                             .n_embd = 256,
@@ -111,42 +161,79 @@ int synth_preset(inf_hparams *hp, const char *name) {
 }
 
 /* Per-block tensors: role, GGUF suffix, HF suffix. */
-static const struct {
+typedef struct {
     synth_role role;
     const char *gguf, *hf;
-} block_tensors[] = {
-    {SYNTH_ATTN_NORM, "attn_norm", "input_layernorm"},
-    {SYNTH_ATTN_Q, "attn_q", "self_attn.q_proj"},
-    {SYNTH_ATTN_K, "attn_k", "self_attn.k_proj"},
-    {SYNTH_ATTN_V, "attn_v", "self_attn.v_proj"},
-    {SYNTH_ATTN_OUTPUT, "attn_output", "self_attn.o_proj"},
-    {SYNTH_ATTN_Q_NORM, "attn_q_norm", "self_attn.q_norm"},
-    {SYNTH_ATTN_K_NORM, "attn_k_norm", "self_attn.k_norm"},
-    {SYNTH_FFN_NORM, "ffn_norm", "post_attention_layernorm"},
-    {SYNTH_FFN_GATE, "ffn_gate", "mlp.gate_proj"},
-    {SYNTH_FFN_UP, "ffn_up", "mlp.up_proj"},
-    {SYNTH_FFN_DOWN, "ffn_down", "mlp.down_proj"},
+} block_tensor;
+
+static const block_tensor block_tensors[] = {
+    {SYNTH_ATTN_NORM, "attn_norm.weight", "input_layernorm.weight"},
+    {SYNTH_ATTN_Q, "attn_q.weight", "self_attn.q_proj.weight"},
+    {SYNTH_ATTN_K, "attn_k.weight", "self_attn.k_proj.weight"},
+    {SYNTH_ATTN_V, "attn_v.weight", "self_attn.v_proj.weight"},
+    {SYNTH_ATTN_OUTPUT, "attn_output.weight", "self_attn.o_proj.weight"},
+    {SYNTH_ATTN_Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {SYNTH_ATTN_K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {SYNTH_FFN_NORM, "ffn_norm.weight", "post_attention_layernorm.weight"},
+    {SYNTH_FFN_GATE, "ffn_gate.weight", "mlp.gate_proj.weight"},
+    {SYNTH_FFN_UP, "ffn_up.weight", "mlp.up_proj.weight"},
+    {SYNTH_FFN_DOWN, "ffn_down.weight", "mlp.down_proj.weight"},
 };
-enum { N_BLOCK_TENSORS = sizeof block_tensors / sizeof block_tensors[0] };
 /* A MoE block: the attention and ffn_norm as above, then these. The HF names
  * of the expert tensors are the fused layout's (per-expert names are made
  * when writing). */
-static const struct {
-    synth_role role;
-    const char *gguf, *hf;
-} moe_tensors[] = {
+static const block_tensor moe_tensors[] = {
     {SYNTH_FFN_GATE_INP, "ffn_gate_inp.weight", "mlp.gate.weight"},
     {SYNTH_FFN_GATE_EXPS, "ffn_gate_exps.weight", "mlp.experts.gate_proj"},
     {SYNTH_FFN_UP_EXPS, "ffn_up_exps.weight", "mlp.experts.up_proj"},
     {SYNTH_FFN_DOWN_EXPS, "ffn_down_exps.weight", "mlp.experts.down_proj"},
 };
-enum { N_MOE_TENSORS = sizeof moe_tensors / sizeof moe_tensors[0], N_SHARED = 8 };
+/* Qwen3.5's blocks: a gated-attention layer (q_proj holds each head's query
+ * and gate rows) and a Gated DeltaNet layer, each with the dense FFN; llama.cpp
+ * names the norm before the FFN post_attention_norm here. */
+static const block_tensor qwen35_attn_tensors[] = {
+    {SYNTH_ATTN_NORM, "attn_norm.weight", "input_layernorm.weight"},
+    {SYNTH_ATTN_Q, "attn_q.weight", "self_attn.q_proj.weight"},
+    {SYNTH_ATTN_K, "attn_k.weight", "self_attn.k_proj.weight"},
+    {SYNTH_ATTN_V, "attn_v.weight", "self_attn.v_proj.weight"},
+    {SYNTH_ATTN_OUTPUT, "attn_output.weight", "self_attn.o_proj.weight"},
+    {SYNTH_ATTN_Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {SYNTH_ATTN_K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {SYNTH_FFN_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {SYNTH_FFN_GATE, "ffn_gate.weight", "mlp.gate_proj.weight"},
+    {SYNTH_FFN_UP, "ffn_up.weight", "mlp.up_proj.weight"},
+    {SYNTH_FFN_DOWN, "ffn_down.weight", "mlp.down_proj.weight"},
+};
+static const block_tensor qwen35_delta_tensors[] = {
+    {SYNTH_ATTN_NORM, "attn_norm.weight", "input_layernorm.weight"},
+    {SYNTH_SSM_QKV, "attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
+    {SYNTH_SSM_GATE, "attn_gate.weight", "linear_attn.in_proj_z.weight"},
+    {SYNTH_SSM_BETA, "ssm_beta.weight", "linear_attn.in_proj_b.weight"},
+    {SYNTH_SSM_ALPHA, "ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
+    {SYNTH_SSM_CONV1D, "ssm_conv1d.weight", "linear_attn.conv1d.weight"},
+    {SYNTH_SSM_DT_BIAS, "ssm_dt.bias", "linear_attn.dt_bias"},
+    {SYNTH_SSM_A_LOG, "ssm_a", "linear_attn.A_log"},
+    {SYNTH_SSM_NORM, "ssm_norm.weight", "linear_attn.norm.weight"},
+    {SYNTH_SSM_OUT, "ssm_out.weight", "linear_attn.out_proj.weight"},
+    {SYNTH_FFN_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {SYNTH_FFN_GATE, "ffn_gate.weight", "mlp.gate_proj.weight"},
+    {SYNTH_FFN_UP, "ffn_up.weight", "mlp.up_proj.weight"},
+    {SYNTH_FFN_DOWN, "ffn_down.weight", "mlp.down_proj.weight"},
+};
+#define COUNT(a) ((int)(sizeof(a) / sizeof(a)[0]))
+enum { N_SHARED = 8, MAX_BLOCK_TENSORS = 16 }; /* N_SHARED: block_tensors a MoE block keeps */
+
+static bool hybrid(const inf_hparams *hp) {
+    return hp->ssm_n_v_heads > 0;
+}
 
 /* Shape fastest-first {n_in, n_out} of a role; n_out = 0 for 1-D tensors. */
 static void role_shape(int64_t ne[3], synth_role r, const inf_hparams *hp) {
     ne[2] = 1;
     const int64_t q = (int64_t)hp->n_head * hp->head_dim,
                   kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t nv = hp->ssm_n_v_heads, v = nv * hp->ssm_d_v,
+                  conv = 2 * (int64_t)hp->ssm_n_k_heads * hp->ssm_d_k + v;
     switch (r) {
     case SYNTH_TOKEN_EMBD:
         ne[0] = hp->n_embd, ne[1] = hp->n_vocab;
@@ -160,8 +247,8 @@ static void role_shape(int64_t ne[3], synth_role r, const inf_hparams *hp) {
     case SYNTH_ATTN_K_NORM:
         ne[0] = hp->head_dim, ne[1] = 0;
         break;
-    case SYNTH_ATTN_Q:
-        ne[0] = hp->n_embd, ne[1] = q;
+    case SYNTH_ATTN_Q: /* Qwen3.5: each head's query rows, then its output-gate rows */
+        ne[0] = hp->n_embd, ne[1] = hybrid(hp) ? 2 * q : q;
         break;
     case SYNTH_ATTN_K:
     case SYNTH_ATTN_V:
@@ -187,6 +274,29 @@ static void role_shape(int64_t ne[3], synth_role r, const inf_hparams *hp) {
     case SYNTH_FFN_DOWN_EXPS:
         ne[0] = hp->n_ff_exp, ne[1] = hp->n_embd, ne[2] = hp->n_expert;
         break;
+    case SYNTH_SSM_QKV:
+        ne[0] = hp->n_embd, ne[1] = conv;
+        break;
+    case SYNTH_SSM_GATE:
+        ne[0] = hp->n_embd, ne[1] = v;
+        break;
+    case SYNTH_SSM_BETA:
+    case SYNTH_SSM_ALPHA:
+        ne[0] = hp->n_embd, ne[1] = nv;
+        break;
+    case SYNTH_SSM_CONV1D:
+        ne[0] = hp->ssm_d_conv, ne[1] = conv;
+        break;
+    case SYNTH_SSM_DT_BIAS:
+    case SYNTH_SSM_A_LOG:
+        ne[0] = nv, ne[1] = 0;
+        break;
+    case SYNTH_SSM_NORM:
+        ne[0] = hp->ssm_d_v, ne[1] = 0;
+        break;
+    case SYNTH_SSM_OUT:
+        ne[0] = v, ne[1] = hp->n_embd;
+        break;
     }
 }
 
@@ -198,46 +308,59 @@ static void set_tensor(synth_tensor *t, synth_role r, int layer, const inf_hpara
     if (!t->ne[1]) t->ne[1] = 1;
 }
 
+/* The tensors of layer l: one table, or (MoE) the shared part of one and another. */
+static int layer_tables(const block_tensor *tab[2], int n[2], const inf_hparams *hp, int l) {
+    if (hybrid(hp)) {
+        const bool delta = hp->recurrent[l];
+        tab[0] = delta ? qwen35_delta_tensors : qwen35_attn_tensors;
+        n[0] = delta ? COUNT(qwen35_delta_tensors) : COUNT(qwen35_attn_tensors);
+        return 1;
+    }
+    tab[0] = block_tensors;
+    if (hp->n_expert == 0) {
+        n[0] = COUNT(block_tensors);
+        return 1;
+    }
+    n[0] = N_SHARED;
+    tab[1] = moe_tensors, n[1] = COUNT(moe_tensors);
+    return 2;
+}
+
 int synth_tensor_list(synth_tensor **out, const inf_hparams *hp) {
-    const bool moe = hp->n_expert > 0;
-    const int per_layer = moe ? N_SHARED + N_MOE_TENSORS : N_BLOCK_TENSORS;
-    int n = 2 + hp->n_layer * per_layer + !hp->tied_output;
-    synth_tensor *t = calloc((size_t)n, sizeof *t);
+    const int cap = 3 + hp->n_layer * MAX_BLOCK_TENSORS;
+    synth_tensor *t = calloc((size_t)cap, sizeof *t);
     *out = t;
     if (!t) return -1;
+    /* a Qwen3.5 folder holds the text model of Qwen3_5ForConditionalGeneration */
+    const char *hf = hybrid(hp) ? "model.language_model." : "model.";
     int k = 0;
     set_tensor(&t[k], SYNTH_TOKEN_EMBD, -1, hp);
     snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "token_embd.weight");
-    snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.embed_tokens.weight");
+    snprintf(t[k].hf_name, sizeof t[k].hf_name, "%sembed_tokens.weight", hf);
     k++;
-    for (int l = 0; l < hp->n_layer; l++)
-        for (int j = 0; j < per_layer; j++, k++) {
-            if (moe && j >= N_SHARED) {
-                const int m = j - N_SHARED;
-                set_tensor(&t[k], moe_tensors[m].role, l, hp);
-                snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "blk.%d.%s", l,
-                         moe_tensors[m].gguf);
-                snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.layers.%d.%s", l,
-                         moe_tensors[m].hf);
-                continue;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const block_tensor *tab[2];
+        int n[2];
+        const int n_tab = layer_tables(tab, n, hp, l);
+        for (int i = 0; i < n_tab; i++)
+            for (int j = 0; j < n[i]; j++, k++) {
+                INF_ASSERT(k < cap - 2);
+                set_tensor(&t[k], tab[i][j].role, l, hp);
+                snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "blk.%d.%s", l, tab[i][j].gguf);
+                snprintf(t[k].hf_name, sizeof t[k].hf_name, "%slayers.%d.%s", hf, l, tab[i][j].hf);
             }
-            set_tensor(&t[k], block_tensors[j].role, l, hp);
-            snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "blk.%d.%s.weight", l,
-                     block_tensors[j].gguf);
-            snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.layers.%d.%s.weight", l,
-                     block_tensors[j].hf);
-        }
+    }
     set_tensor(&t[k], SYNTH_OUTPUT_NORM, -1, hp);
     snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "output_norm.weight");
-    snprintf(t[k].hf_name, sizeof t[k].hf_name, "model.norm.weight");
+    snprintf(t[k].hf_name, sizeof t[k].hf_name, "%snorm.weight", hf);
     k++;
     if (!hp->tied_output) {
-        set_tensor(&t[k], SYNTH_TOKEN_EMBD, -1, hp);
-        t[k].role = SYNTH_TOKEN_EMBD; /* same shape and scale as the embedding */
+        set_tensor(&t[k], SYNTH_TOKEN_EMBD, -1, hp); /* same shape and scale as the embedding */
         snprintf(t[k].gguf_name, sizeof t[k].gguf_name, "output.weight");
         snprintf(t[k].hf_name, sizeof t[k].hf_name, "lm_head.weight");
+        k++;
     }
-    return n;
+    return k;
 }
 
 /* ---- weights ---- */
@@ -255,9 +378,20 @@ static uint64_t name_key(const char *name, uint64_t seed) {
     return mix64(h ^ mix64(seed + 0x9e3779b97f4a7c15ull));
 }
 
-static bool role_is_norm(synth_role r) {
+/* The RMSNorm weights Qwen3.5's HF checkpoints store zero-centred. */
+static bool role_is_centred_norm(synth_role r) {
     return r == SYNTH_OUTPUT_NORM || r == SYNTH_ATTN_NORM || r == SYNTH_FFN_NORM ||
            r == SYNTH_ATTN_Q_NORM || r == SYNTH_ATTN_K_NORM;
+}
+
+static bool role_is_norm(synth_role r) {
+    return role_is_centred_norm(r) || r == SYNTH_SSM_NORM;
+}
+
+/* The tensors GGUF keeps F32 in every mix that a folder may hold as bf16. */
+static bool role_rounds_to_bf16(synth_role r) {
+    return role_is_norm(r) || r == SYNTH_SSM_CONV1D || r == SYNTH_SSM_DT_BIAS ||
+           r == SYNTH_SSM_A_LOG;
 }
 
 void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64_t seed,
@@ -267,8 +401,10 @@ void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64
         mean = 1.0f, std = 0.05f;
     else if (t->role == SYNTH_TOKEN_EMBD)
         std = 2.0f / sqrtf((float)hp->n_embd);
+    else if (t->role == SYNTH_SSM_DT_BIAS || t->role == SYNTH_SSM_A_LOG)
+        std = 0.5f; /* A = exp(A_log) around 1; softplus(a + dt_bias) around 0.7 */
     else
-        std = 1.0f / sqrtf((float)t->ne[0]);
+        std = 1.0f / sqrtf((float)t->ne[0]); /* conv1d: 1/sqrt(K) */
     /* Element i is a function of (key, i) alone (counter-based splitmix64),
      * so any range can be generated on its own. A sum of four 16-bit
      * uniforms (Irwin-Hall, mean 2, variance 1/3) is a cheap, bounded
@@ -281,18 +417,95 @@ void synth_fill(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64
                     (int32_t)((z >> 32) & 0xffff) + (int32_t)(z >> 48) - 2 * 65536;
         dst[i] = mean + k * (float)s;
     }
-    /* Norm vectors stay F32 in GGUF files but take the file's type in HF
-     * folders; values exact in bf16 (hence in f16 near 1) keep both the same. */
-    if (role_is_norm(t->role))
+    /* Norm vectors (and DeltaNet's conv1d, dt_bias, A_log) stay F32 in GGUF
+     * files but take the file's type in HF folders; values exact in bf16
+     * (hence in f16: 8 significant bits, none below 2^-24) keep both the same. */
+    if (role_rounds_to_bf16(t->role))
         for (int64_t i = 0; i < n; i++)
             dst[i] = inf_bf16_to_f32(inf_f32_to_bf16(dst[i]));
+}
+
+/* GGUF's DeltaNet V heads (see synth.h): the HF head at GGUF position p. */
+static int64_t hf_v_head(const inf_hparams *hp, int64_t p) {
+    const int64_t nk = hp->ssm_n_k_heads, r = hp->ssm_n_v_heads / nk;
+    return (p % nk) * r + p / nk;
+}
+
+/* The element of t's HF order that GGUF element i holds, and in *run how many
+ * elements from i on follow it in both orders. Rows (or, for the 1-D dt_bias
+ * and A_log, elements) from `first` on come in blocks of `per` per V head;
+ * ssm_out's columns come in blocks of dv per head, in every row. */
+static int64_t gguf_source(const synth_tensor *t, const inf_hparams *hp, int64_t i, int64_t *run) {
+    const int64_t ne0 = t->ne[0], dv = hp->ssm_d_v;
+    const int64_t qk = 2 * (int64_t)hp->ssm_n_k_heads * hp->ssm_d_k;
+    int64_t unit = ne0, first = 0, per = dv; /* unit: elements per row */
+    switch (t->role) {
+    case SYNTH_SSM_OUT: {
+        const int64_t row = i / ne0, col = i % ne0, w = col % dv;
+        *run = dv - w;
+        return row * ne0 + hf_v_head(hp, col / dv) * dv + w;
+    }
+    case SYNTH_SSM_QKV:
+    case SYNTH_SSM_CONV1D: /* its channels are attn_qkv's rows */
+        first = qk;
+        break;
+    case SYNTH_SSM_GATE:
+        break;
+    case SYNTH_SSM_BETA:
+    case SYNTH_SSM_ALPHA:
+        per = 1;
+        break;
+    case SYNTH_SSM_DT_BIAS:
+    case SYNTH_SSM_A_LOG:
+        unit = 1, per = 1;
+        break;
+    default:
+        *run = t->ne[0] * t->ne[1] * t->ne[2] - i;
+        return i;
+    }
+    const int64_t row = i / unit;
+    if (row < first) {
+        *run = first * unit - i;
+        return i;
+    }
+    const int64_t in_block = i - (first + (row - first) / per * per) * unit;
+    const int64_t h = hf_v_head(hp, (row - first) / per);
+    *run = per * unit - in_block;
+    return (first + h * per) * unit + in_block;
+}
+
+void synth_fill_stored(float *dst, const synth_tensor *t, const inf_hparams *hp, uint64_t seed,
+                       bool gguf, int64_t start, int64_t n) {
+    if (!hybrid(hp)) {
+        synth_fill(dst, t, hp, seed, start, n);
+        return;
+    }
+    if (gguf && hp->ssm_n_k_heads != hp->ssm_n_v_heads) {
+        for (int64_t i = 0; i < n;) { /* llama.cpp reorders only when Nk != Nv */
+            int64_t run;
+            const int64_t src = gguf_source(t, hp, start + i, &run);
+            run = run < n - i ? run : n - i;
+            synth_fill(dst + i, t, hp, seed, src, run);
+            i += run;
+        }
+    } else {
+        synth_fill(dst, t, hp, seed, start, n);
+    }
+    if (gguf && t->role == SYNTH_SSM_A_LOG)
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = -expf(dst[i]);
+    if (!gguf && role_is_centred_norm(t->role)) /* exact: both sides near 1 */
+        for (int64_t i = 0; i < n; i++)
+            dst[i] -= 1.0f;
 }
 
 /* ---- type mixes ---- */
 
 inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams *hp) {
-    /* norms, and the router (llama.cpp keeps ffn_gate_inp F32) */
-    if (t->n_dims == 1 || t->role == SYNTH_FFN_GATE_INP) return INF_F32;
+    /* norms, and the router and DeltaNet's conv1d (llama.cpp keeps
+     * ffn_gate_inp and ssm_conv1d F32) */
+    if (t->n_dims == 1 || t->role == SYNTH_FFN_GATE_INP || t->role == SYNTH_SSM_CONV1D)
+        return INF_F32;
     switch (m) {
     case SYNTH_F32:
         return INF_F32;
@@ -304,10 +517,12 @@ inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams 
         return INF_Q8_0;
     case SYNTH_Q4_0:
         return t->role == SYNTH_TOKEN_EMBD ? INF_Q6_K : INF_Q4_0;
+    /* rows that are not whole 256-blocks (a small DeltaNet's ssm_out) fall
+     * back as llama-quantize's do */
     case SYNTH_Q4_K:
-        return INF_Q4_K;
+        return t->ne[0] % 256 ? INF_Q5_0 : INF_Q4_K;
     case SYNTH_Q6_K:
-        return INF_Q6_K;
+        return t->ne[0] % 256 ? INF_Q8_0 : INF_Q6_K;
     case SYNTH_MXFP4:
         return INF_MXFP4;
     default: {
@@ -367,7 +582,8 @@ typedef struct {
     int n_pieces;
 } sink;
 
-/* A range of elements of one of the maker's tensors (whole rows). */
+/* A range of elements of one of the maker's tensors (whole rows), in the
+ * order and with the values the output stores (synth_fill_stored). */
 typedef struct piece {
     const synth_tensor *src;
     int64_t start, n;
@@ -408,7 +624,8 @@ static int add_file_tensor(sink *s, const char *name, const synth_tensor *src, i
 }
 
 /* The output's tensors: the maker's, under the format's names, with the
- * experts laid out as the format holds them (see synth.h). */
+ * experts (and a DeltaNet's conv1d) laid out as the format holds them (see
+ * synth.h). */
 static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
     const synth_kind kind = s->o->kind;
     for (int i = 0; i < n_tensors; i++) {
@@ -416,6 +633,12 @@ static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
         const int64_t total = t->ne[0] * t->ne[1] * t->ne[2];
         const bool expert = t->role == SYNTH_FFN_GATE_EXPS || t->role == SYNTH_FFN_UP_EXPS ||
                             t->role == SYNTH_FFN_DOWN_EXPS;
+        if (kind != SYNTH_GGUF && t->role == SYNTH_SSM_CONV1D) { /* HF: [C, 1, K] */
+            if (add_file_tensor(s, t->hf_name, t, 3, t->ne[0], 1, t->ne[1]) ||
+                add_piece(s, t, 0, total))
+                return -1;
+            continue;
+        }
         if (kind == SYNTH_GGUF || !expert) {
             if (add_file_tensor(s, kind == SYNTH_GGUF ? t->gguf_name : t->hf_name, t, t->n_dims,
                                 t->ne[0], t->ne[1], t->ne[2]) ||
@@ -463,8 +686,8 @@ static inf_dtype file_type(const sink *s, const file_tensor *f, const inf_hparam
 }
 
 static void gguf_metadata(gguf_writer *w, const synth_model *m, synth_mix mix) {
-    inf_convert_qwen3_meta(w, m->hp.n_expert ? "qwen3moe" : "qwen3", m->name, &m->hp,
-                           synth_file_type(mix));
+    const char *arch = hybrid(&m->hp) ? "qwen35" : m->hp.n_expert ? "qwen3moe" : "qwen3";
+    inf_convert_qwen3_meta(w, arch, m->name, &m->hp, synth_file_type(mix));
 }
 
 static int gguf_tokenizer(gguf_writer *w, const inf_vocab_desc *v, int n_vocab, inf_err *err) {
@@ -655,7 +878,8 @@ int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_
                 const size_t rb = inf_dtype_row_bytes(type, row);
                 for (int64_t at = 0; at < pc->n && !rc; at += per) {
                     const int64_t n = pc->n - at < per ? pc->n - at : per;
-                    synth_fill(src, pc->src, &m->hp, m->seed, pc->start + at, n);
+                    synth_fill_stored(src, pc->src, &m->hp, m->seed, s->o->kind == SYNTH_GGUF,
+                                      pc->start + at, n);
                     for (int64_t r = 0; r < n / row; r++)
                         INF_ASSERT(inf_quantize_row(type, conv + r * rb, src + r * row, row) == 0);
                     rc = sink_write(s, i, s->n_ft, conv, rb * (size_t)(n / row), err);
