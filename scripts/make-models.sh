@@ -16,3 +16,7 @@ build/inferno-mkmodel --preset tiny --tokenizer "$tok" --out models \
 build/inferno-mkmodel --preset tiny-moe --tokenizer "$tok" --out models \
     --formats gguf:f32,gguf:q8_0,gguf:q4_k_m,gguf:mxfp4,hf:f32,hf-fused:f32 \
     --skip-existing
+# qwen35: the tiny Qwen3.5 hybrid (3 Gated DeltaNet layers, 1 gated attention)
+build/inferno-mkmodel --preset tiny-qwen35 --tokenizer "$tok" --out models \
+    --formats gguf:f32,gguf:q8_0,gguf:q4_k_m,hf:f32 \
+    --skip-existing

@@ -1,7 +1,8 @@
 /* inferno-mkmodel: writes random-weight Qwen3 test models (tests/support/synth.h)
  * as GGUF files and Hugging Face folders, with the real Qwen3 tokenizer.
  *
- *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l] --tokenizer DIR
+ *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]|tiny-qwen35|qwen35-2b-4l
+ *                   --tokenizer DIR
  *                   --out DIR --formats gguf:f32,gguf:q4_k_m,hf:bf16,hf-sharded:f32,...
  *                   [--seed N] [--skip-existing]
  *
@@ -18,15 +19,20 @@
 #include "support/synth.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]\n"
-                    "                       --tokenizer DIR --out DIR\n"
-                    "                       --formats KIND:TYPE[,KIND:TYPE...] [--seed N] "
-                    "[--skip-existing]\n"
-                    "  KIND: gguf (TYPE f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m, llama-quantize's\n"
-                    "        q4_1 q5_0 q5_1 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q5_k_s q5_k_m\n"
-                    "        iq4_nl iq4_xs, and mxfp4),\n"
-                    "        hf, hf-sharded, hf-fused (TYPE f32 f16 bf16; hf-fused: MoE experts\n"
-                    "        as mlp.experts.gate_up_proj / down_proj)\n");
+    fprintf(stderr,
+            "usage: inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]|\n"
+            "                                tiny-qwen35|qwen35-2b-4l\n"
+            "                       --tokenizer DIR --out DIR\n"
+            "                       --formats KIND:TYPE[,KIND:TYPE...] [--seed N] "
+            "[--skip-existing]\n"
+            "  KIND: gguf (TYPE f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m, llama-quantize's\n"
+            "        q4_1 q5_0 q5_1 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q5_k_s q5_k_m\n"
+            "        iq4_nl iq4_xs, and mxfp4),\n"
+            "        hf, hf-sharded, hf-fused (TYPE f32 f16 bf16; hf-fused: MoE experts\n"
+            "        as mlp.experts.gate_up_proj / down_proj)\n"
+            "  presets: tiny (qwen3), qwen3-0.6b, tiny-moe (qwen3moe), qwen3-30b-a3b[-6l],\n"
+            "        tiny-qwen35 and qwen35-2b-4l (Qwen3.5 hybrids: Gated DeltaNet and\n"
+            "        gated attention; GGUF qwen35, HF qwen3_5)\n");
 }
 
 static double now(void) {
@@ -88,7 +94,7 @@ int main(int argc, char **argv) {
     if (synth_preset(&m.hp, preset)) {
         fprintf(stderr,
                 "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b, "
-                "qwen3-30b-a3b-6l)\n",
+                "qwen3-30b-a3b-6l, tiny-qwen35, qwen35-2b-4l)\n",
                 preset);
         return 2;
     }

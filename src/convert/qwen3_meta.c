@@ -63,8 +63,7 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
         gguf_writer_add_u32(w, KEY("ssm.state_size"), (uint32_t)hp->ssm_d_k);
         gguf_writer_add_u32(w, KEY("ssm.group_count"), (uint32_t)hp->ssm_n_k_heads);
         gguf_writer_add_u32(w, KEY("ssm.time_step_rank"), (uint32_t)hp->ssm_n_v_heads);
-        gguf_writer_add_u32(w, KEY("ssm.inner_size"),
-                            (uint32_t)(hp->ssm_n_v_heads * hp->ssm_d_v));
+        gguf_writer_add_u32(w, KEY("ssm.inner_size"), (uint32_t)(hp->ssm_n_v_heads * hp->ssm_d_v));
         gguf_writer_add_u32(w, KEY("full_attention_interval"), full_attention_interval(hp));
     }
 #undef KEY

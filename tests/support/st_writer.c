@@ -229,8 +229,8 @@ static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int
     json_t *layer_types = json_array();
     int interval = 0; /* the first attention layer's number, from 1 */
     for (int l = 0; l < hp->n_layer; l++) {
-        json_array_append_new(layer_types, json_string(hp->recurrent[l] ? "linear_attention"
-                                                                         : "full_attention"));
+        json_array_append_new(
+            layer_types, json_string(hp->recurrent[l] ? "linear_attention" : "full_attention"));
         if (!interval && !hp->recurrent[l]) interval = l + 1;
     }
     const int n_rot = hp->n_rot ? hp->n_rot : hp->head_dim;
@@ -278,7 +278,8 @@ static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int
 
 int st_write_config(const char *path, const inf_hparams *hp, const char *torch_dtype, int bos_id,
                     int eos_id, inf_err *err) {
-    if (hp->ssm_n_v_heads > 0) return dump_json(path, qwen35_config(hp, torch_dtype, bos_id, eos_id), err);
+    if (hp->ssm_n_v_heads > 0)
+        return dump_json(path, qwen35_config(hp, torch_dtype, bos_id, eos_id), err);
     json_t *c = json_object();
     const bool moe = hp->n_expert > 0;
     json_object_set_new(c, "architectures",
