@@ -37,7 +37,7 @@ trap 'exit 130' INT TERM
 # the ones that serve requests under deadlines (a client's timeout, a drain,
 # a fixed-length load test), so that they run after check_asan's heaviest
 # part rather than beside it; then every other, in name order
-order=(check_asan check_logits check_fuzz check_neon check_quantize test_backend_model check_inspect
+order=(check_asan check_logits check_qwen35 check_fuzz check_neon check_quantize test_backend_model check_inspect
        check_template test_forward_model test_roundtrip test_engine test_model_formats check_tokenizer
        check_deploy check_server check_kv_paged check_webui check_lifecycle check_ollama
        check_programs check_run test_server_http)

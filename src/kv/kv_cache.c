@@ -17,26 +17,49 @@ const char *inf_kv_kind_name(inf_kv_kind k) {
     return k == INF_KV_PAGED ? "paged" : "basic";
 }
 
+/* The stores' views of seq's attention layers, placed at their layers; a
+ * recurrent layer's view is its state. */
 static void refresh_views(inf_kv_cache *c, int seq) {
     inf_kv_view *v = c->views + (size_t)seq * (size_t)c->n_layer;
     if (c->kind == INF_KV_BASIC)
-        inf_kv_basic_views(c->basic[seq], v);
+        inf_kv_basic_views(c->basic[seq], c->kv_views);
     else
-        inf_kv_seq_views(c->seqs[seq], v);
+        inf_kv_seq_views(c->seqs[seq], c->kv_views);
+    for (int l = 0, r = 0; l < c->n_layer; l++) {
+        if (c->kv_index[l] >= 0) {
+            v[l] = c->kv_views[c->kv_index[l]];
+            continue;
+        }
+        v[l] = (inf_kv_view){
+            .capacity = c->n_ctx,
+            .state = c->states + ((size_t)seq * (size_t)c->n_rec_layer + (size_t)r++) *
+                                     c->state_floats};
+    }
 }
 
-int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
-                        int kv_dim, int head_dim, inf_err *err) {
+int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_layout *lay,
+                        int n_seq, int n_ctx, inf_err *err) {
     *out = NULL;
     static const inf_kv_opts basic = {0};
     if (!o) o = &basic;
-    if (n_layer < 1 || n_seq < 1 || n_ctx < 1 || kv_dim < 1)
-        return inf_fail(err, "kv cache: bad sizes (%d layers, %d sequences, %d positions, %d)",
-                        n_layer, n_seq, n_ctx, kv_dim);
+    const int n_layer = lay->n_layer, kv_dim = lay->kv_dim, head_dim = lay->head_dim;
+    int n_rec = 0;
+    for (int l = 0; lay->recurrent && l < n_layer; l++)
+        n_rec += lay->recurrent[l];
+    const int n_kv_layer = n_layer - n_rec;
+    if (n_layer < 1 || n_kv_layer < 1 || n_seq < 1 || n_ctx < 1 || kv_dim < 1 ||
+        (n_rec && lay->state_floats == 0))
+        return inf_fail(err,
+                        "kv cache: bad sizes (%d layers of which %d attention, %d sequences, "
+                        "%d positions, %d)",
+                        n_layer, n_kv_layer, n_seq, n_ctx, kv_dim);
     inf_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return inf_fail(err, "kv cache: out of memory");
     c->kind = o->kind;
     c->n_layer = n_layer;
+    c->n_kv_layer = n_kv_layer;
+    c->n_rec_layer = n_rec;
+    c->state_floats = n_rec ? lay->state_floats : 0;
     c->n_seq = n_seq;
     c->n_ctx = n_ctx;
     c->kv_dim = kv_dim;
@@ -46,12 +69,22 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
     c->n_past = calloc((size_t)n_seq, sizeof *c->n_past);
     c->tokens = calloc((size_t)n_seq * (size_t)n_ctx, sizeof *c->tokens);
     c->views = calloc((size_t)n_seq * (size_t)n_layer, sizeof *c->views);
-    if (!c->n_past || !c->tokens || !c->views) goto oom;
+    c->kv_views = calloc((size_t)n_kv_layer, sizeof *c->kv_views);
+    c->kv_index = calloc((size_t)n_layer, sizeof *c->kv_index);
+    if (!c->n_past || !c->tokens || !c->views || !c->kv_views || !c->kv_index) goto oom;
+    for (int l = 0, k = 0; l < n_layer; l++)
+        c->kv_index[l] = lay->recurrent && lay->recurrent[l] ? -1 : k++;
+    if (n_rec &&
+        !(c->states = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats, sizeof(float)))) {
+        inf_fail(err, "kv cache: out of memory for the recurrent states (%d sequences x %d layers x %zu floats)",
+                 n_seq, n_rec, c->state_floats);
+        goto fail;
+    }
     if (o->kind == INF_KV_BASIC) {
         if (!(c->basic = calloc((size_t)n_seq, sizeof *c->basic))) goto oom;
         for (int s = 0; s < n_seq; s++)
-            if (inf_kv_basic_create_typed(&c->basic[s], n_layer, n_ctx, kv_dim, head_dim, o->type_k,
-                                          o->type_v, err)) {
+            if (inf_kv_basic_create_typed(&c->basic[s], n_kv_layer, n_ctx, kv_dim, head_dim,
+                                          o->type_k, o->type_v, err)) {
                 inf_fail_ctx(err, "KV cache of slot %d (%d positions)", s, n_ctx);
                 goto fail;
             }
@@ -59,9 +92,10 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
         int bs = o->block_size ? o->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
         int per_ctx = (n_ctx + bs - 1) / bs;
         /* By default one spare block beyond the contexts: room for a copy-on-write. */
-        long n_blocks = o->mem_bytes ? inf_kv_pool_blocks_for_bytes_typed(
-                                           o->mem_bytes, n_layer, kv_dim, bs, o->type_k, o->type_v)
-                                     : (long)n_seq * per_ctx + 1;
+        long n_blocks = o->mem_bytes
+                            ? inf_kv_pool_blocks_for_bytes_typed(o->mem_bytes, n_kv_layer, kv_dim,
+                                                                 bs, o->type_k, o->type_v)
+                            : (long)n_seq * per_ctx + 1;
         if (n_blocks < per_ctx) {
             inf_fail(err,
                      "--cache-mem %zu bytes hold %ld blocks of %d positions, fewer than one "
@@ -69,7 +103,7 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, i
                      o->mem_bytes, n_blocks, bs, n_ctx, per_ctx);
             goto fail;
         }
-        if (inf_kv_pool_create_typed(&c->pool, n_layer, kv_dim, head_dim, bs, (int)n_blocks,
+        if (inf_kv_pool_create_typed(&c->pool, n_kv_layer, kv_dim, head_dim, bs, (int)n_blocks,
                                      o->type_k, o->type_v, err) ||
             inf_radix_create(&c->radix, c->pool, err))
             goto fail;
@@ -104,6 +138,9 @@ void inf_kv_cache_free(inf_kv_cache *c) {
     free(c->n_past);
     free(c->tokens);
     free(c->views);
+    free(c->kv_views);
+    free(c->kv_index);
+    free(c->states);
     free(c);
 }
 
@@ -117,6 +154,8 @@ int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, in
     int m = c->n_past[seq] < n ? c->n_past[seq] : n, i = 0;
     while (i < m && t[i] == prompt[i])
         i++;
+    /* a recurrent state stands for all n_past positions: no shorter prefix */
+    if (c->n_rec_layer && i != c->n_past[seq]) return 0;
     return i;
 }
 
@@ -135,9 +174,15 @@ int inf_kv_cache_begin(inf_kv_cache *c, int seq, const int32_t *prompt, int n, i
     if (max_keep < 0) max_keep = 0;
     if (c->kind == INF_KV_BASIC) {
         int m = inf_kv_cache_match(c, seq, prompt, n);
-        truncate_to(c, seq, m < max_keep ? m : max_keep);
+        int keep = m < max_keep ? m : max_keep;
+        /* the states are valid at n_past only */
+        if (c->n_rec_layer && keep != c->n_past[seq]) keep = 0;
+        truncate_to(c, seq, keep);
     } else {
         truncate_to(c, seq, 0);
+        /* the tree holds K/V rows, not the recurrent states at their ends:
+           a model with recurrent layers adopts nothing yet */
+        if (c->n_rec_layer) max_keep = 0;
         int m = inf_radix_attach(c->radix, c->seqs[seq], prompt, max_keep, NULL);
         c->n_past[seq] = c->seqs[seq]->n_past = m > 0 ? m : 0;
         memcpy(seq_tokens(c, seq), prompt, (size_t)c->n_past[seq] * sizeof *prompt);
@@ -168,13 +213,14 @@ void inf_kv_cache_commit(inf_kv_cache *c, int seq, int pos, int32_t token) {
 }
 
 void inf_kv_cache_publish(inf_kv_cache *c, int seq) {
-    if (c->kind == INF_KV_PAGED)
+    if (c->kind == INF_KV_PAGED && !c->n_rec_layer)
         inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
 }
 
 void inf_kv_cache_end(inf_kv_cache *c, int seq) {
     if (c->kind == INF_KV_BASIC) return;
-    if (c->n_past[seq] > 0) inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
+    if (c->n_past[seq] > 0 && !c->n_rec_layer)
+        inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
     truncate_to(c, seq, 0);
 }
 
@@ -183,20 +229,29 @@ void inf_kv_cache_reset(inf_kv_cache *c, int seq) {
 }
 
 size_t inf_kv_cache_token_bytes(const inf_kv_cache *c) {
-    return (size_t)c->n_layer *
+    return (size_t)c->n_kv_layer *
            (inf_kv_type_bytes(c->type_k, c->kv_dim) + inf_kv_type_bytes(c->type_v, c->kv_dim));
 }
 
+/* Bytes of one sequence's recurrent states. */
+static size_t state_bytes(const inf_kv_cache *c) {
+    return (size_t)c->n_rec_layer * c->state_floats * sizeof(float);
+}
+
 size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq) {
-    if (c->kind == INF_KV_BASIC) return (size_t)c->n_ctx * inf_kv_cache_token_bytes(c);
+    if (c->kind == INF_KV_BASIC)
+        return (size_t)c->n_ctx * inf_kv_cache_token_bytes(c) + state_bytes(c);
     return (size_t)c->seqs[seq]->n_blocks * (size_t)c->pool->block_size *
-           inf_kv_cache_token_bytes(c);
+               inf_kv_cache_token_bytes(c) +
+           state_bytes(c);
 }
 
 size_t inf_kv_cache_total_bytes(const inf_kv_cache *c) {
+    const size_t states = (size_t)c->n_seq * state_bytes(c);
     if (c->kind == INF_KV_BASIC)
-        return (size_t)c->n_seq * (size_t)c->n_ctx * inf_kv_cache_token_bytes(c);
-    return (size_t)c->pool->n_blocks * (size_t)c->pool->block_size * inf_kv_cache_token_bytes(c);
+        return (size_t)c->n_seq * (size_t)c->n_ctx * inf_kv_cache_token_bytes(c) + states;
+    return (size_t)c->pool->n_blocks * (size_t)c->pool->block_size * inf_kv_cache_token_bytes(c) +
+           states;
 }
 
 void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {

@@ -28,6 +28,21 @@
 
 typedef enum inf_kv_kind { INF_KV_BASIC, INF_KV_PAGED } inf_kv_kind;
 
+/* What one sequence keeps per layer. An attention layer keeps K and V rows
+ * of kv_dim elements (heads of head_dim) per position; a recurrent layer
+ * (recurrent[l]) keeps no rows but a state of state_floats floats that
+ * stands for all its positions at once (Qwen3.5's DeltaNet layers: the conv
+ * history and the delta-rule state). A state is valid at n_past only: a
+ * cache holding recurrent layers keeps a sequence's past whole or not at all
+ * (begin), and the forward pass zeroes a state when a span starts at
+ * position 0. */
+typedef struct inf_kv_layout {
+    int n_layer;
+    int kv_dim, head_dim;
+    const bool *recurrent; /* [n_layer], or NULL: every layer is attention */
+    size_t state_floats;   /* of each recurrent layer */
+} inf_kv_layout;
+
 /* How to build the caches. Zero-initialized means basic, f32 K and V (the
  * programs default to f16: --cache-type-k/-v). */
 typedef struct inf_kv_opts {
@@ -54,6 +69,12 @@ typedef struct inf_kv_stats {
 typedef struct inf_kv_cache {
     inf_kv_kind kind;
     int n_layer, n_seq, n_ctx, kv_dim, head_dim;
+    int n_kv_layer;       /* the attention layers, which hold K/V (the stores below) */
+    int n_rec_layer;      /* the recurrent layers, which hold a state */
+    int *kv_index;        /* [n_layer] layer -> its index among the attention layers, or -1 */
+    size_t state_floats;  /* of one recurrent layer */
+    float *states;        /* [n_seq][n_rec_layer][state_floats] */
+    inf_kv_view *kv_views; /* [n_kv_layer] scratch: the stores' views */
     inf_dtype type_k, type_v;
     int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */
     int32_t *tokens;      /* [n_seq][n_ctx] the tokens of those rows */
@@ -65,16 +86,17 @@ typedef struct inf_kv_cache {
     int32_t *counts;      /* paged: [n_blocks] reference audit scratch */
 } inf_kv_cache;
 
-/* Caches for n_seq sequences of up to n_ctx positions of kv_dim elements
- * (heads of head_dim) per layer (of o->type_k / o->type_v). Returns 0, or -1 with a message (bad
- * sizes or options, no memory, a budget that holds less than one context). Free with
- * inf_kv_cache_free (NULL is a no-op). */
-int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, int n_layer, int n_seq, int n_ctx,
-                        int kv_dim, int head_dim, inf_err *err);
+/* Caches for n_seq sequences of up to n_ctx positions laid out as lay says
+ * (K/V of o->type_k / o->type_v). Returns 0, or -1 with a message (bad sizes
+ * or options, no memory, a budget that holds less than one context). Free
+ * with inf_kv_cache_free (NULL is a no-op). */
+int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_layout *lay,
+                        int n_seq, int n_ctx, inf_err *err);
 void inf_kv_cache_free(inf_kv_cache *c);
 
 /* How many leading tokens of prompt[0..n) sequence seq could reuse now
- * (paged: 0, every sequence sees the same shared tree). */
+ * (paged: 0, every sequence sees the same shared tree; with recurrent
+ * layers: all it holds or 0). */
 int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, int n);
 
 /* Starts seq for prompt[0..n): keeps (basic) or adopts from the prefix
@@ -108,14 +130,14 @@ static inline const inf_kv_view *inf_kv_cache_views(const inf_kv_cache *c, int s
 }
 
 /* Bytes of K/V memory seq holds now: its whole allocation for basic, the
- * blocks it holds for paged. */
+ * blocks it holds for paged; and its recurrent states. */
 size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq);
 
-/* Bytes one position takes (K and V, all layers) in the cache's types. */
+/* Bytes one position takes (K and V, all attention layers) in the cache's types. */
 size_t inf_kv_cache_token_bytes(const inf_kv_cache *c);
 
 /* Bytes of K/V memory all sequences can use: the basic caches together, or
- * the paged pool. */
+ * the paged pool; and every sequence's recurrent states. */
 size_t inf_kv_cache_total_bytes(const inf_kv_cache *c);
 
 /* The paged counters, with an audit of every pool reference (basic: zeros). */

@@ -59,6 +59,11 @@ typedef struct inf_kv_view {
     const int32_t *block_table; /* logical -> physical block, or NULL */
     int capacity;               /* positions 0..capacity-1 are addressable (the forward
                                    pass refuses rows beyond); 0 = not stated */
+    /* A recurrent layer (Qwen3.5's Gated DeltaNet) has no K/V (k, v NULL):
+     * its sequence's state after its first n_past positions, of floats as
+     * the architecture lays them out (kv_cache.h's inf_kv_layout). NULL for
+     * an attention layer. */
+    float *state;
 } inf_kv_view;
 
 /* Positions per block of a basic cache (whose capacity is allocated in

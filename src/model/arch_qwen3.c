@@ -37,17 +37,18 @@ const blk_ffn_names inf_qwen3_ffn_names = {
 
 /* Finds (and with be, binds) layer l's attention tensors. */
 int inf_qwen3_attn_bind(blk_attn *w, const inf_model_file *mf, const inf_backend *be, int l,
-                        inf_err *err) {
+                        bool gated, inf_err *err) {
     const inf_hparams *hp = &mf->hp;
     const blk_attn_names *n = &inf_qwen3_attn_names;
-    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim,
-                  KV = (int64_t)hp->n_head_kv * hp->head_dim, D = hp->head_dim;
+    const int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim * (gated ? 2 : 1),
+                  KV = (int64_t)hp->n_head_kv * hp->head_dim, D = hp->head_dim,
+                  O = (int64_t)hp->n_head * hp->head_dim;
     const inf_tensor *t[7];
     if (blk_find(&t[0], mf, n->norm, l, -1, 1, (int64_t[]){E}, true, false, err) ||
         blk_find(&t[1], mf, n->q, l, -1, 2, (int64_t[]){E, Q}, false, false, err) ||
         blk_find(&t[2], mf, n->k, l, -1, 2, (int64_t[]){E, KV}, false, false, err) ||
         blk_find(&t[3], mf, n->v, l, -1, 2, (int64_t[]){E, KV}, false, false, err) ||
-        blk_find(&t[4], mf, n->o, l, -1, 2, (int64_t[]){Q, E}, false, false, err) ||
+        blk_find(&t[4], mf, n->o, l, -1, 2, (int64_t[]){O, E}, false, false, err) ||
         blk_find(&t[5], mf, n->q_norm, l, -1, 1, (int64_t[]){D}, true, false, err) ||
         blk_find(&t[6], mf, n->k_norm, l, -1, 1, (int64_t[]){D}, true, false, err))
         return -1;
@@ -56,7 +57,7 @@ int inf_qwen3_attn_bind(blk_attn *w, const inf_model_file *mf, const inf_backend
                    blk_bind_matrix(&w->wq, mf, be, t[1], Q, E, err) ||
                    blk_bind_matrix(&w->wk, mf, be, t[2], KV, E, err) ||
                    blk_bind_matrix(&w->wv, mf, be, t[3], KV, E, err) ||
-                   blk_bind_matrix(&w->wo, mf, be, t[4], E, Q, err) ||
+                   blk_bind_matrix(&w->wo, mf, be, t[4], E, O, err) ||
                    blk_bind_vector(&w->q_norm, mf, t[5], D, err) ||
                    blk_bind_vector(&w->k_norm, mf, t[6], D, err)
                ? -1
@@ -75,8 +76,7 @@ void inf_qwen3_attn_release(blk_attn *w, const inf_backend *be) {
 
 /* Layer l's dense SwiGLU FFN of n_ff. */
 int inf_qwen3_ffn_bind(blk_ffn *w, const inf_model_file *mf, const inf_backend *be, int l,
-                       inf_err *err) {
-    const blk_ffn_names *n = &inf_qwen3_ffn_names;
+                       const blk_ffn_names *n, inf_err *err) {
     const int64_t E = mf->hp.n_embd, F = mf->hp.n_ff;
     const inf_tensor *t[4];
     if (blk_find(&t[0], mf, n->norm, l, -1, 1, (int64_t[]){E}, true, false, err) ||
@@ -182,8 +182,8 @@ typedef struct qwen3 {
 static int bind_file(inf_model_file *mf, inf_err *err) {
     if (inf_qwen3_bind_globals(mf, err)) return -1;
     for (int l = 0; l < mf->hp.n_layer; l++)
-        if (inf_qwen3_attn_bind(NULL, mf, NULL, l, err) ||
-            inf_qwen3_ffn_bind(NULL, mf, NULL, l, err))
+        if (inf_qwen3_attn_bind(NULL, mf, NULL, l, false, err) ||
+            inf_qwen3_ffn_bind(NULL, mf, NULL, l, &inf_qwen3_ffn_names, err))
             return -1;
     return 0;
 }
@@ -196,8 +196,8 @@ static int create(inf_model *m, inf_err *err) {
         return inf_fail(err, "out of memory");
     if (inf_qwen3_bind_head(mf, m->be, &w->token_embd, &w->output, &w->output_norm, err)) return -1;
     for (int l = 0; l < hp->n_layer; l++)
-        if (inf_qwen3_attn_bind(&w->layers[l].attn, mf, m->be, l, err) ||
-            inf_qwen3_ffn_bind(&w->layers[l].ffn, mf, m->be, l, err))
+        if (inf_qwen3_attn_bind(&w->layers[l].attn, mf, m->be, l, false, err) ||
+            inf_qwen3_ffn_bind(&w->layers[l].ffn, mf, m->be, l, &inf_qwen3_ffn_names, err))
             return inf_fail_ctx(err, "layer %d", l);
     if (blk_acts_alloc(&w->acts, hp, m->max_rows))
         return inf_fail(err, "out of memory for the model's buffers (batch %d)", m->max_rows);

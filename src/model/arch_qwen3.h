@@ -9,12 +9,14 @@ extern const blk_name inf_qwen3_embd, inf_qwen3_output_norm, inf_qwen3_output;
 extern const blk_attn_names inf_qwen3_attn_names;
 extern const blk_ffn_names inf_qwen3_ffn_names;
 
-/* Checks (be NULL) or binds layer l's attention / dense FFN. */
+/* Checks (be NULL) or binds layer l's attention / dense FFN (under the
+ * names n). A gated attention's q projection holds 2 * head_dim rows per
+ * head (Qwen3.5: the head's q, then its output gate). */
 int inf_qwen3_attn_bind(blk_attn *w, const inf_model_file *mf, const inf_backend *be, int l,
-                        inf_err *err);
+                        bool gated, inf_err *err);
 void inf_qwen3_attn_release(blk_attn *w, const inf_backend *be);
 int inf_qwen3_ffn_bind(blk_ffn *w, const inf_model_file *mf, const inf_backend *be, int l,
-                       inf_err *err);
+                       const blk_ffn_names *n, inf_err *err);
 void inf_qwen3_ffn_release(blk_ffn *w, const inf_backend *be);
 /* The embedding (n_vocab, tied head), final norm, layer range, checked. */
 int inf_qwen3_bind_globals(inf_model_file *mf, inf_err *err);

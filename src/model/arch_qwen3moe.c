@@ -46,23 +46,6 @@ static const blk_name expert_down = {NULL, "model.layers.%d.mlp.experts.%d.down_
 
 #define MAX_LAYERS 4096
 
-/* An integer key that must be positive; absent is an error unless def >= 0. */
-static int key_int(const inf_model_file *mf, const char *key, int def, int *out, inf_err *err) {
-    int64_t v;
-    int have = inf_model_meta_int(mf, key, &v, err);
-    if (have < 0) return -1;
-    if (!have) {
-        if (def < 0) return inf_fail(err, "%s: %s is missing", mf->path, key);
-        *out = def;
-        return 0;
-    }
-    if (v <= 0 || v > INT32_MAX)
-        return inf_fail(err, "%s: %s is %lld, expected a positive number", mf->path, key,
-                        (long long)v);
-    *out = (int)v;
-    return 1;
-}
-
 /* Reads the expert counts; fills sparse[l] for every layer. */
 static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
     inf_hparams *hp = &mf->hp;
@@ -73,9 +56,9 @@ static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
         snprintf(k1, sizeof k1, "%s.expert_count", mf->arch);
         snprintf(k2, sizeof k2, "%s.expert_used_count", mf->arch);
         snprintf(k3, sizeof k3, "%s.expert_feed_forward_length", mf->arch);
-        if (key_int(mf, k1, -1, &hp->n_expert, err) < 0 ||
-            key_int(mf, k2, -1, &hp->n_expert_used, err) < 0 ||
-            key_int(mf, k3, -1, &hp->n_ff_exp, err) < 0)
+        if (blk_key_int(mf, k1, -1, &hp->n_expert, err) < 0 ||
+            blk_key_int(mf, k2, -1, &hp->n_expert_used, err) < 0 ||
+            blk_key_int(mf, k3, -1, &hp->n_ff_exp, err) < 0)
             return -1;
         hp->norm_topk_prob = true;
         for (int l = 0; l < hp->n_layer; l++) {
@@ -84,12 +67,12 @@ static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
             sparse[l] = inf_model_find(mf, name) != NULL;
         }
     } else {
-        int step, r = key_int(mf, "num_experts", 0, &hp->n_expert, err);
+        int step, r = blk_key_int(mf, "num_experts", 0, &hp->n_expert, err);
         if (r < 0) return -1;
-        if (r == 0 && key_int(mf, "num_local_experts", -1, &hp->n_expert, err) < 0) return -1;
-        if (key_int(mf, "num_experts_per_tok", -1, &hp->n_expert_used, err) < 0 ||
-            key_int(mf, "moe_intermediate_size", -1, &hp->n_ff_exp, err) < 0 ||
-            key_int(mf, "decoder_sparse_step", 1, &step, err) < 0)
+        if (r == 0 && blk_key_int(mf, "num_local_experts", -1, &hp->n_expert, err) < 0) return -1;
+        if (blk_key_int(mf, "num_experts_per_tok", -1, &hp->n_expert_used, err) < 0 ||
+            blk_key_int(mf, "moe_intermediate_size", -1, &hp->n_ff_exp, err) < 0 ||
+            blk_key_int(mf, "decoder_sparse_step", 1, &step, err) < 0)
             return -1;
         bool norm = false; /* transformers' Qwen3MoeConfig default */
         if (inf_model_meta_bool(mf, "norm_topk_prob", &norm, err) < 0) return -1;
@@ -253,9 +236,9 @@ static int bind_file(inf_model_file *mf, inf_err *err) {
     int rc = -1;
     if (read_keys(mf, sparse, err) || inf_qwen3_bind_globals(mf, err)) goto done;
     for (int l = 0; l < mf->hp.n_layer; l++)
-        if (inf_qwen3_attn_bind(NULL, mf, NULL, l, err) ||
+        if (inf_qwen3_attn_bind(NULL, mf, NULL, l, false, err) ||
             (sparse[l] ? moe_bind(NULL, mf, NULL, l, err)
-                       : inf_qwen3_ffn_bind(NULL, mf, NULL, l, err)))
+                       : inf_qwen3_ffn_bind(NULL, mf, NULL, l, &inf_qwen3_ffn_names, err)))
             goto done;
     rc = 0;
 done:
@@ -280,9 +263,9 @@ static int create(inf_model *m, inf_err *err) {
     for (int l = 0; l < hp->n_layer; l++) {
         moe_layer *L = &w->layers[l];
         L->sparse = sparse[l];
-        if (inf_qwen3_attn_bind(&L->attn, mf, m->be, l, err) ||
+        if (inf_qwen3_attn_bind(&L->attn, mf, m->be, l, false, err) ||
             (L->sparse ? moe_bind(&L->moe, mf, m->be, l, err)
-                       : inf_qwen3_ffn_bind(&L->ffn, mf, m->be, l, err))) {
+                       : inf_qwen3_ffn_bind(&L->ffn, mf, m->be, l, &inf_qwen3_ffn_names, err))) {
             inf_fail_ctx(err, "layer %d", l);
             goto done;
         }

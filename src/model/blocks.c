@@ -115,6 +115,22 @@ int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix, con
     return 0;
 }
 
+int blk_key_int(const inf_model_file *mf, const char *key, int def, int *out, inf_err *err) {
+    int64_t v;
+    int have = inf_model_meta_int(mf, key, &v, err);
+    if (have < 0) return -1;
+    if (!have) {
+        if (def < 0) return inf_fail(err, "%s: %s is missing", mf->path, key);
+        *out = def;
+        return 0;
+    }
+    if (v <= 0 || v > INT32_MAX)
+        return inf_fail(err, "%s: %s is %lld, expected a positive number", mf->path, key,
+                        (long long)v);
+    *out = (int)v;
+    return 1;
+}
+
 /* ---- binding ------------------------------------------------------------ */
 
 static int bind_matrix(inf_weight *w, const inf_model_file *mf, const inf_backend *be,
@@ -239,8 +255,7 @@ void blk_acts_free(blk_acts *a) {
 
 /* ---- row kinds ---------------------------------------------------------- */
 
-/* Length of the span starting at row r: same sequence, consecutive positions. */
-static int span_len(const inf_batch *b, int r) {
+int blk_span_len(const inf_batch *b, int r) {
     int n = 1;
     while (r + n < b->n_rows && b->seq[r + n] == b->seq[r] && b->pos[r + n] == b->pos[r] + n)
         n++;
@@ -268,10 +283,8 @@ static void matmul_kind(const inf_backend *be, float *const *ys, const float *x,
         be->matmul(be, ys[i], x, ws[i], T);
 }
 
-/* ys[i] = x . ws[i]^T over the batch's rows (x rows n_in apart, ys[i] rows
- * ws[i]->n_out apart), one call per run of prompt or decode rows. */
-static void matmul_rows(const inf_backend *be, const inf_batch *b, float *const *ys, const float *x,
-                        const inf_weight *const *ws, int n) {
+void blk_matmul_rows(const inf_backend *be, const inf_batch *b, float *const *ys, const float *x,
+                     const inf_weight *const *ws, int n) {
     for (int r0 = 0, r1; r0 < b->n_rows; r0 = r1) {
         bool kind = prompt_row(b, r0);
         for (r1 = r0 + 1; r1 < b->n_rows && prompt_row(b, r1) == kind; r1++) {
@@ -285,16 +298,13 @@ static void matmul_rows(const inf_backend *be, const inf_batch *b, float *const 
 
 /* ---- attention ---------------------------------------------------------- */
 
-void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const inf_kv_view *kv,
+void blk_attn_core(const inf_model *m, blk_acts *a, const inf_batch *b, const inf_kv_view *kv,
                    int l, const blk_attn *w) {
     const inf_backend *be = m->be;
     const inf_hparams *hp = &m->hp;
-    const int T = b->n_rows, E = hp->n_embd, D = hp->head_dim;
+    const int T = b->n_rows, D = hp->head_dim;
     const int Q = hp->n_head * D, KV = hp->n_head_kv * D;
 
-    be->rmsnorm(be, a->xb, a->x, w->norm, T, E, hp->rms_eps);
-    matmul_rows(be, b, (float *const[]){a->q, a->k, a->v}, a->xb,
-                (const inf_weight *const[]){&w->wq, &w->wk, &w->wv}, 3);
     /* Qwen3: RMSNorm over each head's head_dim slice of q and k, before RoPE. */
     be->rmsnorm(be, a->q, a->q, w->q_norm, T * hp->n_head, D, hp->rms_eps);
     be->rmsnorm(be, a->k, a->k, w->k_norm, T * hp->n_head_kv, D, hp->rms_eps);
@@ -309,7 +319,7 @@ void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const in
         inf_kv_store_row(view, b->pos[r], a->k + (int64_t)r * KV, a->v + (int64_t)r * KV);
     }
     for (int r = 0, n; r < T; r += n) {
-        n = span_len(b, r);
+        n = blk_span_len(b, r);
         const inf_kv_view *view = &kv[(int64_t)b->seq[r] * hp->n_layer + l];
         float *out = a->att + (int64_t)r * Q;
         const float *q = a->q + (int64_t)r * Q;
@@ -318,9 +328,19 @@ void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const in
         else
             be->attn_prefill(be, out, q, view, b->pos[r], n, &m->attn);
     }
+}
 
+void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const inf_kv_view *kv,
+                   int l, const blk_attn *w) {
+    const inf_backend *be = m->be;
+    const int T = b->n_rows, E = m->hp.n_embd;
+    be->rmsnorm(be, a->xb, a->x, w->norm, T, E, m->hp.rms_eps);
+    blk_matmul_rows(be, b, (float *const[]){a->q, a->k, a->v}, a->xb,
+                    (const inf_weight *const[]){&w->wq, &w->wk, &w->wv}, 3);
+    blk_attn_core(m, a, b, kv, l, w);
     /* Qwen3: n_head*head_dim need not equal n_embd; wo maps Q back to E. */
-    matmul_rows(be, b, (float *const[]){a->xb}, a->att, (const inf_weight *const[]){&w->wo}, 1);
+    blk_matmul_rows(be, b, (float *const[]){a->xb}, a->att, (const inf_weight *const[]){&w->wo},
+                    1);
     be->add(be, a->x, a->xb, (int64_t)T * E);
 }
 
@@ -331,10 +351,10 @@ void blk_ffn_swiglu(const inf_model *m, blk_acts *a, const inf_batch *b, const b
     const int T = b->n_rows, E = m->hp.n_embd;
     const int64_t F = w->w_gate.n_out;
     be->rmsnorm(be, a->xb, a->x, w->norm, T, E, m->hp.rms_eps);
-    matmul_rows(be, b, (float *const[]){a->gate, a->up}, a->xb,
+    blk_matmul_rows(be, b, (float *const[]){a->gate, a->up}, a->xb,
                 (const inf_weight *const[]){&w->w_gate, &w->w_up}, 2);
     be->swiglu(be, a->gate, a->gate, a->up, T * F);
-    matmul_rows(be, b, (float *const[]){a->xb}, a->gate, (const inf_weight *const[]){&w->w_down},
+    blk_matmul_rows(be, b, (float *const[]){a->xb}, a->gate, (const inf_weight *const[]){&w->w_down},
                 1);
     be->add(be, a->x, a->xb, (int64_t)T * E);
 }
@@ -394,7 +414,7 @@ void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_
     const int T = b->n_rows, E = m->hp.n_embd, K = m->hp.n_expert_used, X = w->n_expert;
 
     be->rmsnorm(be, a->xb, a->x, w->norm, T, E, m->hp.rms_eps);
-    matmul_rows(be, b, (float *const[]){a->probs}, a->xb, (const inf_weight *const[]){&w->router},
+    blk_matmul_rows(be, b, (float *const[]){a->probs}, a->xb, (const inf_weight *const[]){&w->router},
                 1);
     for (int r = 0; r < T; r++)
         route_row(m, a, r, X);

@@ -44,6 +44,11 @@ const inf_tensor *blk_output_tensor(const inf_model_file *mf, blk_name embd, blk
 int blk_check_layer_range(const inf_model_file *mf, const char *gguf_prefix, const char *hf_prefix,
                           inf_err *err);
 
+/* An integer key (inf_model_meta_int) that must be positive; absent is an
+ * error unless def >= 0 (then *out = def). Returns 1 when present, 0 when
+ * defaulted, -1 with a message naming the key. */
+int blk_key_int(const inf_model_file *mf, const char *key, int def, int *out, inf_err *err);
+
 /* A matrix [n_out][n_in] of any weight type for be (prepare_weight runs on
  * it; when the backend made a packed copy, the file's pages of the weight
  * are dropped from the resident set); a norm vector copied to f32. The
@@ -123,9 +128,21 @@ typedef struct blk_acts {
 int blk_acts_alloc(blk_acts *a, const inf_hparams *hp, int max_rows);
 void blk_acts_free(blk_acts *a);
 
+/* Length of the span starting at row r: same sequence, consecutive positions. */
+int blk_span_len(const inf_batch *b, int r);
+/* ys[i] = x . ws[i]^T over the batch's rows (x rows n_in apart, ys[i] rows
+ * ws[i]->n_out apart; n <= 4), one call per run of prompt or decode rows. */
+void blk_matmul_rows(const inf_backend *be, const inf_batch *b, float *const *ys, const float *x,
+                     const inf_weight *const *ws, int n);
+
 /* x += attention(rmsnorm(x)) for layer l: Q/K/V, per-head Q/K norm, RoPE,
  * K/V into each row's cache, attention per span, output projection. */
 void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const inf_kv_view *kv,
+                   int l, const blk_attn *w);
+/* Its middle, for blocks that project and gate their own way: from the
+ * projected a->q, a->k, a->v to the heads' outputs in a->att (per-head Q/K
+ * norm, RoPE, K/V into each row's cache, attention per span). */
+void blk_attn_core(const inf_model *m, blk_acts *a, const inf_batch *b, const inf_kv_view *kv,
                    int l, const blk_attn *w);
 /* x += down(silu(gate(h)) * up(h)), h = rmsnorm(x). */
 void blk_ffn_swiglu(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_ffn *w);

@@ -13,7 +13,7 @@
 #include "util/mem.h"
 
 /* Every architecture inferno runs. */
-static const inf_arch *const archs[] = {&inf_arch_qwen3, &inf_arch_qwen3moe};
+static const inf_arch *const archs[] = {&inf_arch_qwen3, &inf_arch_qwen3moe, &inf_arch_qwen35};
 #define N_ARCHS (int)(sizeof archs / sizeof archs[0])
 
 static bool in_list(const char *const *list, const char *s) {
@@ -189,6 +189,24 @@ int inf_model_forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, i
      * call's. */
     m->be->take_error(m->be, NULL);
     return m->arch->forward(m, b, kv, logits, err);
+}
+
+size_t inf_model_state_floats(const inf_hparams *hp) {
+    bool any = false;
+    for (int l = 0; l < hp->n_layer && l < INF_MAX_LAYERS; l++)
+        any |= hp->recurrent[l];
+    if (!any) return 0;
+    const size_t ch = 2 * (size_t)hp->ssm_n_k_heads * (size_t)hp->ssm_d_k +
+                      (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_d_v;
+    return (size_t)(hp->ssm_d_conv - 1) * ch +
+           (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_d_k * (size_t)hp->ssm_d_v;
+}
+
+int inf_model_kv_layers(const inf_hparams *hp) {
+    int n = 0;
+    for (int l = 0; l < hp->n_layer && l < INF_MAX_LAYERS; l++)
+        n += !hp->recurrent[l];
+    return n;
 }
 
 void inf_model_facts_get(const inf_model_file *mf, inf_model_facts *f) {

@@ -62,6 +62,15 @@ int inf_model_create(inf_model **out, const inf_model_file *mf, const inf_backen
                      int max_rows, inf_err *err);
 void inf_model_free(inf_model *m);
 
+/* Floats of one recurrent layer's state for one sequence (0 when the model
+ * has no recurrent layers): a Gated DeltaNet layer's conv history
+ * [ssm_d_conv - 1][2 * n_k_heads * d_k + n_v_heads * d_v], then its
+ * delta-rule state [n_v_heads][d_k][d_v]. The KV cache keeps it beside the
+ * attention layers' K/V (kv_view.h's state). */
+size_t inf_model_state_floats(const inf_hparams *hp);
+/* The layers that hold K/V rows (not recurrent). */
+int inf_model_kv_layers(const inf_hparams *hp);
+
 /* What a row of a batch hands back (inf_batch.logits[r]). */
 enum {
     INF_OUT_NONE = 0,   /* nothing: the row only enters the cache */

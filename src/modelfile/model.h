@@ -152,11 +152,15 @@ int inf_model_file_ident(const inf_model_file *m, char *buf, size_t cap, size_t 
  * Each returns 1 and sets *out when the key is there, 0 when it is absent
  * (or JSON null), -1 with a message naming the key when it has another type.
  * inf_model_meta_ints fills at most cap integers of an array and sets *n to
- * its length (an array longer than cap is an error). */
+ * its length (an array longer than cap is an error); inf_model_meta_strs the
+ * same for an array of strings (config.json only; borrowed, valid while m is
+ * open). A config.json key "a.b" names field b of object a. */
 int inf_model_meta_int(const inf_model_file *m, const char *key, int64_t *out, inf_err *err);
 int inf_model_meta_float(const inf_model_file *m, const char *key, double *out, inf_err *err);
 int inf_model_meta_bool(const inf_model_file *m, const char *key, bool *out, inf_err *err);
 int inf_model_meta_ints(const inf_model_file *m, const char *key, int64_t *out, int cap, int *n,
+                        inf_err *err);
+int inf_model_meta_strs(const inf_model_file *m, const char *key, const char **out, int cap, int *n,
                         inf_err *err);
 
 #endif

@@ -192,12 +192,29 @@ void inf_model_populate_pages(const inf_model_file *m, const inf_tensor *t) {
 
 /* ---- metadata ---- */
 
+/* A config.json field; "a.b" is field b of object a (rope_parameters.partial_rotary_factor). */
+static json_t *cfg_field(const inf_model_file *m, const char *key) {
+    json_t *v = m->priv ? m->priv->cfg : NULL;
+    while (v && key) {
+        const char *dot = strchr(key, '.');
+        if (!dot) return json_object_get(v, key);
+        char part[128];
+        if ((size_t)(dot - key) >= sizeof part) return NULL;
+        memcpy(part, key, (size_t)(dot - key));
+        part[dot - key] = 0;
+        v = json_object_get(v, part);
+        if (!json_is_object(v)) return NULL;
+        key = dot + 1;
+    }
+    return NULL;
+}
+
 int inf_model_meta_int(const inf_model_file *m, const char *key, int64_t *out, inf_err *err) {
     if (m->priv && m->priv->gguf) {
         if (!gguf_find(m->priv->gguf, key)) return 0;
         return gguf_get_int(m->priv->gguf, key, out, err) ? -1 : 1;
     }
-    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    json_t *v = cfg_field(m, key);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_integer(v))
         return inf_fail(err, "%s: config.json field %s is not an integer", m->path, key);
@@ -210,7 +227,7 @@ int inf_model_meta_float(const inf_model_file *m, const char *key, double *out, 
         if (!gguf_find(m->priv->gguf, key)) return 0;
         return gguf_get_float(m->priv->gguf, key, out, err) ? -1 : 1;
     }
-    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    json_t *v = cfg_field(m, key);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_number(v))
         return inf_fail(err, "%s: config.json field %s is not a number", m->path, key);
@@ -223,7 +240,7 @@ int inf_model_meta_bool(const inf_model_file *m, const char *key, bool *out, inf
         if (!gguf_find(m->priv->gguf, key)) return 0;
         return gguf_get_bool(m->priv->gguf, key, out, err) ? -1 : 1;
     }
-    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    json_t *v = cfg_field(m, key);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_boolean(v))
         return inf_fail(err, "%s: config.json field %s is not true or false", m->path, key);
@@ -246,7 +263,7 @@ int inf_model_meta_ints(const inf_model_file *m, const char *key, int64_t *out, 
         *n = (int)arr->arr.n;
         return 1;
     }
-    json_t *v = m->priv && m->priv->cfg ? json_object_get(m->priv->cfg, key) : NULL;
+    json_t *v = cfg_field(m, key);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_array(v))
         return inf_fail(err, "%s: config.json field %s is not an array", m->path, key);
@@ -259,6 +276,31 @@ int inf_model_meta_ints(const inf_model_file *m, const char *key, int64_t *out, 
             return inf_fail(err, "%s: config.json field %s[%zu] is not an integer", m->path, key,
                             i);
         out[i] = json_integer_value(e);
+    }
+    *n = (int)json_array_size(v);
+    return 1;
+}
+
+int inf_model_meta_strs(const inf_model_file *m, const char *key, const char **out, int cap, int *n,
+                        inf_err *err) {
+    *n = 0;
+    if (m->priv && m->priv->gguf) {
+        if (!gguf_find(m->priv->gguf, key)) return 0;
+        return inf_fail(err, "%s: metadata %s: string arrays are read from config.json only",
+                        m->path, key);
+    }
+    json_t *v = cfg_field(m, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_array(v))
+        return inf_fail(err, "%s: config.json field %s is not an array", m->path, key);
+    if (json_array_size(v) > (size_t)cap)
+        return inf_fail(err, "%s: config.json field %s has %zu entries, expected at most %d",
+                        m->path, key, json_array_size(v), cap);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_string(e))
+            return inf_fail(err, "%s: config.json field %s[%zu] is not a string", m->path, key, i);
+        out[i] = json_string_value(e);
     }
     *n = (int)json_array_size(v);
     return 1;

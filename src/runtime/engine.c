@@ -140,8 +140,9 @@ static int context_default(inf_engine *e, inf_kv_opts *kv, int n_seq) {
     const inf_hparams *hp = &e->mf->hp;
     const int trained = hp->n_ctx_train > 0 ? hp->n_ctx_train : 4096;
     const int kv_dim = hp->n_head_kv * hp->head_dim;
-    const size_t tok = (size_t)hp->n_layer * (inf_kv_type_bytes(kv->type_k, kv_dim) +
-                                              inf_kv_type_bytes(kv->type_v, kv_dim));
+    const int n_kv_layer = inf_model_kv_layers(hp);
+    const size_t tok = (size_t)n_kv_layer * (inf_kv_type_bytes(kv->type_k, kv_dim) +
+                                             inf_kv_type_bytes(kv->type_v, kv_dim));
     const int bs = kv->block_size ? kv->block_size : INF_KV_BLOCK_SIZE_DEFAULT;
     /* positions all slots may hold at once */
     double want = (double)n_seq * trained, fit = want;
@@ -155,7 +156,7 @@ static int context_default(inf_engine *e, inf_kv_opts *kv, int n_seq) {
     }
     if (kv->kind == INF_KV_PAGED) {
         if (kv->mem_bytes) {
-            long pos = (long)inf_kv_pool_blocks_for_bytes_typed(kv->mem_bytes, hp->n_layer, kv_dim,
+            long pos = (long)inf_kv_pool_blocks_for_bytes_typed(kv->mem_bytes, n_kv_layer, kv_dim,
                                                                 bs, kv->type_k, kv->type_v) *
                        bs;
             /* below two positions the pool's own message says what is wrong */
@@ -230,9 +231,12 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     inf_backend_set_pack_cache(e->be, NULL);
     engine_pack_close(pc, o->pack, mrc == 0, e->pack_note, sizeof e->pack_note);
     if (mrc) goto fail;
-    if (inf_kv_cache_create(&e->kv, &kv, hp->n_layer, n_seq, n_ctx, hp->n_head_kv * hp->head_dim,
-                            hp->head_dim, err))
-        goto fail;
+    const inf_kv_layout lay = {.n_layer = hp->n_layer,
+                               .kv_dim = hp->n_head_kv * hp->head_dim,
+                               .head_dim = hp->head_dim,
+                               .recurrent = hp->recurrent,
+                               .state_floats = inf_model_state_floats(hp)};
+    if (inf_kv_cache_create(&e->kv, &kv, &lay, n_seq, n_ctx, err)) goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
     inf_sampler_params sampling;
     if (model_sampling(&sampling, e->mf, err)) goto fail;

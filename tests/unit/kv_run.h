@@ -24,9 +24,12 @@ static inline int kv_run_open(kv_run *r, inf_model *m, const inf_kv_opts *o, int
     memset(r, 0, sizeof *r);
     r->m = m;
     const inf_hparams *hp = &m->hp;
-    if (inf_kv_cache_create(&r->kv, o, hp->n_layer, 1, n_ctx, hp->n_head_kv * hp->head_dim,
-                            hp->head_dim, err))
-        return -1;
+    const inf_kv_layout lay = {.n_layer = hp->n_layer,
+                               .kv_dim = hp->n_head_kv * hp->head_dim,
+                               .head_dim = hp->head_dim,
+                               .recurrent = hp->recurrent,
+                               .state_floats = inf_model_state_floats(hp)};
+    if (inf_kv_cache_create(&r->kv, o, &lay, 1, n_ctx, err)) return -1;
     r->logits = malloc((size_t)hp->n_vocab * sizeof(float));
     return r->logits ? 0 : -1;
 }

@@ -65,7 +65,9 @@ int main(void) {
         "q5_k_m", "q3_k_s", "q3_k_m", "q3_k_l", "q2_k", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs",
         "mxfp4",
         /* qwen3moe: the tiny MoE preset (experts grouped over the batch) */
-        "moe-f32", "moe-q8_0", "moe-q4_k_m", "moe-mxfp4"};
+        "moe-f32", "moe-q8_0", "moe-q4_k_m", "moe-mxfp4",
+        /* qwen35: the tiny hybrid (DeltaNet layers and a gated attention layer) */
+        "qwen35-f32", "qwen35-q8_0", "qwen35-q4_k_m"};
     const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
                               INF_ISA_AMX};
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
@@ -84,14 +86,23 @@ int main(void) {
         for (int i = 0; i < N_PROMPT; i++)
             prompt[i] = (i * 7919 + 13) % V;
         CHECK(run(mf, inf_backend_scalar(), prompt, NULL, greedy, ref) == 0);
-        bool exact_types =
-            !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16") || !strcmp(types[ti], "moe-f32");
+        bool exact_types = !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16") ||
+                           !strcmp(types[ti], "moe-f32") || !strcmp(types[ti], "qwen35-f32");
         /* integer types quantize the activations to 8 bits; in a MoE model that can
            flip a near-tie between two experts, which moves the logits more than the
            rounding itself (tiny-moe-q4_k_m with llama.cpp's 8-expert mix: 0.054 on
            AVX2, 0.19 with its Q5_K tensors on the f32 path) */
         const bool moe = !strncmp(types[ti], "moe-", 4);
-        double tol = exact_types ? 1e-3 : !strcmp(types[ti], "bf16") ? 1e-2 : moe ? 1e-1 : 4e-2;
+        /* the hybrid's logits move more under the 8-bit activations' rounding
+           than the dense model's (tiny-qwen35: 0.04 of the range for Q8_0, 0.093
+           for Q4_K_M, growing over the decode steps, the greedy tokens unchanged;
+           the recurrent state carries each step's rounding on). The scalar level
+           matches the NumPy reference to 1e-4 on the same files (check_logits). */
+        const bool hybrid = !strncmp(types[ti], "qwen35-", 7);
+        double tol = exact_types                 ? 1e-3
+                     : !strcmp(types[ti], "bf16") ? 1e-2
+                     : moe || hybrid             ? 1.5e-1
+                                                 : 4e-2;
         for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
             if (inf_isa_clamp(levels[li]) != levels[li]) continue;
             for (int nth = 1; nth <= (levels[li] == inf_isa_best() ? 2 : 1); nth++) {

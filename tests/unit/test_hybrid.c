@@ -1,0 +1,182 @@
+/* The hybrid model (tiny-qwen35: DeltaNet layers beside an attention layer)
+ * over the KV caches, whose sequences keep each recurrent layer's state
+ * beside the attention layers' K/V:
+ * - the layout: recurrent layers' views carry a state and no K/V, and the
+ *   cache's bytes count K/V for the attention layers only;
+ * - a second turn that extends everything the sequence holds resumes from
+ *   its states and gives the logits of a cold run of the whole prompt, bit
+ *   for bit; a prompt that leaves the cached tokens part way cannot rewind
+ *   a state, so it starts over (reuses 0) and still equals a cold run;
+ * - two sequences decoded in one forward call equal each run alone;
+ * - the paged cache adopts nothing for a hybrid model (its tree holds K/V
+ *   rows, not states) and gives the basic cache's logits.
+ * On the scalar backend and the best SIMD level. Needs the generated models
+ * (scripts/make-models.sh). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu_features.h"
+#include "backend/simd.h"
+#include "harness.h"
+#include "kv_run.h"
+#include "model/model.h"
+#include "modelfile/model.h"
+
+#define N_CTX 128
+
+static int V;
+
+static void fill(int32_t *t, int n, int salt) {
+    for (int i = 0; i < n; i++)
+        t[i] = (i * 7919 + salt * 131 + 17) % V;
+}
+
+static void test_layout(inf_model *m) {
+    const inf_hparams *hp = &m->hp;
+    inf_err err;
+    kv_run r;
+    CHECK_MSG(kv_run_open(&r, m, NULL, N_CTX, &err) == 0, "%s", err.msg);
+    int n_rec = 0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const inf_kv_view *v = &r.kv->views[l];
+        n_rec += hp->recurrent[l];
+        if (hp->recurrent[l])
+            CHECK(v->state && !v->k && !v->v && v->capacity == N_CTX);
+        else
+            CHECK(!v->state && v->k && v->v);
+    }
+    CHECK(n_rec > 0 && n_rec < hp->n_layer);
+    CHECK_INT(r.kv->n_kv_layer, hp->n_layer - n_rec);
+    const size_t kv_row = 2 * (size_t)(hp->n_layer - n_rec) * (size_t)hp->n_head_kv *
+                          (size_t)hp->head_dim * sizeof(float);
+    CHECK(inf_kv_cache_token_bytes(r.kv) == kv_row);
+    CHECK(inf_kv_cache_bytes(r.kv, 0) ==
+          (size_t)N_CTX * kv_row + (size_t)n_rec * inf_model_state_floats(hp) * sizeof(float));
+    kv_run_close(&r);
+}
+
+/* cold: a fresh cache prefilled with p[0..n) */
+static void cold(inf_model *m, const inf_kv_opts *o, const int32_t *p, int n, float *out) {
+    inf_err err;
+    kv_run r;
+    CHECK(kv_run_open(&r, m, o, N_CTX, &err) == 0);
+    CHECK_MSG(kv_run_prefill(&r, p, n, &err) == 0, "%s", err.msg);
+    memcpy(out, r.logits, (size_t)V * sizeof(float));
+    kv_run_close(&r);
+}
+
+static void test_turns(inf_model *m, const inf_kv_opts *o) {
+    const bool paged = o && o->kind == INF_KV_PAGED;
+    inf_err err;
+    int32_t p1[40], p2[90], p3[50];
+    float *ref = malloc((size_t)V * sizeof(float));
+    fill(p1, 40, 1);
+    memcpy(p2, p1, sizeof p1);
+    fill(p2 + 40, 50, 2);
+    memcpy(p3, p1, 25 * sizeof(int32_t)); /* leaves p1 at 25 */
+    fill(p3 + 25, 25, 3);
+    kv_run r;
+    CHECK(kv_run_open(&r, m, o, N_CTX, &err) == 0);
+    CHECK(kv_run_prefill(&r, p1, 40, &err) == 0);
+    inf_kv_cache_end(r.kv, 0);
+    /* a second turn over all the sequence holds */
+    CHECK(kv_run_prefill(&r, p2, 90, &err) == 0);
+    CHECK_INT(r.reused, paged ? 0 : 40);
+    cold(m, o, p2, 90, ref);
+    CHECK_CLOSE(r.logits, ref, V, 0);
+    /* decode on from the resumed states: the same as from a cold prefill */
+    kv_run c;
+    CHECK(kv_run_open(&c, m, o, N_CTX, &err) == 0);
+    CHECK(kv_run_prefill(&c, p2, 90, &err) == 0);
+    for (int i = 0; i < 4; i++) {
+        int32_t t = (int32_t)((i * 53 + 5) % V);
+        CHECK(kv_run_feed(&r, &t, 1, &err) == 0 && kv_run_feed(&c, &t, 1, &err) == 0);
+        CHECK_CLOSE(r.logits, c.logits, V, 0);
+    }
+    kv_run_close(&c);
+    inf_kv_cache_end(r.kv, 0);
+    /* a prompt that leaves the cache at 25 of 94: no state for position 25 */
+    CHECK_INT(inf_kv_cache_match(r.kv, 0, p3, 50), 0);
+    CHECK(kv_run_prefill(&r, p3, 50, &err) == 0);
+    CHECK_INT(r.reused, 0);
+    cold(m, o, p3, 50, ref);
+    CHECK_CLOSE(r.logits, ref, V, 0);
+    kv_run_close(&r);
+    free(ref);
+}
+
+/* Two sequences' decode rows in one call, each against its own run alone. */
+static void test_batched(inf_model *m) {
+    const inf_hparams *hp = &m->hp;
+    inf_err err;
+    inf_kv_cache *kv;
+    const inf_kv_layout lay = {.n_layer = hp->n_layer,
+                               .kv_dim = hp->n_head_kv * hp->head_dim,
+                               .head_dim = hp->head_dim,
+                               .recurrent = hp->recurrent,
+                               .state_floats = inf_model_state_floats(hp)};
+    CHECK(inf_kv_cache_create(&kv, NULL, &lay, 2, N_CTX, &err) == 0);
+    int32_t p[2][20];
+    kv_run alone[2];
+    float *lg = malloc(2 * (size_t)V * sizeof(float));
+    for (int s = 0; s < 2; s++) {
+        fill(p[s], 16 - 7 * s, 10 + s);
+        const int n = 16 - 7 * s;
+        CHECK(inf_kv_cache_begin(kv, s, p[s], n, 0) == 0);
+        CHECK(inf_kv_cache_reserve(kv, s, n, &err) == 0);
+        int32_t pos[20], seq[20];
+        for (int i = 0; i < n; i++)
+            pos[i] = i, seq[i] = s;
+        inf_batch b = {.n_rows = n, .tokens = p[s], .pos = pos, .seq = seq};
+        CHECK(inf_model_forward(m, &b, kv->views, 2, lg, &err) == 0);
+        for (int i = 0; i < n; i++)
+            inf_kv_cache_commit(kv, s, i, p[s][i]);
+        CHECK(kv_run_open(&alone[s], m, NULL, N_CTX, &err) == 0);
+        CHECK(kv_run_prefill(&alone[s], p[s], n, &err) == 0);
+    }
+    for (int step = 0; step < 5; step++) {
+        int32_t tok[2], pos[2], seq[2] = {0, 1};
+        uint8_t want[2] = {INF_OUT_LOGITS, INF_OUT_LOGITS};
+        for (int s = 0; s < 2; s++) {
+            tok[s] = (int32_t)((step * 37 + s * 5 + 3) % V);
+            pos[s] = kv->n_past[s];
+            CHECK(inf_kv_cache_reserve(kv, s, 1, &err) == 0);
+        }
+        inf_batch b = {.n_rows = 2, .tokens = tok, .pos = pos, .seq = seq, .logits = want};
+        CHECK(inf_model_forward(m, &b, kv->views, 2, lg, &err) == 0);
+        for (int s = 0; s < 2; s++) {
+            inf_kv_cache_commit(kv, s, pos[s], tok[s]);
+            CHECK(kv_run_feed(&alone[s], &tok[s], 1, &err) == 0);
+            CHECK_CLOSE(lg + (size_t)s * V, alone[s].logits, V, 0);
+        }
+    }
+    for (int s = 0; s < 2; s++)
+        kv_run_close(&alone[s]);
+    inf_kv_cache_free(kv);
+    free(lg);
+}
+
+int main(void) {
+    inf_model_file *mf;
+    inf_err err;
+    if (inf_model_open(&mf, "models/tiny-qwen35-f32.gguf", &err)) {
+        CHECK_MSG(0, "%s (run scripts/make-models.sh)", err.msg);
+        return th_report();
+    }
+    V = mf->hp.n_vocab;
+    inf_backend *simd = inf_backend_simd_create(inf_isa_best(), 1, false, INF_ATTN_FLASH);
+    const inf_backend *bes[2] = {inf_backend_scalar(), simd};
+    for (int i = 0; i < 2; i++) {
+        inf_model *m;
+        /* 16 rows a call: the 90-token prompt runs in chunks */
+        CHECK_MSG(inf_model_create(&m, mf, bes[i], N_CTX, 16, &err) == 0, "%s", err.msg);
+        if (i == 0) test_layout(m);
+        test_turns(m, NULL);
+        test_turns(m, &(inf_kv_opts){.kind = INF_KV_PAGED, .block_size = 16});
+        test_batched(m);
+        inf_model_free(m);
+    }
+    inf_backend_simd_free(simd);
+    inf_model_close(mf);
+    return th_report();
+}
