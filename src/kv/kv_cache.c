@@ -107,6 +107,10 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_l
                                      o->type_k, o->type_v, err) ||
             inf_radix_create(&c->radix, c->pool, err))
             goto fail;
+        /* recurrent states: checkpoints at the ends of published prompts and
+           finished requests, two per sequence and two more */
+        if (n_rec)
+            inf_radix_set_states(c->radix, (size_t)n_rec * c->state_floats, 2 * n_seq + 2);
         c->seqs = calloc((size_t)n_seq, sizeof *c->seqs);
         c->counts = malloc((size_t)n_blocks * sizeof *c->counts);
         if (!c->seqs || !c->counts) goto oom;
@@ -148,6 +152,21 @@ static int32_t *seq_tokens(const inf_kv_cache *c, int seq) {
     return c->tokens + (size_t)seq * (size_t)c->n_ctx;
 }
 
+/* seq's recurrent states, all layers */
+static float *seq_states(const inf_kv_cache *c, int seq) {
+    return c->states + (size_t)seq * (size_t)c->n_rec_layer * c->state_floats;
+}
+
+/* paged: caches what seq holds (with its states at its end) */
+static void donate(inf_kv_cache *c, int seq) {
+    const inf_kv_seq *s = c->seqs[seq];
+    if (c->n_rec_layer)
+        inf_radix_insert_state(c->radix, seq_tokens(c, seq), s->n_past, s->blocks,
+                               seq_states(c, seq), NULL);
+    else
+        inf_radix_insert_seq(c->radix, s, seq_tokens(c, seq), NULL);
+}
+
 int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, int n) {
     if (c->kind == INF_KV_PAGED) return 0;
     const int32_t *t = seq_tokens(c, seq);
@@ -180,10 +199,10 @@ int inf_kv_cache_begin(inf_kv_cache *c, int seq, const int32_t *prompt, int n, i
         truncate_to(c, seq, keep);
     } else {
         truncate_to(c, seq, 0);
-        /* the tree holds K/V rows, not the recurrent states at their ends:
-           a model with recurrent layers adopts nothing yet */
-        if (c->n_rec_layer) max_keep = 0;
-        int m = inf_radix_attach(c->radix, c->seqs[seq], prompt, max_keep, NULL);
+        /* with recurrent layers, a prefix that ends at a state checkpoint */
+        int m = c->n_rec_layer ? inf_radix_attach_state(c->radix, c->seqs[seq], prompt, max_keep,
+                                                        seq_states(c, seq), NULL)
+                               : inf_radix_attach(c->radix, c->seqs[seq], prompt, max_keep, NULL);
         c->n_past[seq] = c->seqs[seq]->n_past = m > 0 ? m : 0;
         memcpy(seq_tokens(c, seq), prompt, (size_t)c->n_past[seq] * sizeof *prompt);
     }
@@ -213,14 +232,12 @@ void inf_kv_cache_commit(inf_kv_cache *c, int seq, int pos, int32_t token) {
 }
 
 void inf_kv_cache_publish(inf_kv_cache *c, int seq) {
-    if (c->kind == INF_KV_PAGED && !c->n_rec_layer)
-        inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
+    if (c->kind == INF_KV_PAGED) donate(c, seq);
 }
 
 void inf_kv_cache_end(inf_kv_cache *c, int seq) {
     if (c->kind == INF_KV_BASIC) return;
-    if (c->n_past[seq] > 0 && !c->n_rec_layer)
-        inf_radix_insert_seq(c->radix, c->seqs[seq], seq_tokens(c, seq), NULL);
+    if (c->n_past[seq] > 0) donate(c, seq);
     truncate_to(c, seq, 0);
 }
 

@@ -33,9 +33,10 @@ typedef enum inf_kv_kind { INF_KV_BASIC, INF_KV_PAGED } inf_kv_kind;
  * (recurrent[l]) keeps no rows but a state of state_floats floats that
  * stands for all its positions at once (Qwen3.5's DeltaNet layers: the conv
  * history and the delta-rule state). A state is valid at n_past only: a
- * cache holding recurrent layers keeps a sequence's past whole or not at all
- * (begin), and the forward pass zeroes a state when a span starts at
- * position 0. */
+ * basic cache keeps a sequence's past whole or not at all (begin); the paged
+ * cache's tree keeps state checkpoints where prompts and requests ended
+ * (radix.h) and a prompt resumes from the deepest one on its cached path.
+ * The forward pass zeroes a state when a span starts at position 0. */
 typedef struct inf_kv_layout {
     int n_layer;
     int kv_dim, head_dim;

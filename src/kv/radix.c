@@ -13,6 +13,7 @@ struct kv_radix_node {
     int n_blocks;
     int32_t *blocks; /* [n_blocks] logical depth/bs .. (depth+n_tokens-1)/bs */
     uint64_t last_use;
+    float *state; /* [r->state_floats] the recurrent states after depth + n_tokens, or NULL */
 };
 
 static int first_block(const inf_radix *r, int pos) {
@@ -44,6 +45,8 @@ static void node_free_tree(inf_radix *r, kv_radix_node *n) {
         r->stats.n_nodes--;
         r->stats.n_cached_tokens -= n->n_tokens;
     }
+    if (n->state) r->stats.n_states--;
+    free(n->state);
     free(n->children);
     free(n->tokens);
     free(n->blocks);
@@ -133,10 +136,10 @@ void inf_radix_free(inf_radix *r) {
 
 /* ---- lookup ------------------------------------------------------------ */
 
-int inf_radix_match(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out) {
-    r->clock++;
-    r->stats.n_lookups++;
-    r->stats.tokens_looked_up += n > 0 ? n : 0;
+/* Walks the cached path of tokens[0..n): writes the blocks of the prefix
+ * found to blocks_out (no references added), marks it used, returns its
+ * length. */
+static int walk(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out) {
     int pos = 0;
     kv_radix_node *node = r->root;
     while (pos < n) {
@@ -153,12 +156,25 @@ int inf_radix_match(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_
         if (m < c->n_tokens) break;
         node = c;
     }
-    int nb = (pos + r->pool->block_size - 1) / r->pool->block_size;
-    for (int i = 0; i < nb; i++)
-        kv_block_ref(r->pool, blocks_out[i]);
-    if (pos > 0) r->stats.n_hits++;
-    r->stats.tokens_reused += pos;
     return pos;
+}
+
+/* Adds the caller's reference to the blocks of a prefix of n tokens and
+ * counts the lookup's result. */
+static int take(inf_radix *r, int n, const int32_t *blocks) {
+    int nb = (n + r->pool->block_size - 1) / r->pool->block_size;
+    for (int i = 0; i < nb; i++)
+        kv_block_ref(r->pool, blocks[i]);
+    if (n > 0) r->stats.n_hits++;
+    r->stats.tokens_reused += n;
+    return n;
+}
+
+int inf_radix_match(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out) {
+    r->clock++;
+    r->stats.n_lookups++;
+    r->stats.tokens_looked_up += n > 0 ? n : 0;
+    return take(r, walk(r, tokens, n, blocks_out), blocks_out);
 }
 
 int inf_radix_attach(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, int n, inf_err *err) {
@@ -200,6 +216,8 @@ static int split(inf_radix *r, kv_radix_node *c, int m) {
     for (int i = 0; i < low->n_children; i++)
         low->children[i]->parent = low;
     low->last_use = c->last_use;
+    low->state = c->state; /* it belongs to the edge's end */
+    c->state = NULL;
     low->parent = c;
     c->children = slot;
     c->children[0] = low;
@@ -303,4 +321,113 @@ int inf_radix_evict(inf_radix *r, int n_want) {
 
 void inf_radix_clear(inf_radix *r) {
     inf_radix_evict(r, r->pool->n_blocks + 1);
+}
+
+/* ---- recurrent-state checkpoints ---------------------------------------- */
+
+void inf_radix_set_states(inf_radix *r, size_t state_floats, int max_states) {
+    r->state_floats = state_floats;
+    r->max_states = max_states;
+}
+
+/* The node whose edge ends at depth n on the cached path tokens[0..n), made
+ * so by a split where n falls inside an edge; NULL when the path is not
+ * cached that far (or a split found no memory). */
+static kv_radix_node *node_ending_at(inf_radix *r, const int32_t *tokens, int n) {
+    int pos = 0;
+    kv_radix_node *node = r->root;
+    while (pos < n) {
+        kv_radix_node *c = find_child(node, tokens[pos]);
+        if (!c) return NULL;
+        int m = common_len(c->tokens, c->n_tokens, tokens + pos, n - pos);
+        if (pos + m == n) return m == c->n_tokens || split(r, c, m) == 0 ? c : NULL;
+        if (m < c->n_tokens) return NULL;
+        pos += m;
+        node = c;
+    }
+    return NULL;
+}
+
+static void find_oldest_state(kv_radix_node *n, kv_radix_node **best) {
+    if (n->state && (!*best || n->last_use < (*best)->last_use)) *best = n;
+    for (int i = 0; i < n->n_children; i++)
+        find_oldest_state(n->children[i], best);
+}
+
+static kv_radix_node *state_owner(kv_radix_node *n, const float *state) {
+    if (n->state == state) return n;
+    for (int i = 0; i < n->n_children; i++) {
+        kv_radix_node *o = state_owner(n->children[i], state);
+        if (o) return o;
+    }
+    return NULL;
+}
+
+int inf_radix_insert_state(inf_radix *r, const int32_t *tokens, int n, const int32_t *blocks,
+                           const float *state, inf_err *err) {
+    if (n <= 0) return 0;
+    /* the least recently used checkpoint, chosen before this insert marks
+       its path used */
+    kv_radix_node *old = NULL;
+    if (r->state_floats && r->stats.n_states >= r->max_states) find_oldest_state(r->root, &old);
+    const float *victim = old ? old->state : NULL; /* a split below may move it to a child */
+    if (inf_radix_insert(r, tokens, n, blocks, err)) return -1;
+    if (!r->state_floats || r->max_states <= 0) return 0;
+    kv_radix_node *at = node_ending_at(r, tokens, n);
+    if (!at) return inf_fail(err, "radix cache: out of memory");
+    at->last_use = r->clock;
+    /* a state already there came from the same tokens: keep it */
+    if (at->state) return 0;
+    float *copy = NULL;
+    if (victim && (old = state_owner(r->root, victim))) {
+        copy = old->state; /* reused for the new checkpoint */
+        old->state = NULL;
+        r->stats.n_states--;
+        r->stats.n_states_dropped++;
+    }
+    if (!copy && !(copy = malloc(r->state_floats * sizeof *copy)))
+        return inf_fail(err, "radix cache: out of memory for a state checkpoint (%zu floats)",
+                        r->state_floats);
+    memcpy(copy, state, r->state_floats * sizeof *copy);
+    at->state = copy;
+    r->stats.n_states++;
+    return 0;
+}
+
+int inf_radix_match_state(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out,
+                          const float **state) {
+    r->clock++;
+    r->stats.n_lookups++;
+    r->stats.tokens_looked_up += n > 0 ? n : 0;
+    *state = NULL;
+    /* the deepest node end on the cached path that carries a state */
+    int pos = 0, best = 0;
+    const kv_radix_node *node = r->root;
+    while (pos < n) {
+        const kv_radix_node *c = find_child(node, tokens[pos]);
+        if (!c || common_len(c->tokens, c->n_tokens, tokens + pos, n - pos) < c->n_tokens) break;
+        pos += c->n_tokens;
+        node = c;
+        if (c->state) {
+            best = pos;
+            *state = c->state;
+        }
+    }
+    return take(r, walk(r, tokens, best, blocks_out), blocks_out);
+}
+
+int inf_radix_attach_state(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, int n,
+                           float *state_out, inf_err *err) {
+    if (s->pool != r->pool)
+        return inf_fail(err, "radix cache: the sequence belongs to another pool");
+    if (s->n_past || s->n_blocks)
+        return inf_fail(err, "radix cache: attach to a sequence that holds %d positions",
+                        s->n_past);
+    if (n > s->n_ctx) n = s->n_ctx;
+    const float *st;
+    int got = inf_radix_match_state(r, tokens, n, s->blocks, &st);
+    if (got > 0) memcpy(state_out, st, r->state_floats * sizeof *state_out);
+    s->n_blocks = (got + r->pool->block_size - 1) / r->pool->block_size;
+    s->n_past = got;
+    return got;
 }

@@ -40,6 +40,8 @@ typedef struct inf_radix_stats {
     int64_t tokens_inserted; /* new tokens added to the tree */
     int64_t n_evicted_nodes;
     int64_t n_evicted_blocks; /* blocks the tree let go of by eviction */
+    int n_states;             /* recurrent-state checkpoints held now */
+    int64_t n_states_dropped; /* checkpoints let go of to make room for newer ones */
     int n_nodes;              /* nodes now, root excluded */
     int64_t n_cached_tokens;  /* tokens on all edges now */
     int n_blocks_held;        /* distinct blocks the tree references now */
@@ -50,6 +52,8 @@ typedef struct inf_radix {
     kv_radix_node *root;
     int32_t *tree_refs; /* [pool->n_blocks] references held by nodes */
     uint64_t clock;     /* LRU time, one tick per match/insert */
+    size_t state_floats; /* of one checkpoint; 0: the tree keeps none */
+    int max_states;      /* checkpoints kept at most (least recently used dropped) */
     inf_radix_stats stats;
 } inf_radix;
 
@@ -81,6 +85,29 @@ int inf_radix_insert(inf_radix *r, const int32_t *tokens, int n, const int32_t *
  * are tokens[0..s->n_past). The sequence keeps its blocks too (free it, or
  * keep using it: a later write into a shared block copies it first). */
 int inf_radix_insert_seq(inf_radix *r, const inf_kv_seq *s, const int32_t *tokens, inf_err *err);
+
+/* Recurrent-state checkpoints, for models whose layers keep a state beside
+ * (or instead of) K/V rows (Qwen3.5's DeltaNet layers). Such a state stands
+ * for all the positions before it, so a prefix is reusable only where the
+ * tree holds the state at its end: a checkpoint sits at the end of a node's
+ * edge (an insert splits an edge to make one end there), moves with the
+ * edge's end when the edge is split, and goes with its node when the node is
+ * evicted. At most max_states are kept; a new one takes the place of the
+ * least recently used. set_states(state_floats, max_states) turns them on. */
+void inf_radix_set_states(inf_radix *r, size_t state_floats, int max_states);
+/* Caches tokens[0..n) as inf_radix_insert does, and a copy of state (the
+ * states after those n tokens) at depth n, unless one is there already. */
+int inf_radix_insert_state(inf_radix *r, const int32_t *tokens, int n, const int32_t *blocks,
+                           const float *state, inf_err *err);
+/* The longest cached prefix of tokens[0..n) that ends at a checkpoint: its
+ * length L, its blocks in blocks_out (referenced for the caller, as
+ * inf_radix_match), *state the checkpoint (the tree's; NULL when L = 0). */
+int inf_radix_match_state(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out,
+                          const float **state);
+/* inf_radix_attach for such a model: the prefix found ends at a checkpoint,
+ * which is copied to state_out. */
+int inf_radix_attach_state(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, int n,
+                           float *state_out, inf_err *err);
 
 /* Evicts least-recently-used evictable leaves until the pool has n_want
  * free blocks or nothing more can go. Returns the blocks freed in the pool. */

@@ -38,5 +38,6 @@ typedef struct inf_arch {
 extern const inf_arch inf_arch_qwen3;
 extern const inf_arch inf_arch_qwen3moe;
 extern const inf_arch inf_arch_qwen35;
+extern const inf_arch inf_arch_qwen35moe;
 
 #endif

@@ -1,12 +1,16 @@
-/* qwen35: Qwen3.5 / Qwen3.6's dense hybrids (0.8B .. 27B), after
- * transformers' modeling_qwen3_5 (qwen3_5, qwen3_5_text) and llama.cpp's
- * GGUF layout (qwen35).
+/* qwen35, qwen35moe: Qwen3.5 / Qwen3.6's hybrids, dense (0.8B .. 27B) and
+ * mixture-of-experts (35B-A3B, 122B-A10B), after transformers'
+ * modeling_qwen3_5 / modeling_qwen3_5_moe (qwen3_5, qwen3_5_text,
+ * qwen3_5_moe, qwen3_5_moe_text) and llama.cpp's GGUF layouts (qwen35,
+ * qwen35moe).
  *
  * Layers come in groups: Gated DeltaNet layers (linear attention with a
  * recurrent state), then a full-attention layer (every
  * full_attention_interval-th, or as config.json's layer_types lists them).
- * Each layer is a token mixer, then the SwiGLU FFN after the
- * post-attention norm.
+ * Each layer is a token mixer, then, after the post-attention norm, the
+ * SwiGLU FFN (dense) or the Qwen3 MoE block (router softmax, top k,
+ * renormalized) plus a shared expert scaled by sigmoid(shared_gate . h)
+ * (MoE).
  *   attention  Qwen3's block with an output gate: q_proj yields, per head,
  *              head_dim q rows then head_dim gate rows; q/k RMSNorm, RoPE on
  *              the first n_rot dims (a quarter of the head), attention, the
@@ -33,6 +37,7 @@
 
 #include "model/arch.h"
 #include "model/arch_qwen3.h"
+#include "model/arch_qwen3moe.h"
 #include "model/blocks.h"
 #include "quant/quantize.h"
 #include "util/mem.h"
@@ -66,7 +71,20 @@ static const blk_ffn_names ffn_names = {
     .down = {"blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight"},
 };
 
+/* the MoE variant's shared expert and its gate ([n_embd]; HF [1, n_embd]) */
+static const blk_ffn_names shexp_names = {
+    .gate = {"blk.%d.ffn_gate_shexp.weight", "model.layers.%d.mlp.shared_expert.gate_proj.weight"},
+    .up = {"blk.%d.ffn_up_shexp.weight", "model.layers.%d.mlp.shared_expert.up_proj.weight"},
+    .down = {"blk.%d.ffn_down_shexp.weight", "model.layers.%d.mlp.shared_expert.down_proj.weight"},
+};
+static const blk_name shexp_gate_name = {"blk.%d.ffn_gate_inp_shexp.weight",
+                                         "model.layers.%d.mlp.shared_expert_gate.weight"};
+
 /* ---- keys --------------------------------------------------------------- */
+
+static bool is_moe(const inf_model_file *mf) {
+    return !strcmp(mf->arch, "qwen35moe") || !strncmp(mf->arch, "qwen3_5_moe", 11);
+}
 
 /* The GGUF key <arch>.<k>. */
 static const char *gkey(char *buf, size_t cap, const inf_model_file *mf, const char *k) {
@@ -102,9 +120,28 @@ static int hf_layer_types(inf_model_file *mf, bool *have, inf_err *err) {
     return 0;
 }
 
+/* The MoE variant's expert counts (qwen3moe's keys) and shared expert. The
+ * router's top-k weights are renormalized unless config.json says
+ * norm_topk_prob false (llama.cpp's qwen35moe always renormalizes). */
+static int read_moe_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
+    inf_hparams *hp = &mf->hp;
+    if (inf_qwen3moe_read_keys(mf, sparse, err)) return -1;
+    bool norm = true;
+    if (mf->format == INF_FORMAT_HF && inf_model_meta_bool(mf, "norm_topk_prob", &norm, err) < 0)
+        return -1;
+    hp->norm_topk_prob = norm;
+    char k[96];
+    if (mf->format == INF_FORMAT_GGUF)
+        snprintf(k, sizeof k, "%s.expert_shared_feed_forward_length", mf->arch);
+    else
+        snprintf(k, sizeof k, "shared_expert_intermediate_size");
+    return blk_key_int(mf, k, -1, &hp->n_ff_shexp, err) < 0 ? -1 : 0;
+}
+
 /* Reads the DeltaNet shape, the RoPE'd dims and the layer kinds into
- * mf->hp; drops a GGUF's MTP blocks from n_layer. */
-static int read_keys(inf_model_file *mf, inf_err *err) {
+ * mf->hp (and for MoE the expert counts, sparse[l] the layers with a MoE
+ * block); drops a GGUF's MTP blocks from n_layer. */
+static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
     inf_hparams *hp = &mf->hp;
     int interval = 4, inner = 0;
     bool listed = false;
@@ -168,6 +205,7 @@ static int read_keys(inf_model_file *mf, inf_err *err) {
     if (hp->n_rot <= 0 || hp->n_rot % 2 || hp->n_rot > hp->head_dim)
         return inf_fail(err, "%s: %d RoPE dimensions: expected an even number up to head_dim %d",
                         mf->path, hp->n_rot, hp->head_dim);
+    if (is_moe(mf)) return read_moe_keys(mf, sparse, err);
     return 0;
 }
 
@@ -261,8 +299,39 @@ typedef struct qwen35_layer {
     bool recurrent;
     blk_attn attn; /* attention layers */
     delta d;       /* DeltaNet layers */
-    blk_ffn ffn;
+    bool sparse;
+    blk_ffn ffn;       /* dense layers */
+    blk_moe moe;       /* MoE layers: the routed experts, */
+    blk_ffn shexp;     /* the shared expert (its norm is moe's) */
+    float *shexp_gate; /* [n_embd] */
 } qwen35_layer;
+
+/* Checks (be NULL) or binds layer l's MoE FFN: the routed experts (with the
+ * post-attention norm), the shared expert and its gate. */
+static int moe_layer_bind(qwen35_layer *L, const inf_model_file *mf, const inf_backend *be, int l,
+                          inf_err *err) {
+    const int64_t E = mf->hp.n_embd, F = mf->hp.n_ff_shexp;
+    const blk_ffn_names *n = &shexp_names;
+    const inf_tensor *t[4];
+    char name[160];
+    if (inf_qwen3moe_bind(be ? &L->moe : NULL, mf, be, l, ffn_names.norm, err) ||
+        blk_find(&t[0], mf, n->gate, l, -1, 2, (int64_t[]){E, F}, false, false, err) ||
+        blk_find(&t[1], mf, n->up, l, -1, 2, (int64_t[]){E, F}, false, false, err) ||
+        blk_find(&t[2], mf, n->down, l, -1, 2, (int64_t[]){F, E}, false, false, err))
+        return -1;
+    blk_name_fmt(name, sizeof name, mf, shexp_gate_name, l, -1);
+    t[3] = inf_model_find(mf, name);
+    if (!t[3] || t[3]->ne[0] != E || t[3]->ne[1] != 1 || t[3]->n_dims > 2)
+        return inf_fail(err, "%s: tensor %s is %s, expected [%lld] weights", mf->path, name,
+                        t[3] ? "of another shape" : "missing", (long long)E);
+    if (!be) return 0;
+    return blk_bind_matrix(&L->shexp.w_gate, mf, be, t[0], F, E, err) ||
+                   blk_bind_matrix(&L->shexp.w_up, mf, be, t[1], F, E, err) ||
+                   blk_bind_matrix(&L->shexp.w_down, mf, be, t[2], E, F, err) ||
+                   bind_floats(&L->shexp_gate, mf, t[3], E, err)
+               ? -1
+               : 0;
+}
 
 /* Activations beyond blk_acts, for max_rows (R) rows. */
 typedef struct qwen35_acts {
@@ -288,7 +357,10 @@ typedef struct qwen35 {
 
 static int bind_file(inf_model_file *mf, inf_err *err) {
     const int blocks = mf->hp.n_layer;
-    if (read_keys(mf, err)) return -1;
+    bool sparse[INF_MAX_LAYERS] = {0};
+    if (blocks > INF_MAX_LAYERS)
+        return inf_fail(err, "%s: %d layers, at most %d", mf->path, blocks, INF_MAX_LAYERS);
+    if (read_keys(mf, sparse, err)) return -1;
     /* the MTP blocks are the file's own: count them for the range check */
     const int trunk = mf->hp.n_layer;
     mf->hp.n_layer = blocks;
@@ -298,7 +370,8 @@ static int bind_file(inf_model_file *mf, inf_err *err) {
     for (int l = 0; l < trunk; l++) {
         rc = mf->hp.recurrent[l] ? delta_bind(NULL, mf, NULL, l, err)
                                  : inf_qwen3_attn_bind(NULL, mf, NULL, l, true, err);
-        if (rc || inf_qwen3_ffn_bind(NULL, mf, NULL, l, &ffn_names, err))
+        if (rc || (sparse[l] ? moe_layer_bind(NULL, mf, NULL, l, err)
+                             : inf_qwen3_ffn_bind(NULL, mf, NULL, l, &ffn_names, err)))
             return inf_fail_ctx(err, "layer %d (%s)", l,
                                 mf->hp.recurrent[l] ? "DeltaNet" : "attention");
     }
@@ -341,14 +414,20 @@ static int create(inf_model *m, inf_err *err) {
     qwen35 *w = m->w = calloc(1, sizeof *w);
     if (!w || !(w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers)))
         return inf_fail(err, "out of memory");
+    bool sparse[INF_MAX_LAYERS] = {0};
+    inf_model_file probe = *mf; /* read_keys writes hp: on a copy */
+    probe.hp.n_layer = hp->n_layer;
+    if (is_moe(mf) && read_moe_keys(&probe, sparse, err)) return -1;
     if (inf_qwen3_bind_head(mf, m->be, &w->token_embd, &w->output, &w->output_norm, err)) return -1;
     one_plus(mf, w->output_norm, E);
     for (int l = 0; l < hp->n_layer; l++) {
         qwen35_layer *L = &w->layers[l];
         L->recurrent = hp->recurrent[l];
+        L->sparse = sparse[l];
         int rc = L->recurrent ? delta_bind(&L->d, mf, m->be, l, err)
                               : inf_qwen3_attn_bind(&L->attn, mf, m->be, l, true, err);
-        if (rc || inf_qwen3_ffn_bind(&L->ffn, mf, m->be, l, &ffn_names, err))
+        if (rc || (L->sparse ? moe_layer_bind(L, mf, m->be, l, err)
+                             : inf_qwen3_ffn_bind(&L->ffn, mf, m->be, l, &ffn_names, err)))
             return inf_fail_ctx(err, "layer %d", l);
         if (L->recurrent) {
             one_plus(mf, L->d.norm, E);
@@ -357,7 +436,7 @@ static int create(inf_model *m, inf_err *err) {
             one_plus(mf, L->attn.q_norm, D);
             one_plus(mf, L->attn.k_norm, D);
         }
-        one_plus(mf, L->ffn.norm, E);
+        one_plus(mf, L->sparse ? L->moe.norm : L->ffn.norm, E);
     }
     w->shape = (inf_delta_shape){.n_k_heads = hp->ssm_n_k_heads,
                                  .n_v_heads = hp->ssm_n_v_heads,
@@ -377,6 +456,9 @@ static void free_model(inf_model *m) {
         inf_qwen3_attn_release(&w->layers[l].attn, m->be);
         delta_release(&w->layers[l].d, m->be);
         inf_qwen3_ffn_release(&w->layers[l].ffn, m->be);
+        inf_qwen3moe_release(&w->layers[l].moe, m->be);
+        inf_qwen3_ffn_release(&w->layers[l].shexp, m->be);
+        inf_free(w->layers[l].shexp_gate);
     }
     free(w->layers);
     blk_release(m->be, &w->output);
@@ -464,6 +546,31 @@ static void deltanet(const inf_model *m, qwen35 *w, const inf_batch *b, const in
     be->add(be, a->x, a->xb, (int64_t)T * E);
 }
 
+/* After blk_ffn_moe (x holds the routed experts' sum, a->xb still the normed
+ * h): x += sigmoid(shared_gate . h) * shared_expert(h). */
+static void shared_expert(const inf_model *m, qwen35 *w, const inf_batch *b,
+                          const qwen35_layer *L) {
+    const inf_backend *be = m->be;
+    blk_acts *a = &w->acts;
+    const int T = b->n_rows, E = m->hp.n_embd;
+    const int64_t F = L->shexp.w_gate.n_out;
+    blk_matmul_rows(be, b, (float *const[]){a->gate, a->up}, a->xb,
+                    (const inf_weight *const[]){&L->shexp.w_gate, &L->shexp.w_up}, 2);
+    be->swiglu(be, a->gate, a->gate, a->up, T * F);
+    blk_matmul_rows(be, b, (float *const[]){a->ye}, a->gate,
+                    (const inf_weight *const[]){&L->shexp.w_down}, 1);
+    for (int64_t r = 0; r < T; r++) {
+        const float *h = a->xb + r * E, *y = a->ye + r * E;
+        float dot = 0;
+        for (int i = 0; i < E; i++)
+            dot += h[i] * L->shexp_gate[i];
+        const float s = sigmoid(dot);
+        float *x = a->x + r * E;
+        for (int i = 0; i < E; i++)
+            x[i] += s * y[i];
+    }
+}
+
 static int forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, float *logits,
                    inf_err *err) {
     qwen35 *w = m->w;
@@ -475,7 +582,12 @@ static int forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, floa
             deltanet(m, w, b, kv, l, &L->d);
         else
             gated_attention(m, w, b, kv, l, &L->attn);
-        blk_ffn_swiglu(m, a, b, &L->ffn);
+        if (L->sparse) {
+            blk_ffn_moe(m, a, b, &L->moe);
+            shared_expert(m, w, b, L);
+        } else {
+            blk_ffn_swiglu(m, a, b, &L->ffn);
+        }
         if (m->be->take_error(m->be, err)) return -1;
     }
     return blk_logits(m, a, b, w->output_norm, &w->output, logits, err);
@@ -495,31 +607,49 @@ static int gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
                     mf->path, mf->arch);
 }
 
-/* A decode step reads every tensor of the trunk once (the MTP blocks not at
- * all), the whole head and one embedding row. */
+/* A decode step reads every tensor of the trunk once (the routed experts'
+ * n_expert_used of n_expert; the MTP blocks not at all), the whole head and
+ * one embedding row. */
 static void facts(const inf_model_file *mf, inf_model_facts *f) {
     char embd[160], gate[160];
     blk_name_fmt(embd, sizeof embd, mf, inf_qwen3_embd, -1, -1);
     blk_name_fmt(gate, sizeof gate, mf, ffn_names.gate, 0, -1);
     const inf_tensor *te = inf_model_find(mf, embd), *tg = inf_model_find(mf, gate);
     const inf_tensor *head = blk_output_tensor(mf, inf_qwen3_embd, inf_qwen3_output);
+    const double share = mf->hp.n_expert > 0 ? (double)mf->hp.n_expert_used / mf->hp.n_expert : 1;
+    f->ffn_type = tg ? tg->type : INF_F32;
     for (int i = 0; i < mf->n_tensors; i++) {
         const inf_tensor *t = &mf->tensors[i];
         if (t == te || t == head || !strncmp(t->name, "mtp.", 4)) continue;
         if (!strncmp(t->name, "blk.", 4) && atoi(t->name + 4) >= mf->hp.n_layer) continue;
-        f->decode_bytes += t->nbytes;
+        const bool expert = strstr(t->name, "_exps") || strstr(t->name, ".experts.");
+        f->decode_bytes += expert ? (uint64_t)((double)t->nbytes * share) : t->nbytes;
+        if (expert && strstr(t->name, "gate")) f->ffn_type = t->type;
     }
     if (head) f->decode_bytes += head->nbytes;
-    f->ffn_type = tg ? tg->type : INF_F32;
 }
 
 static const char *const gguf_archs[] = {"qwen35", NULL};
 static const char *const hf_types[] = {"qwen3_5", "qwen3_5_text", NULL};
+static const char *const gguf_archs_moe[] = {"qwen35moe", NULL};
+static const char *const hf_types_moe[] = {"qwen3_5_moe", "qwen3_5_moe_text", NULL};
 
 const inf_arch inf_arch_qwen35 = {
     .name = "qwen35",
     .gguf_archs = gguf_archs,
     .hf_types = hf_types,
+    .bind_file = bind_file,
+    .create = create,
+    .free_model = free_model,
+    .forward = forward,
+    .gguf_plan = gguf_plan,
+    .facts = facts,
+};
+
+const inf_arch inf_arch_qwen35moe = {
+    .name = "qwen35moe",
+    .gguf_archs = gguf_archs_moe,
+    .hf_types = hf_types_moe,
     .bind_file = bind_file,
     .create = create,
     .free_model = free_model,

@@ -25,6 +25,7 @@
 
 #include "model/arch.h"
 #include "model/arch_qwen3.h"
+#include "model/arch_qwen3moe.h"
 #include "model/blocks.h"
 #include "util/mem.h"
 
@@ -47,7 +48,7 @@ static const blk_name expert_down = {NULL, "model.layers.%d.mlp.experts.%d.down_
 #define MAX_LAYERS 4096
 
 /* Reads the expert counts; fills sparse[l] for every layer. */
-static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
+int inf_qwen3moe_read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
     inf_hparams *hp = &mf->hp;
     if (hp->n_layer > MAX_LAYERS)
         return inf_fail(err, "%s: %d layers, at most %d", mf->path, hp->n_layer, MAX_LAYERS);
@@ -132,8 +133,8 @@ static bool transposed_experts(const inf_model_file *mf, int l) {
 }
 
 /* Checks (be NULL: at open) or binds (w, be) layer l's MoE FFN. */
-static int moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be, int l,
-                    inf_err *err) {
+int inf_qwen3moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be, int l,
+                      blk_name norm_name, inf_err *err) {
     const inf_hparams *hp = &mf->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff_exp, X = hp->n_expert;
     const bool gguf = mf->format == INF_FORMAT_GGUF;
@@ -144,7 +145,7 @@ static int moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be,
                         "%lld, %lld], Qwen3-VL-MoE's layout); inferno reads that layout only from "
                         "GGUF (llama.cpp's converter transposes it)",
                         l, (long long)X, (long long)E, (long long)(2 * F));
-    if (blk_find(&norm, mf, inf_qwen3_ffn_names.norm, l, -1, 1, (int64_t[]){E}, true, false, err) ||
+    if (blk_find(&norm, mf, norm_name, l, -1, 1, (int64_t[]){E}, true, false, err) ||
         blk_find(&router, mf, router_name, l, -1, 2, (int64_t[]){E, X}, false, false, err) ||
         blk_find(&gu, mf, gate_up_exps, l, -1, 3, (int64_t[]){E, 2 * F, X}, false, true, err))
         return -1;
@@ -199,7 +200,7 @@ static int moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be,
     return 0;
 }
 
-static void moe_release(blk_moe *w, const inf_backend *be) {
+void inf_qwen3moe_release(blk_moe *w, const inf_backend *be) {
     for (int e = 0; e < w->n_expert; e++) {
         if (w->w_gate) blk_release(be, &w->w_gate[e]);
         if (w->w_up) blk_release(be, &w->w_up[e]);
@@ -234,10 +235,10 @@ static int bind_file(inf_model_file *mf, inf_err *err) {
     bool *sparse = calloc((size_t)(mf->hp.n_layer > 0 ? mf->hp.n_layer : 1), sizeof *sparse);
     if (!sparse) return inf_fail(err, "%s: out of memory", mf->path);
     int rc = -1;
-    if (read_keys(mf, sparse, err) || inf_qwen3_bind_globals(mf, err)) goto done;
+    if (inf_qwen3moe_read_keys(mf, sparse, err) || inf_qwen3_bind_globals(mf, err)) goto done;
     for (int l = 0; l < mf->hp.n_layer; l++)
         if (inf_qwen3_attn_bind(NULL, mf, NULL, l, false, err) ||
-            (sparse[l] ? moe_bind(NULL, mf, NULL, l, err)
+            (sparse[l] ? inf_qwen3moe_bind(NULL, mf, NULL, l, inf_qwen3_ffn_names.norm, err)
                        : inf_qwen3_ffn_bind(NULL, mf, NULL, l, &inf_qwen3_ffn_names, err)))
             goto done;
     rc = 0;
@@ -256,15 +257,15 @@ static int create(inf_model *m, inf_err *err) {
         return inf_fail(err, "out of memory");
     }
     int rc = -1;
-    inf_model_file probe = *mf; /* read_keys writes hp: on a copy */
-    if (read_keys(&probe, sparse, err) ||
+    inf_model_file probe = *mf; /* inf_qwen3moe_read_keys writes hp: on a copy */
+    if (inf_qwen3moe_read_keys(&probe, sparse, err) ||
         inf_qwen3_bind_head(mf, m->be, &w->token_embd, &w->output, &w->output_norm, err))
         goto done;
     for (int l = 0; l < hp->n_layer; l++) {
         moe_layer *L = &w->layers[l];
         L->sparse = sparse[l];
         if (inf_qwen3_attn_bind(&L->attn, mf, m->be, l, false, err) ||
-            (L->sparse ? moe_bind(&L->moe, mf, m->be, l, err)
+            (L->sparse ? inf_qwen3moe_bind(&L->moe, mf, m->be, l, inf_qwen3_ffn_names.norm, err)
                        : inf_qwen3_ffn_bind(&L->ffn, mf, m->be, l, &inf_qwen3_ffn_names, err))) {
             inf_fail_ctx(err, "layer %d", l);
             goto done;
@@ -285,7 +286,7 @@ static void free_model(inf_model *m) {
     if (!w) return;
     for (int l = 0; w->layers && l < m->hp.n_layer; l++) {
         inf_qwen3_attn_release(&w->layers[l].attn, m->be);
-        moe_release(&w->layers[l].moe, m->be);
+        inf_qwen3moe_release(&w->layers[l].moe, m->be);
         inf_qwen3_ffn_release(&w->layers[l].ffn, m->be);
     }
     free(w->layers);

@@ -211,7 +211,8 @@ int blk_acts_alloc(blk_acts *a, const inf_hparams *hp, int max_rows) {
     const size_t R = (size_t)max_rows, E = (size_t)hp->n_embd,
                  Q = (size_t)hp->n_head * (size_t)hp->head_dim,
                  KV = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
-    const size_t F = (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
+    size_t F = (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
+    if ((size_t)hp->n_ff_shexp > F) F = (size_t)hp->n_ff_shexp;
     a->x = inf_alloc(R * E * sizeof(float));
     a->xb = inf_alloc(R * E * sizeof(float));
     a->q = inf_alloc(R * Q * sizeof(float));

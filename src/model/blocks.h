@@ -110,8 +110,8 @@ typedef struct blk_acts {
     float *k;    /* [R][n_head_kv*head_dim] */
     float *v;    /* [R][n_head_kv*head_dim] */
     float *att;  /* [R][n_head*head_dim] attention output, heads side by side */
-    float *gate; /* [R][max(n_ff, n_ff_exp)] */
-    float *up;   /* [R][max(n_ff, n_ff_exp)] */
+    float *gate; /* [R][max(n_ff, n_ff_exp, n_ff_shexp)] */
+    float *up;   /* [R][max(n_ff, n_ff_exp, n_ff_shexp)] */
     float *xl;   /* [R][n_embd] final-normed rows that need logits */
     /* MoE only (NULL for dense models); K = n_expert_used */
     float *probs;   /* [R][n_expert] router softmax */

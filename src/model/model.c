@@ -13,7 +13,8 @@
 #include "util/mem.h"
 
 /* Every architecture inferno runs. */
-static const inf_arch *const archs[] = {&inf_arch_qwen3, &inf_arch_qwen3moe, &inf_arch_qwen35};
+static const inf_arch *const archs[] = {&inf_arch_qwen3, &inf_arch_qwen3moe, &inf_arch_qwen35,
+                                        &inf_arch_qwen35moe};
 #define N_ARCHS (int)(sizeof archs / sizeof archs[0])
 
 static bool in_list(const char *const *list, const char *s) {

@@ -368,7 +368,73 @@ static void test_random_load(void) {
     (void)refused;
 }
 
+/* Recurrent-state checkpoints: a prefix is reusable only up to the deepest
+ * checkpoint on its path; a checkpoint inside an edge splits it and moves
+ * with the edge's end; the oldest goes when max_states are held; eviction
+ * takes a node's checkpoint with it. */
+static void test_state_checkpoints(void) {
+    inf_kv_pool *p;
+    inf_radix *r;
+    inf_err e;
+    enum { SF = 3 };
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 32, &e) == 0);
+    CHECK(inf_radix_create(&r, p, &e) == 0);
+    inf_radix_set_states(r, SF, 2);
+    int32_t a[20], b[20];
+    seqn(a, 20, 1);
+    memcpy(b, a, 9 * sizeof *a);
+    seqn(b + 9, 11, 500); /* shares a's first 9 */
+    int got;
+    inf_kv_seq *s = start(r, a, 20, &got, &e);
+    const float st20[SF] = {20, 21, 22}, st9[SF] = {9, 10, 11}, st14[SF] = {14, 15, 16};
+    CHECK(inf_radix_insert_state(r, a, 20, s->blocks, st20, &e) == 0);
+    CHECK_INT(r->stats.n_states, 1);
+    /* a checkpoint inside the edge at 9: a split, the one at 20 stays at 20 */
+    CHECK(inf_radix_insert_state(r, a, 9, s->blocks, st9, &e) == 0);
+    CHECK_INT(r->stats.n_states, 2);
+    CHECK_INT(r->stats.n_nodes, 2);
+    inf_kv_seq_free(s);
+    int32_t out[8];
+    const float *got_st;
+    /* all of a: its end; a longer prompt: still a's end; b: the shared 9 */
+    CHECK_INT(inf_radix_match_state(r, a, 20, out, &got_st), 20);
+    CHECK(got_st && !memcmp(got_st, st20, sizeof st20));
+    for (int i = 0; i < 5; i++)
+        kv_block_unref(p, out[i]);
+    CHECK_INT(inf_radix_match_state(r, a, 15, out, &got_st), 9);
+    CHECK(got_st && !memcmp(got_st, st9, sizeof st9));
+    for (int i = 0; i < 3; i++)
+        kv_block_unref(p, out[i]);
+    inf_kv_seq *q;
+    CHECK(inf_kv_seq_create(&q, p, 64, &e) == 0);
+    float back[SF] = {0};
+    CHECK_INT(inf_radix_attach_state(r, q, b, 19, back, &e), 9);
+    CHECK(!memcmp(back, st9, sizeof st9));
+    CHECK_INT(first_bad_row(q, a, 9), -1);
+    inf_kv_seq_free(q);
+    /* no checkpoint at or before 8 */
+    CHECK_INT(inf_radix_match_state(r, a, 8, out, &got_st), 0);
+    CHECK(got_st == NULL);
+    /* a third checkpoint takes the place of the least recently used (20:
+     * the lookups above touched the path only up to 9 last) */
+    CHECK(inf_radix_insert_state(r, a, 14, out, st14, &e) == 0);
+    CHECK_INT(r->stats.n_states, 2);
+    CHECK_INT(r->stats.n_states_dropped, 1);
+    CHECK_INT(inf_radix_match_state(r, a, 20, out, &got_st), 14);
+    CHECK(got_st && !memcmp(got_st, st14, sizeof st14));
+    for (int i = 0; i < 4; i++)
+        kv_block_unref(p, out[i]);
+    /* eviction takes the checkpoints with their nodes */
+    inf_radix_clear(r);
+    CHECK_INT(r->stats.n_states, 0);
+    CHECK_INT(r->stats.n_nodes, 0);
+    inf_radix_free(r);
+    CHECK(all_free(p));
+    inf_kv_pool_free(p);
+}
+
 int main(void) {
+    test_state_checkpoints();
     test_insert_lookup_split();
     test_interleaved_sharing();
     test_eviction();
