@@ -356,6 +356,23 @@ static void a2_swiglu(float *out, const float *gate, const float *up, int64_t n)
     }
 }
 
+static inline __m256 silu8(__m256 g) {
+    __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+static void a2_silu(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
+    if (i < n) { /* the tail through the same vector code */
+        float g[8] = {0}, o[8];
+        memcpy(g, x + i, sizeof(float) * (size_t)(n - i));
+        _mm256_storeu_ps(o, silu8(_mm256_loadu_ps(g)));
+        memcpy(y + i, o, sizeof(float) * (size_t)(n - i));
+    }
+}
+
 static void a2_add(float *y, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -570,6 +587,7 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->rmsnorm_row = a2_rmsnorm_row;
     k->rope_row = a2_rope_row;
     k->swiglu = a2_swiglu;
+    k->silu = a2_silu;
     k->add = a2_add;
     k->moe_sum = a2_moe_sum;
     k->softmax = a2_softmax;

@@ -449,6 +449,16 @@ static void a5_swiglu(float *out, const float *gate, const float *up, int64_t n)
     }
 }
 
+static void a5_silu(float *y, const float *x, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+        _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(g, _mm512_add_ps(one, e)));
+    }
+}
+
 static void a5_add(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = tail_mask(n - i);
@@ -1079,6 +1089,7 @@ void inf_kernels_fill_avx512(inf_kernels *k) {
     k->rmsnorm_row = a5_rmsnorm_row;
     k->rope_row = a5_rope_row;
     k->swiglu = a5_swiglu;
+    k->silu = a5_silu;
     k->add = a5_add;
     k->moe_sum = a5_moe_sum;
     k->softmax = a5_softmax;

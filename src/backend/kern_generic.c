@@ -43,6 +43,11 @@ static void g_swiglu(float *out, const float *gate, const float *up, int64_t n) 
         out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+static void g_silu(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
 static void g_add(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         y[i] += x[i];
@@ -143,6 +148,7 @@ void inf_kernels_fill_generic(inf_kernels *k) {
     k->rmsnorm_row = g_rmsnorm_row;
     k->rope_row = g_rope_row;
     k->swiglu = g_swiglu;
+    k->silu = g_silu;
     k->add = g_add;
     k->moe_sum = g_moe_sum;
     k->softmax = g_softmax;

@@ -314,6 +314,21 @@ static void ne_swiglu(float *out, const float *gate, const float *up, int64_t n)
     }
 }
 
+static void ne_silu(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t g = vld1q_f32(x + i);
+        vst1q_f32(y + i, vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), exp4(vnegq_f32(g)))));
+    }
+    if (i < n) { /* the tail through the same vector code */
+        float g[4] = {0}, o[4];
+        memcpy(g, x + i, sizeof(float) * (size_t)(n - i));
+        float32x4_t gv = vld1q_f32(g);
+        vst1q_f32(o, vdivq_f32(gv, vaddq_f32(vdupq_n_f32(1.0f), exp4(vnegq_f32(gv)))));
+        memcpy(y + i, o, sizeof(float) * (size_t)(n - i));
+    }
+}
+
 static void ne_add(float *y, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 4 <= n; i += 4)
@@ -444,6 +459,7 @@ void inf_kernels_fill_neon(inf_kernels *k) {
     k->rmsnorm_row = ne_rmsnorm_row;
     k->rope_row = ne_rope_row;
     k->swiglu = ne_swiglu;
+    k->silu = ne_silu;
     k->add = ne_add;
     k->moe_sum = ne_moe_sum;
     k->softmax = ne_softmax;

@@ -226,6 +226,8 @@ typedef struct inf_kernels {
     void (*rope_row)(float *x, int n_heads, int head_dim, int n_rot, const float *cos_row,
                      const float *sin_row);
     void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
+    /* y[i] = x[i] / (1 + exp(-x[i])), in place allowed */
+    void (*silu)(float *y, const float *x, int64_t n);
     void (*add)(float *y, const float *x, int64_t n);
     /* One row of inf_backend.moe_sum: y[i] += sum_j w[j] * x[j*n + i]. */
     void (*moe_sum)(float *y, const float *x, const float *w, int k, int64_t n);

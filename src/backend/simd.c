@@ -559,6 +559,75 @@ static void simd_moe_sum(const inf_backend *be, float *y, const float *x, const 
         moe_sum_task(&j, 0, 1, 0);
 }
 
+typedef struct conv_job {
+    simd_ctx *c;
+    float *out, *state;
+    const float *x, *w;
+    int T, C, K;
+} conv_job;
+
+enum { CONV_CHANNELS = 64 }; /* channels a task takes at a time (a multiple of 16) */
+
+/* Channels [64 lo, 64 hi) of ssm_conv: the taps transposed per chunk so the
+ * channel loop runs over contiguous rows, each sum in the scalar reference's
+ * order (tap 0 first, mul then add), then SiLU with the level's kernel; then
+ * the chunk's part of the state. */
+static void conv_task(void *arg, int ith, int nth, int tid) {
+    (void)tid;
+    const conv_job *j = arg;
+    const int C = j->C, K = j->K, H = K - 1;
+    int64_t lo, hi;
+    slice((C + CONV_CHANNELS - 1) / CONV_CHANNELS, ith, nth, &lo, &hi);
+    float wt[8][CONV_CHANNELS];
+    for (int64_t ch = lo; ch < hi; ch++) {
+        const int c0 = (int)ch * CONV_CHANNELS, n = C - c0 < CONV_CHANNELS ? C - c0 : CONV_CHANNELS;
+        for (int i = 0; i < K; i++)
+            for (int c = 0; c < n; c++)
+                wt[i][c] = j->w[(size_t)(c0 + c) * K + i];
+        for (int t = 0; t < j->T; t++) {
+            float acc[CONV_CHANNELS] = {0};
+            for (int i = 0; i < K; i++) {
+                const int r = t - H + i; /* < 0: history row H + r */
+                const float *restrict src =
+                    (r < 0 ? j->state + (size_t)(H + r) * C : j->x + (size_t)r * C) + c0;
+                const float *restrict wi = wt[i];
+                if (n == CONV_CHANNELS) /* a fixed trip count the compiler vectorizes */
+                    for (int c = 0; c < CONV_CHANNELS; c++)
+                        acc[c] += wi[c] * src[c];
+                else
+                    for (int c = 0; c < n; c++)
+                        acc[c] += wi[c] * src[c];
+            }
+            j->c->k->silu(j->out + (size_t)t * C + c0, acc, n);
+        }
+        /* the last H rows of history followed by x, this chunk's channels */
+        for (int r = 0; r < H; r++) {
+            const int src = j->T - H + r;
+            float *dst = j->state + (size_t)r * C + c0;
+            if (src >= 0)
+                memcpy(dst, j->x + (size_t)src * C + c0, sizeof(float) * (size_t)n);
+            else
+                memmove(dst, j->state + (size_t)(r + j->T) * C + c0, sizeof(float) * (size_t)n);
+        }
+    }
+}
+
+static void simd_ssm_conv(const inf_backend *be, float *out, const float *x, float *state,
+                          const float *w, int T, int C, int K) {
+    simd_ctx *c = ctx_of(be);
+    if (K > 8) { /* no model has such a kernel: the reference */
+        inf_backend_scalar()->ssm_conv(inf_backend_scalar(), out, x, state, w, T, C, K);
+        return;
+    }
+    conv_job j = {.c = c, .out = out, .state = state, .x = x, .w = w, .T = T, .C = C, .K = K};
+    const int chunks = (C + CONV_CHANNELS - 1) / CONV_CHANNELS;
+    const int64_t work = (int64_t)T * C * K;
+    if (chunks > 1 && work >= 16384)
+        run(c, conv_task, &j, chunks < c->nth ? chunks : c->nth);
+    else
+        conv_task(&j, 0, 1, 0);
+}
+
 typedef struct delta_job {
     simd_ctx *c;
     float *out, *state;
@@ -869,6 +938,7 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_
     be->add = simd_add;
     be->moe_sum = simd_moe_sum;
     be->gated_delta = simd_gated_delta;
+    be->ssm_conv = simd_ssm_conv;
     be->softmax = simd_softmax;
     be->take_error = simd_take_error;
     inf_backend_complete(be);

@@ -22,10 +22,11 @@ src=(src/backend/arena.c src/backend/cpu_features.c src/backend/kern_generic.c s
      src/backend/pack_cache.c src/backend/pool.c src/backend/scalar.c src/backend/select.c src/backend/simd.c src/backend/trace.c
      src/kv/kv_type.c src/quant/dtype.c src/quant/grids.c src/quant/quantize.c src/util/err.c
      src/util/mem.c)
-# test_backend_ops (every op, every type, against the scalar reference) and
+# test_backend_ops (every op, every type, against the scalar reference),
+# test_deltanet (the DeltaNet ops) and
 # test_quant_fixtures (every type read bit-exactly against llama.cpp's values)
 passed=0 failed=0
-for t in ${NEON_TESTS:-test_backend_ops test_quant_fixtures}; do
+for t in ${NEON_TESTS:-test_backend_ops test_quant_fixtures test_deltanet}; do
     extra=()
     # (gcc 12's aarch64 vectorizer crashes on one of this test's loops)
     [ $t = test_quant_fixtures ] && extra=(src/modelfile/gguf.c -fno-tree-vectorize)

@@ -31,16 +31,21 @@ static double max_abs_diff(const float *a, const double *b, size_t n) {
     return m;
 }
 
-static void test_conv(const inf_backend *be) {
-    enum { T = 9, C = 37, K = 4, H = K - 1 };
-    float x[T * C], w[C * K], st[H * C], st0[H * C], out[T * C];
+/* T rows of C channels, kernel 4 (many channels and rows: the threaded path
+ * of the SIMD backend, in chunks of channels) */
+static void test_conv(const inf_backend *be, const int T, const int C) {
+    enum { K = 4, H = K - 1 };
+    float *x = malloc(sizeof(float) * T * C), *w = malloc(sizeof(float) * C * K),
+          *st = malloc(sizeof(float) * H * C), *st0 = malloc(sizeof(float) * H * C),
+          *out = malloc(sizeof(float) * T * C), *st2 = malloc(sizeof(float) * H * C),
+          *out2 = malloc(sizeof(float) * T * C);
+    double *ref = malloc(sizeof(double) * T * C);
     fill(x, T * C, 2.0f);
     fill(w, C * K, 0.7f);
     fill(st0, H * C, 2.0f);
-    memcpy(st, st0, sizeof st);
+    memcpy(st, st0, sizeof(float) * H * C);
     be->ssm_conv(be, out, x, st, w, T, C, K);
     /* the reference: history then x, one window per output */
-    double ref[T * C];
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++) {
             double a = 0;
@@ -51,18 +56,18 @@ static void test_conv(const inf_backend *be) {
             }
             ref[t * C + c] = a / (1.0 + exp(-a));
         }
-    double d = max_abs_diff(out, ref, T * C);
-    CHECK_MSG(d < 1e-5, "ssm_conv: max diff %g", d);
-    CHECK(memcmp(st, x + (T - H) * C, sizeof st) == 0); /* the last K-1 rows */
+    double d = max_abs_diff(out, ref, (size_t)T * C);
+    CHECK_MSG(d < 1e-5, "%s ssm_conv T %d C %d: max diff %g", be->name, T, C, d);
+    CHECK(memcmp(st, x + (T - H) * C, sizeof(float) * H * C) == 0); /* the last K-1 rows */
 
-    /* in pieces of 1, 2, 1 and 5 rows: the same bits, the same state */
-    float st2[H * C], out2[T * C];
-    memcpy(st2, st0, sizeof st2);
-    const int piece[] = {1, 2, 1, 5};
+    /* in pieces of 1, 2, 1 and the rest: the same bits, the same state */
+    memcpy(st2, st0, sizeof(float) * H * C);
+    const int piece[] = {1, 2, 1, T - 4};
     for (int p = 0, t = 0; p < 4; t += piece[p++])
         be->ssm_conv(be, out2 + t * C, x + t * C, st2, w, piece[p], C, K);
-    CHECK(memcmp(out, out2, sizeof out) == 0);
-    CHECK(memcmp(st, st2, sizeof st) == 0);
+    CHECK(memcmp(out, out2, sizeof(float) * T * C) == 0);
+    CHECK(memcmp(st, st2, sizeof(float) * H * C) == 0);
+    free(x), free(w), free(st), free(st0), free(out), free(st2), free(out2), free(ref);
 }
 
 /* float64 delta rule, HF's step order; heads mapped as s says */
@@ -205,7 +210,8 @@ static void test_same_as_scalar(const inf_backend *be, const char *label, int T,
 
 int main(void) {
     const inf_backend *be = inf_backend_scalar();
-    test_conv(be);
+    test_conv(be, 9, 37);
+    test_conv(be, 40, 300);
     test_delta(be, 6, 2, 4, 16, 8, 0);
     test_delta(be, 6, 2, 4, 16, 8, 1);
     test_delta(be, 3, 2, 6, 128, 128, 1); /* Qwen3.5's head sizes */
@@ -223,7 +229,8 @@ int main(void) {
             if (!sb) continue;
             char label[64];
             snprintf(label, sizeof label, "%s x%d", inf_isa_name(levels[l]), pool ? 3 : 1);
-            test_conv(sb);
+            test_conv(sb, 9, 37);
+            test_conv(sb, 40, 300);
             test_same_as_scalar(sb, label, 4, 2, 6, 128, 128, 1);
             test_same_as_scalar(sb, label, 3, 2, 4, 16, 8, 0); /* d_v not a multiple of 16 */
             test_same_as_scalar(sb, label, 2, 1, 1, 64, 32, 0);
