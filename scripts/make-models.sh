@@ -20,3 +20,8 @@ build/inferno-mkmodel --preset tiny-moe --tokenizer "$tok" --out models \
 build/inferno-mkmodel --preset tiny-qwen35 --tokenizer "$tok" --out models \
     --formats gguf:f32,gguf:q8_0,gguf:q4_k_m,hf:f32 \
     --skip-existing
+# qwen35moe: the tiny Qwen3.5 MoE hybrid (the same trunk, a MoE block with a
+# shared expert in every layer; the HF folder holds its experts fused)
+build/inferno-mkmodel --preset tiny-qwen35-moe --tokenizer "$tok" --out models \
+    --formats gguf:f32,gguf:q8_0,gguf:q4_k_m,hf:f32 \
+    --skip-existing

@@ -1,7 +1,8 @@
 /* inferno-mkmodel: writes random-weight Qwen3 test models (tests/support/synth.h)
  * as GGUF files and Hugging Face folders, with the real Qwen3 tokenizer.
  *
- *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]|tiny-qwen35|qwen35-2b-4l
+ *   inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]|tiny-qwen35|qwen35-2b-4l|
+ *                            tiny-qwen35-moe|qwen35-35b-a3b-4l
  *                   --tokenizer DIR
  *                   --out DIR --formats gguf:f32,gguf:q4_k_m,hf:bf16,hf-sharded:f32,...
  *                   [--seed N] [--skip-existing]
@@ -21,7 +22,8 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: inferno-mkmodel --preset tiny|qwen3-0.6b|tiny-moe|qwen3-30b-a3b[-6l]|\n"
-            "                                tiny-qwen35|qwen35-2b-4l\n"
+            "                                tiny-qwen35|qwen35-2b-4l|tiny-qwen35-moe|\n"
+            "                                qwen35-35b-a3b-4l\n"
             "                       --tokenizer DIR --out DIR\n"
             "                       --formats KIND:TYPE[,KIND:TYPE...] [--seed N] "
             "[--skip-existing]\n"
@@ -32,7 +34,9 @@ static void usage(void) {
             "        as mlp.experts.gate_up_proj / down_proj)\n"
             "  presets: tiny (qwen3), qwen3-0.6b, tiny-moe (qwen3moe), qwen3-30b-a3b[-6l],\n"
             "        tiny-qwen35 and qwen35-2b-4l (Qwen3.5 hybrids: Gated DeltaNet and\n"
-            "        gated attention; GGUF qwen35, HF qwen3_5)\n");
+            "        gated attention; GGUF qwen35, HF qwen3_5), tiny-qwen35-moe and\n"
+            "        qwen35-35b-a3b-4l (their MoE variant: routed experts and a shared\n"
+            "        expert; GGUF qwen35moe, HF qwen3_5_moe, experts always fused)\n");
 }
 
 static double now(void) {
@@ -94,7 +98,8 @@ int main(int argc, char **argv) {
     if (synth_preset(&m.hp, preset)) {
         fprintf(stderr,
                 "inferno-mkmodel: unknown preset %s (tiny, qwen3-0.6b, tiny-moe, qwen3-30b-a3b, "
-                "qwen3-30b-a3b-6l, tiny-qwen35, qwen35-2b-4l)\n",
+                "qwen3-30b-a3b-6l, tiny-qwen35, qwen35-2b-4l, tiny-qwen35-moe, "
+                "qwen35-35b-a3b-4l)\n",
                 preset);
         return 2;
     }

@@ -30,7 +30,9 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
     gguf_writer_add_u32(w, KEY("block_count"), (uint32_t)hp->n_layer);
     gguf_writer_add_u32(w, KEY("context_length"), (uint32_t)hp->n_ctx_train);
     gguf_writer_add_u32(w, KEY("embedding_length"), (uint32_t)hp->n_embd);
-    gguf_writer_add_u32(w, KEY("feed_forward_length"), (uint32_t)hp->n_ff);
+    /* the converter writes it from intermediate_size, which a Qwen3.5 MoE
+     * config does not have (its experts' sizes follow) */
+    if (hp->n_ff > 0) gguf_writer_add_u32(w, KEY("feed_forward_length"), (uint32_t)hp->n_ff);
     gguf_writer_add_u32(w, KEY("attention.head_count"), (uint32_t)hp->n_head);
     gguf_writer_add_u32(w, KEY("attention.head_count_kv"), (uint32_t)hp->n_head_kv);
     gguf_writer_add_f32(w, KEY("rope.freq_base"), hp->rope_theta);
@@ -51,6 +53,9 @@ void inf_convert_qwen3_meta(gguf_writer *w, const char *arch, const char *name,
         gguf_writer_add_u32(w, KEY("expert_count"), (uint32_t)hp->n_expert);
         gguf_writer_add_u32(w, KEY("expert_used_count"), (uint32_t)hp->n_expert_used);
         gguf_writer_add_u32(w, KEY("expert_feed_forward_length"), (uint32_t)hp->n_ff_exp);
+        if (hp->n_ff_shexp > 0) /* qwen35moe's shared expert */
+            gguf_writer_add_u32(w, KEY("expert_shared_feed_forward_length"),
+                                (uint32_t)hp->n_ff_shexp);
     }
     if (hp->ssm_n_v_heads > 0) { /* a hybrid (qwen35): Gated DeltaNet layers */
         /* Qwen3.5's interleaved M-RoPE sections (text positions use all three

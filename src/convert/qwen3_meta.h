@@ -1,8 +1,10 @@
 /* The GGUF metadata of a Qwen3 model (qwen3, qwen3moe, and the Qwen3.5
- * hybrid qwen35) as llama.cpp's converter writes it: general.*, the <arch>.*
- * hyperparameters (with the expert counts when hp has experts, and the
- * partial RoPE, ssm.* and full_attention_interval keys when it has DeltaNet
- * layers) and the tokenizer.ggml.* keys.
+ * hybrids qwen35 and qwen35moe) as llama.cpp's converter writes it:
+ * general.*, the <arch>.* hyperparameters (feed_forward_length only when hp
+ * has a dense FFN size, the expert counts when it has experts, the shared
+ * expert's size when it has one, and the partial RoPE, ssm.* and
+ * full_attention_interval keys when it has DeltaNet layers) and the
+ * tokenizer.ggml.* keys.
  * One owner, used by `inferno quantize` (from a Hugging Face folder) and by
  * the test-model maker. */
 #ifndef INF_CONVERT_QWEN3_META_H
@@ -13,7 +15,7 @@
 #include "convert/gguf_writer.h"
 #include "modelfile/model.h"
 
-/* general.architecture (arch, "qwen3", "qwen3moe" or "qwen35") /type/name/
+/* general.architecture (arch, "qwen3", "qwen3moe", "qwen35" or "qwen35moe") /type/name/
  * file_type/quantization_version/alignment and the <arch>.* keys of hp. A
  * hybrid's layer kinds (hp->recurrent) are written as llama.cpp reads them,
  * full_attention_interval, so they must follow its pattern. */

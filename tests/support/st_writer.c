@@ -221,8 +221,11 @@ static json_t *json_float(float v) {
 }
 
 /* Qwen3.5's config.json, as its downloads have it: Qwen3_5ForConditionalGeneration
- * with the text model's fields in text_config (no vision_config: the folder
- * holds no vision tower). */
+ * (Qwen3_5MoeForConditionalGeneration) with the text model's fields in
+ * text_config (no vision_config: the folder holds no vision tower). The MoE
+ * text config has the expert fields of transformers' Qwen3_5MoeTextConfig and
+ * no intermediate_size (no dense FFN) and no norm_topk_prob (its router
+ * always renormalizes). */
 static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int bos_id,
                              int eos_id) {
     json_t *t = json_object();
@@ -240,7 +243,8 @@ static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int
     json_object_set_new(rope, "partial_rotary_factor", json_float((float)n_rot / hp->head_dim));
     json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 11, 11, 10));
     json_object_set_new(rope, "mrope_interleaved", json_true());
-    json_object_set_new(t, "model_type", json_string("qwen3_5_text"));
+    const bool moe = hp->n_expert > 0;
+    json_object_set_new(t, "model_type", json_string(moe ? "qwen3_5_moe_text" : "qwen3_5_text"));
     json_object_set_new(t, "attention_bias", json_false());
     json_object_set_new(t, "attention_dropout", json_real(0.0));
     json_object_set_new(t, "attn_output_gate", json_true());
@@ -252,7 +256,7 @@ static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int
     json_object_set_new(t, "hidden_act", json_string("silu"));
     json_object_set_new(t, "hidden_size", json_integer(hp->n_embd));
     json_object_set_new(t, "initializer_range", json_real(0.02));
-    json_object_set_new(t, "intermediate_size", json_integer(hp->n_ff));
+    if (hp->n_ff > 0) json_object_set_new(t, "intermediate_size", json_integer(hp->n_ff));
     json_object_set_new(t, "layer_types", layer_types);
     json_object_set_new(t, "linear_conv_kernel_dim", json_integer(hp->ssm_d_conv));
     json_object_set_new(t, "linear_key_head_dim", json_integer(hp->ssm_d_k));
@@ -260,17 +264,29 @@ static json_t *qwen35_config(const inf_hparams *hp, const char *torch_dtype, int
     json_object_set_new(t, "linear_num_value_heads", json_integer(hp->ssm_n_v_heads));
     json_object_set_new(t, "linear_value_head_dim", json_integer(hp->ssm_d_v));
     json_object_set_new(t, "max_position_embeddings", json_integer(hp->n_ctx_train));
+    if (moe) json_object_set_new(t, "moe_intermediate_size", json_integer(hp->n_ff_exp));
     json_object_set_new(t, "num_attention_heads", json_integer(hp->n_head));
+    if (moe) {
+        json_object_set_new(t, "num_experts", json_integer(hp->n_expert));
+        json_object_set_new(t, "num_experts_per_tok", json_integer(hp->n_expert_used));
+    }
     json_object_set_new(t, "num_hidden_layers", json_integer(hp->n_layer));
     json_object_set_new(t, "num_key_value_heads", json_integer(hp->n_head_kv));
+    if (moe) json_object_set_new(t, "output_router_logits", json_false());
     json_object_set_new(t, "rms_norm_eps", json_float(hp->rms_eps));
     json_object_set_new(t, "rope_parameters", rope);
+    if (moe) {
+        json_object_set_new(t, "router_aux_loss_coef", json_real(0.001));
+        json_object_set_new(t, "shared_expert_intermediate_size", json_integer(hp->n_ff_shexp));
+    }
     json_object_set_new(t, "tie_word_embeddings", json_boolean(hp->tied_output));
     json_object_set_new(t, "use_cache", json_true());
     json_object_set_new(t, "vocab_size", json_integer(hp->n_vocab));
     json_t *c = json_object();
-    json_object_set_new(c, "architectures", json_pack("[s]", "Qwen3_5ForConditionalGeneration"));
-    json_object_set_new(c, "model_type", json_string("qwen3_5"));
+    json_object_set_new(c, "architectures",
+                        json_pack("[s]", moe ? "Qwen3_5MoeForConditionalGeneration"
+                                             : "Qwen3_5ForConditionalGeneration"));
+    json_object_set_new(c, "model_type", json_string(moe ? "qwen3_5_moe" : "qwen3_5"));
     json_object_set_new(c, "text_config", t);
     json_object_set_new(c, "tie_word_embeddings", json_boolean(hp->tied_output));
     return c;

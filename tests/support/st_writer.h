@@ -47,7 +47,8 @@ int st_write_index(const char *path, int n, const char *const *names, const char
  * torch_dtype ("float32", "float16", "bfloat16") and the bos/eos ids; for a
  * hybrid (hp->ssm_n_v_heads > 0) Qwen3.5's, the text model's fields in
  * text_config (model_type qwen3_5, dtype, layer_types, linear_*,
- * rope_parameters with partial_rotary_factor and mrope_section). */
+ * rope_parameters with partial_rotary_factor and mrope_section; with experts
+ * qwen3_5_moe and the expert fields, no intermediate_size). */
 int st_write_config(const char *path, const inf_hparams *hp, const char *torch_dtype, int bos_id,
                     int eos_id, inf_err *err);
 

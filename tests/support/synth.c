@@ -92,6 +92,45 @@ int synth_preset(inf_hparams *hp, const char *name) {
         hybrid_layers(hp, 4);
         return 0;
     }
+    /* tiny-qwen35's trunk with a MoE block in every layer (qwen35moe) */
+    if (!strcmp(name, "tiny-qwen35-moe")) {
+        synth_preset(hp, "tiny-qwen35");
+        hp->n_ff = 0; /* no dense FFN (the real config has no intermediate_size) */
+        hp->n_expert = 8;
+        hp->n_expert_used = 2;
+        hp->n_ff_exp = 128;
+        hp->n_ff_shexp = 256;
+        hp->norm_topk_prob = true; /* Qwen3.5's router always renormalizes */
+        return 0;
+    }
+    /* Qwen3.5-35B-A3B's per-layer shapes (transformers' Qwen3_5MoeTextConfig
+     * defaults, which are that checkpoint's; llama.cpp's qwen35moe keys for
+     * it); one group of its 40 layers (benchmarks) */
+    if (!strcmp(name, "qwen35-35b-a3b-4l")) {
+        *hp = (inf_hparams){.n_layer = 4,
+                            .n_embd = 2048,
+                            .n_head = 16,
+                            .n_head_kv = 2,
+                            .head_dim = 256,
+                            .n_rot = 64, /* partial_rotary_factor 0.25 */
+                            .n_vocab = 151936,
+                            .n_ctx_train = 262144,
+                            .rope_theta = 1e7f,
+                            .rms_eps = 1e-6f,
+                            .tied_output = false,
+                            .n_expert = 256,
+                            .n_expert_used = 8,
+                            .n_ff_exp = 512,
+                            .n_ff_shexp = 512,
+                            .norm_topk_prob = true,
+                            .ssm_d_conv = 4,
+                            .ssm_n_k_heads = 16,
+                            .ssm_n_v_heads = 32,
+                            .ssm_d_k = 128,
+                            .ssm_d_v = 128};
+        hybrid_layers(hp, 4);
+        return 0;
+    }
     if (!strcmp(name, "tiny")) {
         *hp = (inf_hparams){.n_layer = 4,
                             .n_embd = 256,
@@ -220,8 +259,26 @@ static const block_tensor qwen35_delta_tensors[] = {
     {SYNTH_FFN_UP, "ffn_up.weight", "mlp.up_proj.weight"},
     {SYNTH_FFN_DOWN, "ffn_down.weight", "mlp.down_proj.weight"},
 };
+/* Qwen3.5's MoE block (qwen35moe), in place of the two tables' last three
+ * (the dense FFN): the routed experts as qwen3moe's, then the shared expert
+ * and its gate (llama.cpp's ffn_gate_inp_shexp; HF shared_expert_gate [1,
+ * n_embd], which the converter writes unsqueezed: GGUF {n_embd, 1}). The HF
+ * names of the routed experts are those of the fused layout the checkpoints
+ * hold (see plan_tensors). */
+static const block_tensor qwen35_moe_tensors[] = {
+    {SYNTH_FFN_GATE_INP, "ffn_gate_inp.weight", "mlp.gate.weight"},
+    {SYNTH_FFN_GATE_EXPS, "ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+    {SYNTH_FFN_UP_EXPS, "ffn_up_exps.weight", "mlp.experts.up_proj"},
+    {SYNTH_FFN_DOWN_EXPS, "ffn_down_exps.weight", "mlp.experts.down_proj"},
+    {SYNTH_FFN_GATE_INP_SHEXP, "ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
+    {SYNTH_FFN_GATE_SHEXP, "ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+    {SYNTH_FFN_UP_SHEXP, "ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+    {SYNTH_FFN_DOWN_SHEXP, "ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+};
 #define COUNT(a) ((int)(sizeof(a) / sizeof(a)[0]))
-enum { N_SHARED = 8, MAX_BLOCK_TENSORS = 16 }; /* N_SHARED: block_tensors a MoE block keeps */
+/* N_SHARED: block_tensors a MoE block keeps; N_DENSE_FFN: the dense FFN at
+ * the end of the Qwen3.5 tables, which a MoE block replaces */
+enum { N_SHARED = 8, N_DENSE_FFN = 3, MAX_BLOCK_TENSORS = 20 };
 
 static bool hybrid(const inf_hparams *hp) {
     return hp->ssm_n_v_heads > 0;
@@ -274,6 +331,16 @@ static void role_shape(int64_t ne[3], synth_role r, const inf_hparams *hp) {
     case SYNTH_FFN_DOWN_EXPS:
         ne[0] = hp->n_ff_exp, ne[1] = hp->n_embd, ne[2] = hp->n_expert;
         break;
+    case SYNTH_FFN_GATE_INP_SHEXP: /* one output row: 2-D with ne[1] = 1 */
+        ne[0] = hp->n_embd, ne[1] = 1;
+        break;
+    case SYNTH_FFN_GATE_SHEXP:
+    case SYNTH_FFN_UP_SHEXP:
+        ne[0] = hp->n_embd, ne[1] = hp->n_ff_shexp;
+        break;
+    case SYNTH_FFN_DOWN_SHEXP:
+        ne[0] = hp->n_ff_shexp, ne[1] = hp->n_embd;
+        break;
     case SYNTH_SSM_QKV:
         ne[0] = hp->n_embd, ne[1] = conv;
         break;
@@ -314,7 +381,10 @@ static int layer_tables(const block_tensor *tab[2], int n[2], const inf_hparams 
         const bool delta = hp->recurrent[l];
         tab[0] = delta ? qwen35_delta_tensors : qwen35_attn_tensors;
         n[0] = delta ? COUNT(qwen35_delta_tensors) : COUNT(qwen35_attn_tensors);
-        return 1;
+        if (hp->n_expert == 0) return 1;
+        n[0] -= N_DENSE_FFN;
+        tab[1] = qwen35_moe_tensors, n[1] = COUNT(qwen35_moe_tensors);
+        return 2;
     }
     tab[0] = block_tensors;
     if (hp->n_expert == 0) {
@@ -502,9 +572,10 @@ void synth_fill_stored(float *dst, const synth_tensor *t, const inf_hparams *hp,
 /* ---- type mixes ---- */
 
 inf_dtype synth_gguf_type(synth_mix m, const synth_tensor *t, const inf_hparams *hp) {
-    /* norms, and the router and DeltaNet's conv1d (llama.cpp keeps
-     * ffn_gate_inp and ssm_conv1d F32) */
-    if (t->n_dims == 1 || t->role == SYNTH_FFN_GATE_INP || t->role == SYNTH_SSM_CONV1D)
+    /* norms, the routers and DeltaNet's conv1d (llama.cpp keeps
+     * ffn_gate_inp, ffn_gate_inp_shexp and ssm_conv1d F32) */
+    if (t->n_dims == 1 || t->role == SYNTH_FFN_GATE_INP || t->role == SYNTH_FFN_GATE_INP_SHEXP ||
+        t->role == SYNTH_SSM_CONV1D)
         return INF_F32;
     switch (m) {
     case SYNTH_F32:
@@ -625,9 +696,11 @@ static int add_file_tensor(sink *s, const char *name, const synth_tensor *src, i
 
 /* The output's tensors: the maker's, under the format's names, with the
  * experts (and a DeltaNet's conv1d) laid out as the format holds them (see
- * synth.h). */
-static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
+ * synth.h). A Qwen3.5 folder holds its experts fused in every HF kind, as its
+ * checkpoints do. */
+static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors, const inf_hparams *hp) {
     const synth_kind kind = s->o->kind;
+    const bool fused = kind == SYNTH_HF_FUSED || hybrid(hp);
     for (int i = 0; i < n_tensors; i++) {
         const synth_tensor *t = &ts[i];
         const int64_t total = t->ne[0] * t->ne[1] * t->ne[2];
@@ -648,8 +721,12 @@ static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
         }
         if (t->role == SYNTH_FFN_UP_EXPS) continue; /* written with the gate */
         const int64_t X = t->ne[2], slice = t->ne[0] * t->ne[1];
+        /* the layer's prefix: "model.layers.3." (Qwen3.5: "model.language_model.layers.3.") */
+        const char *experts = strstr(t->hf_name, "mlp.experts.");
+        INF_ASSERT(experts);
+        const int pre = (int)(experts - t->hf_name);
         char name[96];
-        if (kind == SYNTH_HF_FUSED) {
+        if (fused) {
             if (t->role == SYNTH_FFN_DOWN_EXPS) {
                 if (add_file_tensor(s, t->hf_name, t, 3, t->ne[0], t->ne[1], X) ||
                     add_piece(s, t, 0, total))
@@ -657,7 +734,7 @@ static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
                 continue;
             }
             /* gate_up_proj [E, 2F, H]: each expert's gate rows, then its up rows */
-            snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", t->layer);
+            snprintf(name, sizeof name, "%.*smlp.experts.gate_up_proj", pre, t->hf_name);
             if (add_file_tensor(s, name, t, 3, t->ne[0], 2 * t->ne[1], X)) return -1;
             for (int64_t e = 0; e < X; e++)
                 if (add_piece(s, t, e * slice, slice) || add_piece(s, t + 1, e * slice, slice))
@@ -670,7 +747,7 @@ static int plan_tensors(sink *s, const synth_tensor *ts, int n_tensors) {
         for (int64_t e = 0; e < X; e++)
             for (int j = 0; j < 3; j++) {
                 const synth_tensor *src = t + j;
-                snprintf(name, sizeof name, "model.layers.%d.mlp.experts.%lld.%s.weight", t->layer,
+                snprintf(name, sizeof name, "%.*smlp.experts.%lld.%s.weight", pre, t->hf_name,
                          (long long)e, proj[j]);
                 if (add_file_tensor(s, name, src, 2, src->ne[0], src->ne[1], 1) ||
                     add_piece(s, src, e * src->ne[0] * src->ne[1], src->ne[0] * src->ne[1]))
@@ -686,7 +763,8 @@ static inf_dtype file_type(const sink *s, const file_tensor *f, const inf_hparam
 }
 
 static void gguf_metadata(gguf_writer *w, const synth_model *m, synth_mix mix) {
-    const char *arch = hybrid(&m->hp) ? "qwen35" : m->hp.n_expert ? "qwen3moe" : "qwen3";
+    const char *arch = m->hp.n_expert ? "qwen3moe" : "qwen3";
+    if (hybrid(&m->hp)) arch = m->hp.n_expert ? "qwen35moe" : "qwen35";
     inf_convert_qwen3_meta(w, arch, m->name, &m->hp, synth_file_type(mix));
 }
 
@@ -734,7 +812,7 @@ static int sink_open(sink *s, const synth_model *m, const synth_tensor *ts, int 
                      inf_err *err) {
     const synth_output *o = s->o;
     snprintf(s->tmp, sizeof s->tmp, "%s.tmp", o->path);
-    if (plan_tensors(s, ts, n_tensors)) return inf_fail(err, "%s: out of memory", o->path);
+    if (plan_tensors(s, ts, n_tensors, &m->hp)) return inf_fail(err, "%s: out of memory", o->path);
     if (o->kind == SYNTH_GGUF) {
         s->gguf = gguf_writer_create();
         if (!s->gguf) return inf_fail(err, "%s: out of memory", o->path);

@@ -11,8 +11,9 @@
  * token embeddings ~ N(0, (2/sqrt(n_embd))²) so that the tied output head
  * gives logits with a spread of about 2.
  *
- * Hybrid presets (Qwen3.5: hp.ssm_n_v_heads > 0; GGUF "qwen35", HF "qwen3_5")
- * have Gated DeltaNet layers (hp.recurrent[l]) between gated-attention layers.
+ * Hybrid presets (Qwen3.5: hp.ssm_n_v_heads > 0; GGUF "qwen35", HF "qwen3_5";
+ * with experts GGUF "qwen35moe", HF "qwen3_5_moe") have Gated DeltaNet layers
+ * (hp.recurrent[l]) between gated-attention layers.
  * A synthetic tensor is the model's value in Hugging Face's head order; the
  * formats store some of them differently, as real files do (synth_fill_stored):
  *   - HF stores the RMSNorm weights of input_layernorm, post_attention_layernorm,
@@ -80,7 +81,15 @@ int synth_mix_parse(const char *s);
  * heads and 4 V heads of 32, conv kernel 4, tied head) or "qwen35-2b-4l"
  * (Qwen3.5-2B's per-layer shapes: 2048 wide, 8/2 heads of 256 with 64 RoPE'd,
  * FFN 6144, DeltaNet 16/16 heads of 128; one group of 3 DeltaNet + 1
- * attention layer, untied head). Returns -1 for any other name. */
+ * attention layer, untied head); "tiny-qwen35-moe" (qwen35moe: tiny-qwen35
+ * with a MoE block in every layer in place of the FFN: 8 experts of FFN 128,
+ * top 2, renormalized, a shared expert of FFN 256 scaled by
+ * sigmoid(shared_expert_gate . x)) or "qwen35-35b-a3b-4l" (Qwen3.5-35B-A3B's
+ * per-layer shapes: 2048 wide, 16/2 gated heads of 256 with 64 RoPE'd,
+ * DeltaNet 16 K and 32 V heads of 128, 256 experts of FFN 512, top 8, shared
+ * expert FFN 512; one group of 3 DeltaNet + 1 attention layer, untied head).
+ * Every preset has the Qwen3 vocabulary (151936; Qwen3.5's own has 248320).
+ * Returns -1 for any other name. */
 int synth_preset(inf_hparams *hp, const char *name);
 
 typedef enum synth_role {
@@ -102,6 +111,11 @@ typedef enum synth_role {
     SYNTH_FFN_GATE_EXPS, /* {n_embd, n_ff_exp, n_expert} */
     SYNTH_FFN_UP_EXPS,   /* {n_embd, n_ff_exp, n_expert} */
     SYNTH_FFN_DOWN_EXPS, /* {n_ff_exp, n_embd, n_expert} */
+    /* Qwen3.5 MoE layers add a shared expert (hp.n_ff_shexp) and its gate */
+    SYNTH_FFN_GATE_INP_SHEXP, /* {n_embd, 1} (HF shared_expert_gate [1, n_embd]), F32 in GGUF */
+    SYNTH_FFN_GATE_SHEXP,     /* {n_embd, n_ff_shexp} */
+    SYNTH_FFN_UP_SHEXP,       /* {n_embd, n_ff_shexp} */
+    SYNTH_FFN_DOWN_SHEXP,     /* {n_ff_shexp, n_embd} */
     /* Gated DeltaNet layers (hp.recurrent[l]) have these in place of the
      * attention; Nk/Nv heads of dk/dv, C = 2*Nk*dk + Nv*dv, K the conv kernel */
     SYNTH_SSM_QKV,     /* attn_qkv {n_embd, C}: q, k, then v rows */
@@ -186,8 +200,10 @@ typedef struct synth_model {
  * mlp.experts.gate_up_proj [E, 2F, H] (gate rows first) and
  * mlp.experts.down_proj [E, H, F]: the same values in every layout. A hybrid
  * preset's HF folder is laid out as Qwen3_5ForConditionalGeneration's
- * downloads are (text tensors under model.language_model., lm_head.weight at
- * the top, linear_attn.conv1d.weight [C, 1, K], no vision tower). Each output is
+ * (Qwen3_5MoeForConditionalGeneration's) downloads are (text tensors under
+ * model.language_model., lm_head.weight at the top, linear_attn.conv1d.weight
+ * [C, 1, K], no vision tower; experts always fused, as those checkpoints
+ * hold them, whatever the HF kind). Each output is
  * written under a temporary name and renamed into place when complete.
  * Returns -1 with a message naming the output on failure. */
 int synth_write(const synth_model *m, const synth_output *outs, int n_outs, inf_err *err);
