@@ -21,6 +21,10 @@ static void usage(FILE *f) {
                "  -m MODEL            GGUF file, Hugging Face folder, or a tokenizer.json\n"
                "                      (default " INF_DEFAULT_MODEL ")\n"
                "  --pieces            one token per line: id, then its bytes (escaped)\n"
+               "  --pretokens         the pieces BPE merges instead of ids, one per line\n"
+               "                      (escaped): the added tokens cut out, the text between\n"
+               "                      normalized and split by the pre-tokenizer; with\n"
+               "                      --jsonl a JSON array of strings per line\n"
                "  --no-parse-special  control tokens such as <|im_start|> in the text are\n"
                "                      plain text (user-defined ones such as <think> still match)\n"
                "  --jsonl             each input line is a JSON string; each output line is\n"
@@ -125,7 +129,40 @@ static void print_ids(const inf_tokenizer *tok, const int32_t *ids, int n, bool 
     if (!pieces) putchar('\n');
 }
 
-static int run_jsonl(const inf_tokenizer *tok, bool parse_special, bool decode) {
+/* --pretokens: each piece printed on its own line, or added to a JSON array. */
+static int print_pretoken(void *ctx, const char *piece, size_t len, int32_t added) {
+    (void)ctx;
+    (void)added;
+    print_piece(piece, len);
+    putchar('\n');
+    return 0;
+}
+
+static int json_pretoken(void *ctx, const char *piece, size_t len, int32_t added) {
+    (void)added;
+    return json_array_append_new(ctx, json_stringn(piece, len));
+}
+
+/* --pretokens --jsonl: one input line's pieces as a JSON array of strings;
+ * NULL, with a message, when the line fails. */
+static json_t *jsonl_pretokens(const inf_tokenizer *tok, const json_t *j, bool parse_special,
+                               long lineno) {
+    inf_err err;
+    json_t *out = json_array();
+    if (!json_is_string(j))
+        fprintf(stderr, "inferno tokenize: stdin line %ld: expected a JSON string\n", lineno);
+    else if (!out)
+        fprintf(stderr, "inferno tokenize: stdin line %ld: out of memory\n", lineno);
+    else if (inf_tok_pretokenize(tok, json_string_value(j), json_string_length(j), parse_special,
+                                 json_pretoken, out, &err) == 0)
+        return out;
+    else
+        fprintf(stderr, "inferno tokenize: stdin line %ld: %s\n", lineno, err.msg);
+    json_decref(out);
+    return NULL;
+}
+
+static int run_jsonl(const inf_tokenizer *tok, bool parse_special, bool decode, bool pretokens) {
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -139,6 +176,8 @@ static int run_jsonl(const inf_tokenizer *tok, bool parse_special, bool decode) 
         json_t *out = NULL;
         if (!j) {
             fprintf(stderr, "inferno tokenize: stdin line %ld: %s\n", lineno, jerr.text);
+        } else if (pretokens) {
+            out = jsonl_pretokens(tok, j, parse_special, lineno);
         } else if (!decode) {
             int32_t *ids = NULL;
             int n = 0;
@@ -272,7 +311,8 @@ static int run_bench(const inf_tokenizer *tok, const char *text, size_t len, boo
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model = INF_DEFAULT_MODEL;
-    bool pieces = false, parse_special = true, jsonl = false, decode = false, bench = false;
+    bool pieces = false, parse_special = true, jsonl = false, decode = false, bench = false,
+         pretokens = false;
     int first_text = argc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -284,6 +324,8 @@ int cmd_tokenize(int argc, char **argv) {
             model = argv[i];
         } else if (!strcmp(a, "--pieces"))
             pieces = true;
+        else if (!strcmp(a, "--pretokens"))
+            pretokens = true;
         else if (!strcmp(a, "--no-parse-special"))
             parse_special = false;
         else if (!strcmp(a, "--jsonl"))
@@ -307,6 +349,11 @@ int cmd_tokenize(int argc, char **argv) {
             break;
         }
     }
+    if (pretokens && (decode || bench || pieces)) {
+        fprintf(stderr, "inferno tokenize: --pretokens goes with neither --decode, --bench nor "
+                        "--pieces\n");
+        return 2;
+    }
     inf_err err;
     inf_tokenizer *tok = NULL;
     if (open_tokenizer(&tok, model, &err)) {
@@ -315,7 +362,7 @@ int cmd_tokenize(int argc, char **argv) {
     }
     int status = 0;
     if (jsonl) {
-        status = run_jsonl(tok, parse_special, decode);
+        status = run_jsonl(tok, parse_special, decode, pretokens);
         inf_tok_free(tok);
         return status;
     }
@@ -343,7 +390,12 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (decode)
         status = run_decode(tok, text);
-    else if (bench)
+    else if (pretokens) {
+        if (inf_tok_pretokenize(tok, text, len, parse_special, print_pretoken, NULL, &err)) {
+            fprintf(stderr, "inferno tokenize: %s\n", err.msg);
+            status = 1;
+        }
+    } else if (bench)
         status = run_bench(tok, text, len, parse_special);
     else {
         int32_t *ids = NULL;

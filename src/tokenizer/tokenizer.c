@@ -180,8 +180,9 @@ static int build_regex(inf_tokenizer *t, const inf_vocab_desc *v, inf_err *err) 
     if (!pattern) {
         const tok_pre_info *pre = tok_pre_by_name(v->pre);
         if (!pre)
-            return inf_fail(err, "tokenizer: pre-tokenizer \"%s\" is unknown (known: qwen2, gpt2)",
-                            v->pre ? v->pre : "(none)");
+            return inf_fail(
+                err, "tokenizer: pre-tokenizer \"%s\" is unknown (known: qwen2, qwen35, gpt2)",
+                v->pre ? v->pre : "(none)");
         pattern = pre->regex;
         t->nfc = t->nfc || pre->nfc;
     }
@@ -328,10 +329,20 @@ static int encode_word(const inf_tokenizer *t, const unsigned char *w, size_t n,
     return 0;
 }
 
-/* Normalizes, splits and merges one stretch of text between added tokens. */
-static int encode_plain(const inf_tokenizer *t, const char *text, size_t len, pcre2_match_data *md,
-                        pcre2_match_context **mctx, pcre2_jit_stack **jstack, tok_ids *out,
-                        inf_err *err) {
+/* One walk over a text: its pieces in order go to fn (see inf_tok_pretokenize).
+ * The match data and the JIT stack are made once per walk. */
+typedef struct tok_walk {
+    const inf_tokenizer *t;
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    pcre2_jit_stack *jstack;
+    inf_tok_piece_fn fn;
+    void *ctx;
+} tok_walk;
+
+/* Normalizes and splits one stretch of text between added tokens. */
+static int split_plain(tok_walk *w, const char *text, size_t len, inf_err *err) {
+    const inf_tokenizer *t = w->t;
     utf8proc_uint8_t *norm = NULL;
     if (t->nfc) {
         /* Code points below U+0300 are NFC already and compose with nothing
@@ -351,17 +362,17 @@ static int encode_plain(const inf_tokenizer *t, const char *text, size_t len, pc
     const unsigned char *s = (const unsigned char *)text;
     size_t pos = 0, emitted = 0;
     while (pos < len) {
-        int m = pcre2_match(t->re, s, len, pos, PCRE2_NO_UTF_CHECK, md, *mctx);
-        if (m == PCRE2_ERROR_JIT_STACKLIMIT && !*jstack) {
+        int m = pcre2_match(t->re, s, len, pos, PCRE2_NO_UTF_CHECK, w->md, w->mctx);
+        if (m == PCRE2_ERROR_JIT_STACKLIMIT && !w->jstack) {
             /* A long run (e.g. of spaces before a lookahead) outgrew the
              * default 32 KiB JIT stack: retry with a large one. */
-            *jstack = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, NULL);
-            *mctx = pcre2_match_context_create(NULL);
-            if (!*jstack || !*mctx) {
+            w->jstack = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, NULL);
+            w->mctx = pcre2_match_context_create(NULL);
+            if (!w->jstack || !w->mctx) {
                 rc = inf_fail(err, "tokenize: out of memory");
                 break;
             }
-            pcre2_jit_stack_assign(*mctx, NULL, *jstack);
+            pcre2_jit_stack_assign(w->mctx, NULL, w->jstack);
             continue;
         }
         if (m == PCRE2_ERROR_NOMATCH) break;
@@ -372,7 +383,7 @@ static int encode_plain(const inf_tokenizer *t, const char *text, size_t len, pc
                           (char *)msg);
             break;
         }
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(w->md);
         size_t ms = ov[0], me = ov[1];
         if (me == ms) { /* empty match: step one character, it joins the gap */
             pos = ms + 1;
@@ -381,12 +392,11 @@ static int encode_plain(const inf_tokenizer *t, const char *text, size_t len, pc
             continue;
         }
         /* Text the regex skipped is a piece of its own (HF "Isolated"). */
-        if (ms > emitted && (rc = encode_word(t, s + emitted, ms - emitted, out))) break;
-        if ((rc = encode_word(t, s + ms, me - ms, out))) break;
+        if (ms > emitted && (rc = w->fn(w->ctx, text + emitted, ms - emitted, -1))) break;
+        if ((rc = w->fn(w->ctx, text + ms, me - ms, -1))) break;
         emitted = pos = me;
     }
-    if (!rc && emitted < len) rc = encode_word(t, s + emitted, len - emitted, out);
-    if (rc && !err->msg[0]) inf_fail(err, "tokenize: out of memory");
+    if (!rc && emitted < len) rc = w->fn(w->ctx, text + emitted, len - emitted, -1);
     free(norm);
     return rc;
 }
@@ -403,48 +413,75 @@ static int32_t match_added(const inf_tokenizer *t, const char *s, size_t left, b
     return -1;
 }
 
-int inf_tok_encode(const inf_tokenizer *t, const char *text, size_t len, bool parse_special,
-                   int32_t **ids, int *n_ids, inf_err *err) {
-    *ids = NULL;
-    *n_ids = 0;
-    if (err) err->msg[0] = 0;
-    inf_err local;
-    if (!err) err = &local;
-    err->msg[0] = 0;
+/* Cuts the added tokens out of text and splits the stretches between them;
+ * every piece goes to fn. -1 with err set, or fn's nonzero status with err
+ * left as fn's failure left it (possibly empty). */
+static int walk_text(const inf_tokenizer *t, const char *text, size_t len, bool parse_special,
+                     inf_tok_piece_fn fn, void *ctx, inf_err *err) {
     size_t bad = inf_utf8_valid_prefix(text, len);
     if (bad != len)
         return inf_fail(err, "tokenize: invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
                         (unsigned char)text[bad]);
     if (len > (size_t)INT32_MAX)
         return inf_fail(err, "tokenize: text of %zu bytes is too long", len);
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
-    if (!md) return inf_fail(err, "tokenize: out of memory");
-    pcre2_match_context *mctx = NULL;
-    pcre2_jit_stack *jstack = NULL;
-    tok_ids out = {0};
+    tok_walk w = {t, pcre2_match_data_create_from_pattern(t->re, NULL), NULL, NULL, fn, ctx};
+    if (!w.md) return inf_fail(err, "tokenize: out of memory");
     int rc = 0;
     size_t start = 0;
     for (size_t i = 0; i < len && !rc; i++) {
         if (t->by_byte[(unsigned char)text[i]] == t->by_byte[(unsigned char)text[i] + 1]) continue;
         int32_t id = match_added(t, text + i, len - i, parse_special);
         if (id < 0) continue;
-        if (i > start) rc = encode_plain(t, text + start, i - start, md, &mctx, &jstack, &out, err);
-        if (!rc && tok_ids_push(&out, &id, 1)) rc = inf_fail(err, "tokenize: out of memory");
+        if (i > start) rc = split_plain(&w, text + start, i - start, err);
+        if (!rc) rc = fn(ctx, t->bytes_buf + t->bytes_off[id], token_len(t, id), id);
         start = i + token_len(t, id);
         i = start - 1;
     }
-    if (!rc && start < len)
-        rc = encode_plain(t, text + start, len - start, md, &mctx, &jstack, &out, err);
-    pcre2_match_data_free(md);
-    pcre2_match_context_free(mctx);
-    pcre2_jit_stack_free(jstack);
-    if (!rc && out.n > (size_t)INT32_MAX) rc = inf_fail(err, "tokenize: too many tokens");
+    if (!rc && start < len) rc = split_plain(&w, text + start, len - start, err);
+    pcre2_match_data_free(w.md);
+    pcre2_match_context_free(w.mctx);
+    pcre2_jit_stack_free(w.jstack);
+    return rc;
+}
+
+int inf_tok_pretokenize(const inf_tokenizer *t, const char *text, size_t len, bool parse_special,
+                        inf_tok_piece_fn fn, void *ctx, inf_err *err) {
+    err->msg[0] = 0;
+    int rc = walk_text(t, text, len, parse_special, fn, ctx, err);
+    if (rc && !err->msg[0]) inf_fail(err, "tokenize: the caller's piece function failed (%d)", rc);
+    return rc ? -1 : 0;
+}
+
+typedef struct tok_encoding {
+    const inf_tokenizer *t;
+    tok_ids out;
+} tok_encoding;
+
+/* A piece of the walk -> its ids: an added token is its own id, a pre-token
+ * is merged (-1 only when out of memory). */
+static int encode_piece(void *ctx, const char *piece, size_t len, int32_t added) {
+    tok_encoding *e = ctx;
+    if (added >= 0) return tok_ids_push(&e->out, &added, 1);
+    return encode_word(e->t, (const unsigned char *)piece, len, &e->out);
+}
+
+int inf_tok_encode(const inf_tokenizer *t, const char *text, size_t len, bool parse_special,
+                   int32_t **ids, int *n_ids, inf_err *err) {
+    *ids = NULL;
+    *n_ids = 0;
+    inf_err local;
+    if (!err) err = &local;
+    err->msg[0] = 0;
+    tok_encoding e = {t, {0}};
+    int rc = walk_text(t, text, len, parse_special, encode_piece, &e, err);
+    if (rc && !err->msg[0]) inf_fail(err, "tokenize: out of memory");
+    if (!rc && e.out.n > (size_t)INT32_MAX) rc = inf_fail(err, "tokenize: too many tokens");
     if (rc) {
-        free(out.v);
+        free(e.out.v);
         return -1;
     }
-    *ids = out.v;
-    *n_ids = (int)out.n;
+    *ids = e.out.v;
+    *n_ids = (int)e.out.n;
     return 0;
 }
 

@@ -50,6 +50,21 @@ void inf_tok_free(inf_tokenizer *t); /* NULL is a no-op */
 int inf_tok_encode(const inf_tokenizer *t, const char *text, size_t len, bool parse_special,
                    int32_t **ids, int *n_ids, inf_err *err);
 
+/* One piece of a text as encoding cuts it, before BPE: `len` bytes of whole
+ * UTF-8 characters (not NUL-terminated, valid only during the call), and
+ * `added`: the id of an added token cut out of the text, or -1 for a
+ * pre-token (a piece of the split). 0 goes on; anything else stops the walk. */
+typedef int (*inf_tok_piece_fn)(void *ctx, const char *piece, size_t len, int32_t added);
+
+/* Steps 1-3 of encoding (added tokens cut out as parse_special says, NFC when
+ * the model says so, the pre-tokenizer's split) over text, calling fn with
+ * each piece in order: the same walk inf_tok_encode merges piece by piece, so
+ * a split can be checked against another regex engine. The pieces joined are
+ * the normalized text. -1 with a message on invalid UTF-8, out of memory, a
+ * regex failure, or when fn stops the walk (err must not be NULL). */
+int inf_tok_pretokenize(const inf_tokenizer *t, const char *text, size_t len, bool parse_special,
+                        inf_tok_piece_fn fn, void *ctx, inf_err *err);
+
 /* ids -> the concatenation of their raw bytes in *out (malloc'd, caller frees,
  * NUL-terminated for convenience; *len excludes the NUL). Control tokens give
  * their text. The bytes may be invalid UTF-8 when the ids cut a character;

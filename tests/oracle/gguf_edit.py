@@ -4,6 +4,9 @@
   gguf_edit.py IN OUT --arch NAME
       general.architecture becomes NAME and every OLD.* key NAME.* (a
       qwen3 file as a qwen3vl one, as llama.cpp names Qwen3-VL's text model).
+  gguf_edit.py IN OUT --str KEY VALUE
+      the string KEY becomes VALUE (added when the file lacks it), e.g.
+      tokenizer.ggml.pre as another converter names the pre-tokenizer.
   gguf_edit.py IN OUT_PREFIX --split N
       llama.cpp's gguf-split layout: OUT_PREFIX-0000i-of-0000N.gguf, the first
       with all metadata, each with split.no/count/tensors.count and its share
@@ -84,17 +87,19 @@ def write(path, version, kvs, tensors, blobs, align):
     head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
     for key, t, v in kvs:
         head += s(key) + struct.pack("<I", t) + v
-    off, infos, body = 0, b"", b""
+    off, infos, body = 0, b"", []  # body: the pieces, joined once (no quadratic copies)
     for (name, dims, ty, _), blob in zip(tensors, blobs):
-        off = (off + align - 1) // align * align
+        pad = (off + align - 1) // align * align - off
+        off += pad
         infos += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
         infos += struct.pack("<IQ", ty, off)
-        body += b"\0" * (off - len(body)) + blob
+        body += [b"\0" * pad, blob]
         off += len(blob)
     head += infos
     head += b"\0" * ((len(head) + align - 1) // align * align - len(head))
     with open(path, "wb") as f:
-        f.write(head + body)
+        f.write(head)
+        f.writelines(body)
 
 
 def main():
@@ -107,6 +112,13 @@ def main():
         new = arg.encode()
         kvs = [(k, t, s(new) if k == b"general.architecture" else v) for k, t, v in kvs]
         kvs = [(new + k[len(old):] if k.startswith(old + b".") else k, t, v) for k, t, v in kvs]
+        write(out, version, kvs, tensors, blobs, align)
+        return 0
+    if what == "--str":
+        key, value = arg.encode(), s(sys.argv[5].encode())
+        if not any(k == key for k, t, v in kvs):
+            kvs.append((key, 8, value))
+        kvs = [(k, t, value) if k == key else (k, t, v) for k, t, v in kvs]
         write(out, version, kvs, tensors, blobs, align)
         return 0
     n = int(arg)

@@ -311,6 +311,83 @@ static void test_create_errors(void) {
     }
 }
 
+/* ---- the pre-tokenizer's pieces ---- */
+
+/* Pieces joined by "|", an added token as "{id}". */
+typedef struct piece_list {
+    char s[256];
+    size_t n;
+    int stop_after; /* stop the walk after this many pieces; 0: never */
+    int count;
+} piece_list;
+
+static int collect_piece(void *ctx, const char *piece, size_t len, int32_t added) {
+    piece_list *p = ctx;
+    int k = added >= 0 ? snprintf(p->s + p->n, sizeof p->s - p->n, "%s{%d}", p->n ? "|" : "", added)
+                       : snprintf(p->s + p->n, sizeof p->s - p->n, "%s%.*s", p->n ? "|" : "",
+                                  (int)len, piece);
+    if (k > 0 && (size_t)k < sizeof p->s - p->n) p->n += (size_t)k;
+    return ++p->count == p->stop_after;
+}
+
+static void check_pieces(const inf_tokenizer *t, const char *what, const char *text,
+                         const char *want) {
+    piece_list p = {{0}, 0, 0, 0};
+    inf_err err = {0};
+    int rc = inf_tok_pretokenize(t, text, strlen(text), true, collect_piece, &p, &err);
+    CHECK_MSG(rc == 0 && !strcmp(p.s, want),
+              "%s: pieces of \"%s\": rc %d %s\n  expected %s\n  actual   %s", what, text, rc,
+              err.msg, want, p.s);
+}
+
+/* The pattern as Qwen3.5's tokenizer.json states it (its Split pre-tokenizer):
+ * a file that carries it is read with it, not with the table's copy. */
+#define QWEN35_REGEX                                                                               \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| "                  \
+    "?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+/* qwen35 keeps combining marks in the word, qwen2 cuts them off; both NFC
+ * first (U+0323 sorts before U+0307; "a" + U+0301 composes, a second U+0301
+ * stays). The Devanagari word is "hindi": letters with vowel signs and a
+ * virama (Mc, Mn), none of which NFC composes. */
+static void test_pretokenize(void) {
+    static const struct {
+        const char *text, *qwen2, *qwen35;
+    } cases[] = {
+        {"\u0939\u093f\u0928\u094d\u0926\u0940", "\u0939|\u093f\u0928|\u094d\u0926|\u0940",
+         "\u0939\u093f\u0928\u094d\u0926\u0940"},
+        {"q\u0307\u0323 x", "q|\u0323\u0307| x", "q\u0323\u0307| x"},
+        {"a\u0301\u0301b", "\u00e1|\u0301b", "\u00e1\u0301b"},
+        {"I'M  ok\n", "I|'M| | ok|\n", "I|'M| | ok|\n"},
+        {"x<t>\u0301!", "x|{257}|\u0301!", "x|{257}|\u0301|!"},
+    };
+    for (int form = 0; form < 3; form++) {
+        small_vocab s;
+        make_small(&s, (const char *const[]){"a b"}, 1);
+        add_token(&s, "<t>", INF_TOKEN_USER_DEFINED);
+        /* qwen2 by name; qwen35 by name (a GGUF); qwen35 by the file's regex */
+        free(s.v.pre);
+        s.v.pre = strdup(form ? "qwen35" : "qwen2");
+        if (form == 2) s.v.pretok_regex = strdup(QWEN35_REGEX);
+        s.v.nfc = form == 2; /* a GGUF's nfc comes from the table, a file's from its normalizer */
+        inf_tokenizer *t = finish_small(&s);
+        if (!t) return;
+        const char *what = (const char *[]){"qwen2", "qwen35", "qwen35 regex"}[form];
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_pieces(t, what, cases[i].text, form ? cases[i].qwen35 : cases[i].qwen2);
+        if (form == 0) {
+            /* the walk stops when the callback says so, with a message */
+            piece_list p = {{0}, 0, 2, 0};
+            inf_err err = {0};
+            CHECK(inf_tok_pretokenize(t, "a b c", 5, true, collect_piece, &p, &err) == -1 &&
+                  p.count == 2 && strstr(err.msg, "piece"));
+            CHECK(inf_tok_pretokenize(t, "\xff", 1, true, collect_piece, &p, &err) == -1 &&
+                  strstr(err.msg, "invalid UTF-8"));
+        }
+        inf_tok_free(t);
+    }
+}
+
 /* ---- Qwen3's tokenizer.json ---- */
 
 typedef struct enc_job {
@@ -408,6 +485,7 @@ int main(void) {
     test_invalid_utf8();
     test_detok();
     test_create_errors();
+    test_pretokenize();
     test_qwen3();
     inf_tok_free(NULL);
     return th_report();

@@ -71,6 +71,31 @@ static void test_small(void) {
     CHECK(v.tokens == NULL && v.eos_id == -1);
 }
 
+/* A file whose Split pattern is a known one is named after it (and written
+ * so to a GGUF): Qwen3.5's pattern, as its tokenizer.json states it, is
+ * llama.cpp's "qwen35". */
+static void test_known_pattern(void) {
+    const char *p = write_tmp(
+        "tokenizer.json",
+        "{\"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": \"Sequence\", "
+        "\"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+        "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{L}\\\\p{M}]+"
+        "|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{M}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+"
+        "|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+        "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", "
+        "\"add_prefix_space\": false, \"use_regex\": false}]}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0}, \"merges\": []}}");
+    inf_vocab_desc v;
+    inf_err err = {0};
+    int rc = inf_vocab_from_hf(&v, p, NULL, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (rc) return;
+    CHECK_STR(v.pre, "qwen35");
+    CHECK(v.pretok_regex && strstr(v.pretok_regex, "[\\p{L}\\p{M}]+"));
+    CHECK(v.nfc);
+    inf_vocab_desc_free(&v);
+}
+
 /* Each bad file must fail with a message naming the file, never crash. */
 static void test_bad(void) {
     static const struct {
@@ -146,6 +171,7 @@ int main(void) {
         return 1;
     }
     test_small();
+    test_known_pattern();
     test_bad();
     test_qwen3();
     char cmd[300];
