@@ -315,7 +315,7 @@ static void model_facts_get(const inf_model_file *mf, model_facts *mfx) {
     else
         snprintf(label, sizeof label, "%.0fB", b);
     snprintf(mfx->type, sizeof mfx->type, "%s %s %s", mf->arch ? mf->arch : "qwen3",
-             mf->hp.n_layer <= 4 ? "tiny" : label, ti ? ti->name : "?");
+             b < 0.05 ? "tiny" : label, ti ? ti->name : "?");
 }
 
 /* ---- timing ---- */

@@ -78,6 +78,14 @@ void inf_qwen3_attn_release(blk_attn *w, const inf_backend *be) {
 int inf_qwen3_ffn_bind(blk_ffn *w, const inf_model_file *mf, const inf_backend *be, int l,
                        const blk_ffn_names *n, inf_err *err) {
     const int64_t E = mf->hp.n_embd, F = mf->hp.n_ff;
+    if (F <= 0)
+        return mf->format == INF_FORMAT_GGUF
+                   ? inf_fail(err, "%s: metadata %s.feed_forward_length is missing (layer %d has a dense FFN)",
+                              mf->path, mf->arch, l)
+                   : inf_fail(err,
+                              "%s/config.json: field intermediate_size is missing (layer %d has a "
+                              "dense FFN)",
+                              mf->path, l);
     const inf_tensor *t[4];
     if (blk_find(&t[0], mf, n->norm, l, -1, 1, (int64_t[]){E}, true, false, err) ||
         blk_find(&t[1], mf, n->gate, l, -1, 2, (int64_t[]){E, F}, false, false, err) ||

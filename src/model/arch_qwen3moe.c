@@ -122,14 +122,19 @@ static int slice(inf_tensor *out, const inf_model_file *mf, const inf_tensor *t,
     return 0;
 }
 
-/* A Hugging Face gate_up_proj of shape [X, E, 2F] (ne {2F, E, X}): the x·W
- * layout of Qwen3-VL-MoE's experts, not transformers v5's W·x [X, 2F, E]. */
+/* A Hugging Face gate_up_proj of shape [X, E, 2F] (ne {2F, E, X}) with
+ * down_proj [X, F, E]: the x·W layout of Qwen3-VL-MoE's experts, not
+ * transformers v5's W·x [X, 2F, E] and [X, E, F]. Where 2F = E the first
+ * fits both; down_proj then tells (F = E too cannot be). */
 static bool transposed_experts(const inf_model_file *mf, int l) {
     char name[128];
     blk_name_fmt(name, sizeof name, mf, gate_up_exps, l, -1);
     const inf_tensor *t = inf_model_find(mf, name);
+    blk_name_fmt(name, sizeof name, mf, down_exps, l, -1);
+    const inf_tensor *d = inf_model_find(mf, name);
     const inf_hparams *hp = &mf->hp;
-    return t && t->n_dims == 3 && t->ne[0] == 2 * hp->n_ff_exp && t->ne[1] == hp->n_embd;
+    return t && t->n_dims == 3 && t->ne[0] == 2 * hp->n_ff_exp && t->ne[1] == hp->n_embd &&
+           (!d || (d->ne[0] == hp->n_embd && d->ne[1] == hp->n_ff_exp));
 }
 
 /* Checks (be NULL: at open) or binds (w, be) layer l's MoE FFN. */

@@ -69,7 +69,7 @@ int inf_model_open(inf_model_file **out, const char *path, inf_err *err) {
 static int check_hparams(const inf_model_file *mf, int n_ctx, int max_rows, inf_err *err) {
     const inf_hparams *hp = &mf->hp;
     if (hp->n_layer <= 0 || hp->n_embd <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 ||
-        hp->head_dim <= 0 || hp->n_ff <= 0 || hp->n_vocab <= 0)
+        hp->head_dim <= 0 || (hp->n_ff <= 0 && hp->n_expert <= 0) || hp->n_vocab <= 0)
         return inf_fail(err,
                         "%s: hyperparameters must be positive (layers %d, embd %d, heads "
                         "%d/%d, head_dim %d, ff %d, vocab %d)",

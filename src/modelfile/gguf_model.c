@@ -55,13 +55,15 @@ static int load_hparams(inf_model_file *m, const gguf_file *g, inf_err *err) {
     if (get_pos_int(g, KEY("block_count"), &hp->n_layer, err) ||
         get_pos_int(g, KEY("embedding_length"), &hp->n_embd, err) ||
         get_pos_int(g, KEY("attention.head_count"), &hp->n_head, err) ||
-        get_pos_int(g, KEY("feed_forward_length"), &hp->n_ff, err) ||
         get_pos_int(g, KEY("context_length"), &hp->n_ctx_train, err) ||
         gguf_get_float(g, KEY("rope.freq_base"), &theta, err) ||
         gguf_get_float(g, KEY("attention.layer_norm_rms_epsilon"), &eps, err))
         return -1;
     hp->rope_theta = (float)theta;
     hp->rms_eps = (float)eps;
+    /* the dense FFN's size; a model made of MoE blocks only has none
+       (Qwen3.5-MoE): its architecture says whether it needs one */
+    if (gguf_find(g, KEY("feed_forward_length")) && get_pos_int(g, key, &hp->n_ff, err)) return -1;
     hp->n_head_kv = hp->n_head;
     if (gguf_find(g, KEY("attention.head_count_kv")) && get_pos_int(g, key, &hp->n_head_kv, err))
         return -1;

@@ -195,7 +195,8 @@ static int load_config(inf_model_file *m, const char *dir, inf_err *err) {
         cfg_int(cfg, path, "num_hidden_layers", -1, &hp->n_layer, err) ||
         cfg_int(cfg, path, "num_attention_heads", -1, &hp->n_head, err) ||
         cfg_int(cfg, path, "num_key_value_heads", hp->n_head, &hp->n_head_kv, err) ||
-        cfg_int(cfg, path, "intermediate_size", -1, &hp->n_ff, err) ||
+        /* 0 when absent: a model of MoE blocks only (its architecture checks) */
+        cfg_int(cfg, path, "intermediate_size", 0, &hp->n_ff, err) ||
         cfg_int(cfg, path, "max_position_embeddings", -1, &hp->n_ctx_train, err) ||
         load_rope(hp, cfg, path, err) || cfg_num(cfg, path, "rms_norm_eps", &eps, err))
         goto done;

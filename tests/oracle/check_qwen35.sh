@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # inferno's Qwen3.5 / Qwen3.6 hybrids (qwen35: Gated DeltaNet layers and a
-# gated attention layer) against the NumPy reference written from the Hugging
-# Face definition (tests/reference/qwen35_ref.py; itself checked by
+# gated attention layer; qwen35moe: the same trunk with MoE blocks and a
+# shared expert) against the NumPy reference written from the Hugging Face
+# definition (tests/reference/qwen35_ref.py; itself checked by
 # check_qwen35_ref), on the scalar backend:
 # 1. F32 from the GGUF file (llama.cpp's layout: 1 + w norms, ssm_a, tiled V
 #    heads) and from the Hugging Face folder (zero-centred norms, A_log, 3-D
-#    conv weight, grouped V heads): prompts of 1, 17 and 70 tokens, the
-#    prefill row and every decode step, max abs diff < 1e-4.
+#    conv weight, grouped V heads; MoE: fused experts): prompts of 1, 17 and
+#    70 tokens, the prefill row and every decode step, max abs diff < 1e-4;
+#    dense and MoE.
 # 2. Q8_0 and Q4_K_M files against the reference on their own dequantized
-#    weights: < 1e-4.
+#    weights: < 1e-4; dense and MoE.
 # 3. The recurrent state across calls: a prompt fed in chunks (-b 5: each
 #    chunk continues the conv and delta-rule states the previous one left)
 #    gives the logits of the whole prompt at once, bit for bit; so do the
@@ -26,8 +28,10 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 finish() { echo "$pass passed, $fail failed"; exit $((fail != 0)); }
 
 if ! $PY -c 'import numpy' 2>/dev/null; then echo "check_qwen35: $PY has no numpy"; bad numpy; finish; fi
-for m in tiny-qwen35-f32.gguf tiny-qwen35-f32-hf tiny-qwen35-q8_0.gguf tiny-qwen35-q4_k_m.gguf; do
-    [ -e models/$m ] || { bad "models/$m not generated (scripts/make-models.sh)"; finish; }
+for v in qwen35 qwen35-moe; do
+    for m in tiny-$v-f32.gguf tiny-$v-f32-hf tiny-$v-q8_0.gguf tiny-$v-q4_k_m.gguf; do
+        [ -e models/$m ] || { bad "models/$m not generated (scripts/make-models.sh)"; finish; }
+    done
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -45,35 +49,36 @@ cmp_npy() { # label, a, b, tol
     line=$($PY $REF --compare "$2" "$3" --tol "$4") && ok "$1: $line" || bad "$1: $line (tolerance $4)"
 }
 
-# 1. F32, both layouts
-for src in gguf hf; do
-    m=models/tiny-qwen35-f32.gguf; [ $src = hf ] && m=models/tiny-qwen35-f32-hf
-    args=()
-    for L in 1 17 70; do
-        run_inf $m "$(ids $L)" "$tmp/${src}_$L.npy" || { bad "inferno run $src $L"; continue; }
-        args+=(--tokens "$(ids $L)" --gen-from "$tmp/${src}_$L.npy" --out "$tmp/ref_${src}_$L.npy")
+for v in qwen35 qwen35-moe; do
+    # 1. F32, both layouts
+    for src in gguf hf; do
+        m=models/tiny-$v-f32.gguf; [ $src = hf ] && m=models/tiny-$v-f32-hf
+        args=()
+        for L in 1 17 70; do
+            run_inf $m "$(ids $L)" "$tmp/$v-${src}_$L.npy" || { bad "inferno run $v $src $L"; continue; }
+            args+=(--tokens "$(ids $L)" --gen-from "$tmp/$v-${src}_$L.npy" --out "$tmp/ref_$v-${src}_$L.npy")
+        done
+        $PY $REF $m "${args[@]}" || bad "reference run $v $src"
+        for L in 1 17 70; do
+            cmp_npy "$v F32 $src prompt $L tokens, prefill + $((NGEN - 1)) decode steps" \
+                "$tmp/$v-${src}_$L.npy" "$tmp/ref_$v-${src}_$L.npy" $TOL
+        done
     done
-    $PY $REF $m "${args[@]}" || bad "reference run $src"
-    for L in 1 17 70; do
-        cmp_npy "F32 $src prompt $L tokens, prefill + $((NGEN - 1)) decode steps" \
-            "$tmp/${src}_$L.npy" "$tmp/ref_${src}_$L.npy" $TOL
+    # 2. quantized files against the reference on their dequantized weights
+    for t in q8_0 q4_k_m; do
+        m=models/tiny-$v-$t.gguf
+        run_inf $m "$(ids 17)" "$tmp/$v-$t.npy" || { bad "inferno run $v $t"; continue; }
+        $PY $REF $m --tokens "$(ids 17)" --gen-from "$tmp/$v-$t.npy" --out "$tmp/ref_$v-$t.npy" &&
+            cmp_npy "$v ${t^^} prompt 17 vs reference on its dequantized weights" "$tmp/$v-$t.npy" "$tmp/ref_$v-$t.npy" $TOL ||
+            bad "reference run $v $t"
     done
-done
-
-# 2. quantized files against the reference on their dequantized weights
-for t in q8_0 q4_k_m; do
-    m=models/tiny-qwen35-$t.gguf
-    run_inf $m "$(ids 17)" "$tmp/$t.npy" || { bad "inferno run $t"; continue; }
-    $PY $REF $m --tokens "$(ids 17)" --gen-from "$tmp/$t.npy" --out "$tmp/ref_$t.npy" &&
-        cmp_npy "${t^^} prompt 17 vs reference on its dequantized weights" "$tmp/$t.npy" "$tmp/ref_$t.npy" $TOL ||
-        bad "reference run $t"
 done
 
 # 3. the states carried across forward calls and cache kinds: bit for bit
 run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/chunked.npy" -b 5 &&
-    cmp_npy "prompt of 70 fed 5 at a time == at once" "$tmp/gguf_70.npy" "$tmp/chunked.npy" 0 ||
+    cmp_npy "prompt of 70 fed 5 at a time == at once" "$tmp/qwen35-gguf_70.npy" "$tmp/chunked.npy" 0 ||
     bad "chunked run"
 run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/paged.npy" --kv paged --kv-block 16 &&
-    cmp_npy "--kv paged == --kv basic" "$tmp/gguf_70.npy" "$tmp/paged.npy" 0 ||
+    cmp_npy "--kv paged == --kv basic" "$tmp/qwen35-gguf_70.npy" "$tmp/paged.npy" 0 ||
     bad "paged run"
 finish

@@ -67,7 +67,9 @@ int main(void) {
         /* qwen3moe: the tiny MoE preset (experts grouped over the batch) */
         "moe-f32", "moe-q8_0", "moe-q4_k_m", "moe-mxfp4",
         /* qwen35: the tiny hybrid (DeltaNet layers and a gated attention layer) */
-        "qwen35-f32", "qwen35-q8_0", "qwen35-q4_k_m"};
+        "qwen35-f32", "qwen35-q8_0", "qwen35-q4_k_m",
+        /* qwen35moe: its MoE variant (routed experts and a shared expert) */
+        "qwen35-moe-f32", "qwen35-moe-q4_k_m"};
     const inf_isa levels[] = {INF_ISA_SCALAR, INF_ISA_NEON, INF_ISA_AVX2, INF_ISA_AVX512,
                               INF_ISA_AMX};
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
@@ -87,7 +89,8 @@ int main(void) {
             prompt[i] = (i * 7919 + 13) % V;
         CHECK(run(mf, inf_backend_scalar(), prompt, NULL, greedy, ref) == 0);
         bool exact_types = !strcmp(types[ti], "f32") || !strcmp(types[ti], "f16") ||
-                           !strcmp(types[ti], "moe-f32") || !strcmp(types[ti], "qwen35-f32");
+                           !strcmp(types[ti], "moe-f32") || !strcmp(types[ti], "qwen35-f32") ||
+                           !strcmp(types[ti], "qwen35-moe-f32");
         /* integer types quantize the activations to 8 bits; in a MoE model that can
            flip a near-tie between two experts, which moves the logits more than the
            rounding itself (tiny-moe-q4_k_m with llama.cpp's 8-expert mix: 0.054 on

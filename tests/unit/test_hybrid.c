@@ -155,12 +155,12 @@ static void test_batched(inf_model *m) {
     free(lg);
 }
 
-int main(void) {
+static void run_model(const char *path) {
     inf_model_file *mf;
     inf_err err;
-    if (inf_model_open(&mf, "models/tiny-qwen35-f32.gguf", &err)) {
+    if (inf_model_open(&mf, path, &err)) {
         CHECK_MSG(0, "%s (run scripts/make-models.sh)", err.msg);
-        return th_report();
+        return;
     }
     V = mf->hp.n_vocab;
     inf_backend *simd = inf_backend_simd_create(inf_isa_best(), 1, false, INF_ATTN_FLASH);
@@ -177,5 +177,10 @@ int main(void) {
     }
     inf_backend_simd_free(simd);
     inf_model_close(mf);
+}
+
+int main(void) {
+    run_model("models/tiny-qwen35-f32.gguf");
+    run_model("models/tiny-qwen35-moe-f32.gguf"); /* its MoE variant */
     return th_report();
 }
