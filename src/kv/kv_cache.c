@@ -74,12 +74,18 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_l
     if (!c->n_past || !c->tokens || !c->views || !c->kv_views || !c->kv_index) goto oom;
     for (int l = 0, k = 0; l < n_layer; l++)
         c->kv_index[l] = lay->recurrent && lay->recurrent[l] ? -1 : k++;
-    if (n_rec &&
-        !(c->states = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats, sizeof(float)))) {
+    if (n_rec && (!(c->states = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats,
+                                       sizeof(float))) ||
+                  (o->kind == INF_KV_BASIC &&
+                   (!(c->snaps = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats,
+                                        sizeof(float))) ||
+                    !(c->snap_pos = malloc((size_t)n_seq * sizeof *c->snap_pos)))))) {
         inf_fail(err, "kv cache: out of memory for the recurrent states (%d sequences x %d layers x %zu floats)",
                  n_seq, n_rec, c->state_floats);
         goto fail;
     }
+    for (int s = 0; c->snap_pos && s < n_seq; s++)
+        c->snap_pos[s] = -1;
     if (o->kind == INF_KV_BASIC) {
         if (!(c->basic = calloc((size_t)n_seq, sizeof *c->basic))) goto oom;
         for (int s = 0; s < n_seq; s++)
@@ -107,8 +113,8 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_l
                                      o->type_k, o->type_v, err) ||
             inf_radix_create(&c->radix, c->pool, err))
             goto fail;
-        /* recurrent states: checkpoints at the ends of published prompts and
-           finished requests, two per sequence and two more */
+        /* recurrent states: checkpoints where prefills paused for one and
+           where requests ended, two per sequence and two more */
         if (n_rec)
             inf_radix_set_states(c->radix, (size_t)n_rec * c->state_floats, 2 * n_seq + 2);
         c->seqs = calloc((size_t)n_seq, sizeof *c->seqs);
@@ -145,6 +151,8 @@ void inf_kv_cache_free(inf_kv_cache *c) {
     free(c->kv_views);
     free(c->kv_index);
     free(c->states);
+    free(c->snaps);
+    free(c->snap_pos);
     free(c);
 }
 
@@ -173,14 +181,17 @@ int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, in
     int m = c->n_past[seq] < n ? c->n_past[seq] : n, i = 0;
     while (i < m && t[i] == prompt[i])
         i++;
-    /* a recurrent state stands for all n_past positions: no shorter prefix */
-    if (c->n_rec_layer && i != c->n_past[seq]) return 0;
+    /* a recurrent state stands for all n_past positions: no shorter prefix
+       but the snapshot's */
+    if (c->n_rec_layer && i != c->n_past[seq])
+        return c->snap_pos[seq] >= 0 && c->snap_pos[seq] <= i ? c->snap_pos[seq] : 0;
     return i;
 }
 
 /* Keeps the first n positions of seq. */
 static void truncate_to(inf_kv_cache *c, int seq, int n) {
     if (n >= c->n_past[seq]) return;
+    if (c->snap_pos && c->snap_pos[seq] > n) c->snap_pos[seq] = -1;
     if (c->kind == INF_KV_BASIC)
         inf_kv_basic_truncate(c->basic[seq], n);
     else
@@ -194,8 +205,17 @@ int inf_kv_cache_begin(inf_kv_cache *c, int seq, const int32_t *prompt, int n, i
     if (c->kind == INF_KV_BASIC) {
         int m = inf_kv_cache_match(c, seq, prompt, n);
         int keep = m < max_keep ? m : max_keep;
-        /* the states are valid at n_past only */
-        if (c->n_rec_layer && keep != c->n_past[seq]) keep = 0;
+        /* the states are valid at n_past, or at the snapshot (restored) */
+        if (c->n_rec_layer && keep != c->n_past[seq]) {
+            const int at = c->snap_pos[seq];
+            if (at >= 0 && at <= keep) {
+                const size_t f = (size_t)c->n_rec_layer * c->state_floats;
+                memcpy(seq_states(c, seq), c->snaps + (size_t)seq * f, f * sizeof(float));
+                keep = at;
+            } else {
+                keep = 0;
+            }
+        }
         truncate_to(c, seq, keep);
     } else {
         truncate_to(c, seq, 0);
@@ -232,7 +252,25 @@ void inf_kv_cache_commit(inf_kv_cache *c, int seq, int pos, int32_t token) {
 }
 
 void inf_kv_cache_publish(inf_kv_cache *c, int seq) {
-    if (c->kind == INF_KV_PAGED) donate(c, seq);
+    if (c->kind == INF_KV_PAGED && !c->n_rec_layer) donate(c, seq);
+}
+
+int inf_kv_cache_checkpoint_pos(const inf_kv_cache *c, int n_prompt) {
+    if (!c->n_rec_layer) return -1;
+    const int p = (n_prompt - INF_KV_CHECKPOINT_TAIL) / INF_KV_CHECKPOINT_STEP *
+                  INF_KV_CHECKPOINT_STEP;
+    return p > 0 ? p : -1;
+}
+
+void inf_kv_cache_checkpoint(inf_kv_cache *c, int seq) {
+    if (!c->n_rec_layer || c->n_past[seq] == 0) return;
+    if (c->kind == INF_KV_PAGED) {
+        donate(c, seq);
+        return;
+    }
+    const size_t f = (size_t)c->n_rec_layer * c->state_floats;
+    memcpy(c->snaps + (size_t)seq * f, seq_states(c, seq), f * sizeof(float));
+    c->snap_pos[seq] = c->n_past[seq];
 }
 
 void inf_kv_cache_end(inf_kv_cache *c, int seq) {
@@ -250,9 +288,9 @@ size_t inf_kv_cache_token_bytes(const inf_kv_cache *c) {
            (inf_kv_type_bytes(c->type_k, c->kv_dim) + inf_kv_type_bytes(c->type_v, c->kv_dim));
 }
 
-/* Bytes of one sequence's recurrent states. */
+/* Bytes of one sequence's recurrent states (basic: and its snapshot). */
 static size_t state_bytes(const inf_kv_cache *c) {
-    return (size_t)c->n_rec_layer * c->state_floats * sizeof(float);
+    return (size_t)c->n_rec_layer * c->state_floats * sizeof(float) * (c->snaps ? 2 : 1);
 }
 
 size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq) {

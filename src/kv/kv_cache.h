@@ -33,9 +33,10 @@ typedef enum inf_kv_kind { INF_KV_BASIC, INF_KV_PAGED } inf_kv_kind;
  * (recurrent[l]) keeps no rows but a state of state_floats floats that
  * stands for all its positions at once (Qwen3.5's DeltaNet layers: the conv
  * history and the delta-rule state). A state is valid at n_past only: a
- * basic cache keeps a sequence's past whole or not at all (begin); the paged
- * cache's tree keeps state checkpoints where prompts and requests ended
- * (radix.h) and a prompt resumes from the deepest one on its cached path.
+ * basic cache keeps a sequence's past whole, back to its one snapshot, or
+ * not at all (begin); the paged cache's tree keeps state checkpoints where
+ * prefills paused for one and where requests ended (radix.h), and a prompt
+ * resumes from the deepest one on its cached path.
  * The forward pass zeroes a state when a span starts at position 0. */
 typedef struct inf_kv_layout {
     int n_layer;
@@ -75,6 +76,8 @@ typedef struct inf_kv_cache {
     int *kv_index;        /* [n_layer] layer -> its index among the attention layers, or -1 */
     size_t state_floats;  /* of one recurrent layer */
     float *states;        /* [n_seq][n_rec_layer][state_floats] */
+    float *snaps;         /* basic: [n_seq][n_rec_layer][state_floats] a checkpoint each */
+    int *snap_pos;        /* basic: [n_seq] where it was taken, or -1 */
     inf_kv_view *kv_views; /* [n_kv_layer] scratch: the stores' views */
     inf_dtype type_k, type_v;
     int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */
@@ -97,7 +100,7 @@ void inf_kv_cache_free(inf_kv_cache *c);
 
 /* How many leading tokens of prompt[0..n) sequence seq could reuse now
  * (paged: 0, every sequence sees the same shared tree; with recurrent
- * layers: all it holds or 0). */
+ * layers: all it holds, its snapshot's position, or 0). */
 int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, int n);
 
 /* Starts seq for prompt[0..n): keeps (basic) or adopts from the prefix
@@ -115,8 +118,23 @@ int inf_kv_cache_reserve(inf_kv_cache *c, int seq, int n_new, inf_err *err);
 void inf_kv_cache_commit(inf_kv_cache *c, int seq, int pos, int32_t token);
 
 /* paged: offers what seq holds to other requests now (a prompt is
- * prefilled). basic: nothing. */
+ * prefilled). basic, and models with recurrent layers: nothing (those keep
+ * checkpoints instead). */
 void inf_kv_cache_publish(inf_kv_cache *c, int seq);
+
+/* With recurrent layers: where a prefill of a prompt of n tokens should
+ * pause for a state checkpoint, or -1 (none, or no recurrent layers). It is
+ * the last multiple of INF_KV_CHECKPOINT_STEP at least INF_KV_CHECKPOINT_TAIL
+ * tokens before the prompt's end: a chat's next turn renders the history
+ * the same up to the generation prompt (<|im_start|>assistant\n, a think
+ * block), and resumes from there. */
+int inf_kv_cache_checkpoint_pos(const inf_kv_cache *c, int n_prompt);
+#define INF_KV_CHECKPOINT_STEP 16
+#define INF_KV_CHECKPOINT_TAIL 8
+/* Keeps seq's states at its n_past: paged, in the prefix tree (radix.h);
+ * basic, as the sequence's one snapshot, which a later begin whose prompt
+ * leaves the cached tokens after it resumes from. */
+void inf_kv_cache_checkpoint(inf_kv_cache *c, int seq);
 
 /* The request on seq ended. paged: donates its tokens to the prefix cache
  * and lets go of its blocks. basic: keeps them for the next request. */

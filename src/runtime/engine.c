@@ -27,6 +27,12 @@ static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err
     return 0;
 }
 
+static int ex_seq_checkpoint_pos(void *ctx, int n_prompt) {
+    return inf_kv_cache_checkpoint_pos(((inf_engine *)ctx)->kv, n_prompt);
+}
+static void ex_seq_checkpoint(void *ctx, int seq) {
+    inf_kv_cache_checkpoint(((inf_engine *)ctx)->kv, seq);
+}
 static int ex_seq_match(void *ctx, int seq, const int32_t *prompt, int n) {
     return inf_kv_cache_match(((inf_engine *)ctx)->kv, seq, prompt, n);
 }
@@ -262,6 +268,8 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         .seq_begin = ex_seq_begin,
         .seq_reserve = ex_seq_reserve,
         .seq_publish = ex_seq_publish,
+        .seq_checkpoint_pos = e->kv->n_rec_layer ? ex_seq_checkpoint_pos : NULL,
+        .seq_checkpoint = ex_seq_checkpoint,
         .seq_end = ex_seq_end,
         .seq_reset = ex_seq_reset,
         .kv_stats = o->kv.kind == INF_KV_PAGED ? ex_kv_stats : NULL,

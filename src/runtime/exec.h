@@ -79,6 +79,10 @@ typedef struct inf_exec {
      *   evicts cached prefixes if it must); -1 + err when it cannot.
      * seq_publish: the prompt is prefilled: offer seq's tokens to other
      *   requests now.
+     * seq_checkpoint_pos (optional): where a prompt of n tokens should pause
+     *   so the cache can keep the state there (models with recurrent layers:
+     *   the state is kept only at positions a forward call ends at), or -1;
+     *   the prefill ends a chunk there and calls seq_checkpoint.
      * seq_end: the request on seq ended: donate its tokens to the prefix
      *   cache (paged) or keep them for the next request (basic).
      * seq_reset: forget everything seq holds (after a failed forward).
@@ -87,6 +91,8 @@ typedef struct inf_exec {
     int (*seq_begin)(void *ctx, int seq, const int32_t *prompt, int n, int max_keep);
     int (*seq_reserve)(void *ctx, int seq, int n_new, inf_err *err);
     void (*seq_publish)(void *ctx, int seq);
+    int (*seq_checkpoint_pos)(void *ctx, int n_prompt);
+    void (*seq_checkpoint)(void *ctx, int seq);
     void (*seq_end)(void *ctx, int seq);
     void (*seq_reset)(void *ctx, int seq);
     void (*kv_stats)(void *ctx, inf_kv_stats *st);

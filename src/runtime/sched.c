@@ -500,6 +500,10 @@ static int build_batch(inf_sched *s) {
         after = next->start_seq;
         int from = next->n_prompt_done, left = next->task->n_prompt - from;
         int k = left < budget ? left : budget;
+        /* a chunk ends where the cache keeps a state checkpoint (not in a
+           one-row piece: that row would be a decode row) */
+        int stop = e->seq_checkpoint_pos ? e->seq_checkpoint_pos(e->ctx, next->task->n_prompt) : -1;
+        if (stop - from >= 2 && from + k > stop) k = stop - from;
         /* No prompt chunk of one row unless the prompt has one (one-row spans
          * take the decode attention: see inf_exec_max_reuse); a slot offered
          * one row waits for a step with room for two, which comes while at
@@ -588,6 +592,9 @@ static void step_rows(inf_sched *s) {
         INF_ASSERT(sl->n_cache == s->pos[r]);
         sl->n_cache++;
         if (sl->state == SLOT_PREFILL) sl->n_prompt_done++;
+        if (sl->state == SLOT_PREFILL && e->seq_checkpoint_pos &&
+            sl->n_prompt_done == e->seq_checkpoint_pos(e->ctx, sl->task->n_prompt))
+            e->seq_checkpoint(e->ctx, sl->id);
         if (s->want[r] == INF_OUT_NONE) continue;
         if (sl->state == SLOT_PREFILL) e->seq_publish(e->ctx, sl->id);
         if (s->want[r] == INF_OUT_HIDDEN) {

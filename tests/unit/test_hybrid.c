@@ -9,7 +9,10 @@
  *   a state, so it starts over (reuses 0) and still equals a cold run;
  * - two sequences decoded in one forward call equal each run alone;
  * - the paged cache resumes from the state checkpoints its tree keeps where
- *   requests ended (radix.h), with the same results.
+ *   requests ended (radix.h), with the same results;
+ * - a chat's next turn, which leaves the cached tokens just before the
+ *   prompt's end, resumes from the checkpoint its prefill paused for
+ *   (basic: the slot's snapshot; paged: the tree's) and equals a cold run.
  * On the scalar backend and the best SIMD level. Needs the generated models
  * (scripts/make-models.sh). */
 #include <stdlib.h>
@@ -50,8 +53,9 @@ static void test_layout(inf_model *m) {
     const size_t kv_row = 2 * (size_t)(hp->n_layer - n_rec) * (size_t)hp->n_head_kv *
                           (size_t)hp->head_dim * sizeof(float);
     CHECK(inf_kv_cache_token_bytes(r.kv) == kv_row);
+    /* the states and (basic) their snapshot */
     CHECK(inf_kv_cache_bytes(r.kv, 0) ==
-          (size_t)N_CTX * kv_row + (size_t)n_rec * inf_model_state_floats(hp) * sizeof(float));
+          (size_t)N_CTX * kv_row + 2 * (size_t)n_rec * inf_model_state_floats(hp) * sizeof(float));
     kv_run_close(&r);
 }
 
@@ -99,6 +103,56 @@ static void test_turns(inf_model *m, const inf_kv_opts *o) {
     CHECK(kv_run_prefill(&r, p3, 50, &err) == 0);
     CHECK_INT(r.reused, 0);
     cold(m, o, p3, 50, ref);
+    CHECK_CLOSE(r.logits, ref, V, 0);
+    kv_run_close(&r);
+    free(ref);
+}
+
+/* A prefill as the scheduler runs it: paused at the cache's checkpoint
+ * position for a state checkpoint. */
+static int prefill_ckpt(kv_run *r, const int32_t *p, int n, inf_err *err) {
+    r->reused = inf_kv_cache_begin(r->kv, 0, p, n, inf_exec_max_reuse(n));
+    const int at = inf_kv_cache_checkpoint_pos(r->kv, n);
+    if (at - r->reused >= 2) {
+        if (kv_run_feed(r, p + r->reused, at - r->reused, err)) return -1;
+        inf_kv_cache_checkpoint(r->kv, 0);
+        return kv_run_feed(r, p + at, n - at, err);
+    }
+    return kv_run_feed(r, p + r->reused, n - r->reused, err);
+}
+
+/* A chat's next turn leaves the cached tokens a few before the prompt's end
+ * (the generation prompt): it resumes from the checkpoint the prefill left
+ * (basic: the slot's snapshot; paged: the tree's) and gives the cold run's
+ * logits; a third prompt that leaves the cache before the checkpoint starts
+ * over. */
+static void test_next_turn(inf_model *m, const inf_kv_opts *o) {
+    inf_err err;
+    int32_t p1[70], p2[100], p3[60];
+    float *ref = malloc((size_t)V * sizeof(float));
+    fill(p1, 70, 4);
+    memcpy(p2, p1, 66 * sizeof(int32_t)); /* leaves p1 at 66 */
+    fill(p2 + 66, 34, 5);
+    memcpy(p3, p1, 40 * sizeof(int32_t)); /* leaves p1 at 40, before its checkpoint */
+    fill(p3 + 40, 20, 6);
+    const int at = (70 - INF_KV_CHECKPOINT_TAIL) / INF_KV_CHECKPOINT_STEP * INF_KV_CHECKPOINT_STEP;
+    kv_run r;
+    CHECK(kv_run_open(&r, m, o, N_CTX, &err) == 0);
+    CHECK_INT(inf_kv_cache_checkpoint_pos(r.kv, 70), at);
+    CHECK(prefill_ckpt(&r, p1, 70, &err) == 0);
+    for (int i = 0; i < 3; i++) { /* a reply */
+        int32_t t = (int32_t)((i * 17 + 2) % V);
+        CHECK(kv_run_feed(&r, &t, 1, &err) == 0);
+    }
+    inf_kv_cache_end(r.kv, 0);
+    CHECK(prefill_ckpt(&r, p2, 100, &err) == 0);
+    CHECK_INT(r.reused, at);
+    cold(m, o, p2, 100, ref);
+    CHECK_CLOSE(r.logits, ref, V, 0);
+    inf_kv_cache_end(r.kv, 0);
+    CHECK(prefill_ckpt(&r, p3, 60, &err) == 0);
+    CHECK_INT(r.reused, 0);
+    cold(m, o, p3, 60, ref);
     CHECK_CLOSE(r.logits, ref, V, 0);
     kv_run_close(&r);
     free(ref);
@@ -172,6 +226,8 @@ static void run_model(const char *path) {
         if (i == 0) test_layout(m);
         test_turns(m, NULL);
         test_turns(m, &(inf_kv_opts){.kind = INF_KV_PAGED, .block_size = 16});
+        test_next_turn(m, NULL);
+        test_next_turn(m, &(inf_kv_opts){.kind = INF_KV_PAGED, .block_size = 16});
         test_batched(m);
         inf_model_free(m);
     }
