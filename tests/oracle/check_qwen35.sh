@@ -15,6 +15,8 @@
 #    chunk continues the conv and delta-rule states the previous one left)
 #    gives the logits of the whole prompt at once, bit for bit; so do the
 #    basic and the paged K/V caches.
+# 4. The server: a chat's second turn resumes from the first's state
+#    checkpoints and answers as a fresh server does.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
@@ -81,4 +83,32 @@ run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/chunked.npy" -b 5 &&
 run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/paged.npy" --kv paged --kv-block 16 &&
     cmp_npy "--kv paged == --kv basic" "$tmp/qwen35-gguf_70.npy" "$tmp/paged.npy" 0 ||
     bad "paged run"
+
+# 4. The server: a chat's second turn resumes from the state checkpoints of
+#    the first (cached_tokens > 0) and answers as a fresh server does.
+port=$((18500 + RANDOM % 400))
+serve() { $INF serve -m models/tiny-qwen35-f32.gguf --backend scalar --port $port -np 2 -c 1024 >"$tmp/serve.log" 2>&1 & spid=$!
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+chat() { curl -s "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' -d "$1"; }
+hist=$($PY -c "print(' '.join(['the river runs past old stone walls'] * 20))")
+turn1="{\"messages\":[{\"role\":\"user\",\"content\":\"$hist\"}],\"max_tokens\":4,\"temperature\":0}"
+if serve; then
+    chat "$turn1" >"$tmp/t1.json"
+    reply=$($PY -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['choices'][0]['message']['content']))" "$tmp/t1.json")
+    turn2="{\"messages\":[{\"role\":\"user\",\"content\":\"$hist\"},{\"role\":\"assistant\",\"content\":$reply},{\"role\":\"user\",\"content\":\"And then?\"}],\"max_tokens\":8,\"temperature\":0}"
+    chat "$turn2" >"$tmp/warm.json"
+    kill $spid; wait $spid 2>/dev/null
+    serve && chat "$turn2" >"$tmp/cold.json"
+    kill $spid; wait $spid 2>/dev/null
+    line=$($PY -c "
+import json, sys
+w, c = (json.load(open(f)) for f in sys.argv[1:3])
+hit = w['usage']['prompt_tokens_details']['cached_tokens']
+same = w['choices'][0]['message']['content'] == c['choices'][0]['message']['content']
+print(f'cached {hit} of {w[\"usage\"][\"prompt_tokens\"]} prompt tokens, reply equal to a cold server: {same}')
+sys.exit(0 if hit > 0 and same and c['usage']['prompt_tokens_details']['cached_tokens'] == 0 else 1)" "$tmp/warm.json" "$tmp/cold.json") &&
+        ok "server second turn: $line" || bad "server second turn: $line"
+else
+    bad "inferno serve did not start: $(tail -2 "$tmp/serve.log")"
+fi
 finish
