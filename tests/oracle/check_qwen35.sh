@@ -15,6 +15,13 @@
 #    chunk continues the conv and delta-rule states the previous one left)
 #    gives the logits of the whole prompt at once, bit for bit; so do the
 #    basic and the paged K/V caches.
+# the multi-token-prediction block llama.cpp's converter appends is loaded
+# past, not run: the same logits bit for bit
+$PY tests/oracle/gguf_edit.py models/tiny-qwen35-f32.gguf "$tmp/mtp.gguf" --mtp 1 &&
+    run_inf "$tmp/mtp.gguf" "$(ids 70)" "$tmp/mtp.npy" &&
+    cmp_npy "an MTP block (nextn_predict_layers 1) is not run" "$tmp/qwen35-gguf_70.npy" "$tmp/mtp.npy" 0 ||
+    bad "MTP file"
+
 # 4. The server: a chat's second turn resumes from the first's state
 #    checkpoints and answers as a fresh server does.
 set -uo pipefail
@@ -83,6 +90,13 @@ run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/chunked.npy" -b 5 &&
 run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/paged.npy" --kv paged --kv-block 16 &&
     cmp_npy "--kv paged == --kv basic" "$tmp/qwen35-gguf_70.npy" "$tmp/paged.npy" 0 ||
     bad "paged run"
+
+# the multi-token-prediction block llama.cpp's converter appends is loaded
+# past, not run: the same logits bit for bit
+$PY tests/oracle/gguf_edit.py models/tiny-qwen35-f32.gguf "$tmp/mtp.gguf" --mtp 1 &&
+    run_inf "$tmp/mtp.gguf" "$(ids 70)" "$tmp/mtp.npy" &&
+    cmp_npy "an MTP block (nextn_predict_layers 1) is not run" "$tmp/qwen35-gguf_70.npy" "$tmp/mtp.npy" 0 ||
+    bad "MTP file"
 
 # 4. The server: a chat's second turn resumes from the state checkpoints of
 #    the first (cached_tokens > 0) and answers as a fresh server does.

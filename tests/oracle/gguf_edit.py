@@ -7,6 +7,13 @@
   gguf_edit.py IN OUT --str KEY VALUE
       the string KEY becomes VALUE (added when the file lacks it), e.g.
       tokenizer.ggml.pre as another converter names the pre-tokenizer.
+  gguf_edit.py IN OUT --mtp 1
+      a multi-token-prediction block appended after the trunk as llama.cpp's
+      qwen35/qwen35moe converter writes one (<arch>.block_count + 1,
+      <arch>.nextn_predict_layers 1, blk.N.* for the new last block N: the
+      last layer's tensors again and nextn.eh_proj / enorm / hnorm /
+      shared_head_norm), every value of it 1e6 (F32): a reader that ran it
+      would give other logits.
   gguf_edit.py IN OUT_PREFIX --split N
       llama.cpp's gguf-split layout: OUT_PREFIX-0000i-of-0000N.gguf, the first
       with all metadata, each with split.no/count/tensors.count and its share
@@ -119,6 +126,26 @@ def main():
         if not any(k == key for k, t, v in kvs):
             kvs.append((key, 8, value))
         kvs = [(k, t, value) if k == key else (k, t, v) for k, t, v in kvs]
+        write(out, version, kvs, tensors, blobs, align)
+        return 0
+    if what == "--mtp":
+        arch = next(v for k, t, v in kvs if k == b"general.architecture")[8:]
+        bc = arch + b".block_count"
+        n = struct.unpack("<I", next(v for k, t, v in kvs if k == bc))[0]
+        kvs = [(k, t, struct.pack("<I", n + 1) if k == bc else v) for k, t, v in kvs]
+        kvs.append((arch + b".nextn_predict_layers", 4, struct.pack("<I", 1)))
+        emb = next(d for name, d, ty, o in tensors if name == b"token_embd.weight")[0]
+        last = b"blk.%d." % (n - 1)
+        extra = [(b"blk.%d." % n + name[len(last):], dims) for name, dims, ty, o in tensors
+                 if name.startswith(last)]
+        extra += [(b"blk.%d.nextn.eh_proj.weight" % n, [2 * emb, emb])]
+        extra += [(b"blk.%d.nextn.%s.weight" % (n, w), [emb]) for w in (b"enorm", b"hnorm", b"shared_head_norm")]
+        for name, dims in extra:
+            count = 1
+            for d in dims:
+                count *= d
+            tensors.append((name, dims, 0, 0))  # F32
+            blobs.append(struct.pack("<f", 1e6) * count)
         write(out, version, kvs, tensors, blobs, align)
         return 0
     n = int(arg)
