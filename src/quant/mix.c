@@ -72,9 +72,11 @@ static bool use_more_bits(int i, int n) {
 
 static bool quantizable(const inf_mix_tensor *t) {
     const size_t n = strlen(t->name);
-    /* llama.cpp keeps the MoE router (ffn_gate_inp) as it is */
+    /* llama.cpp keeps the MoE router (ffn_gate_inp) and the small 2-D conv
+       weights of recurrent layers (ssm_conv1d) as they are */
     return t->n_dims >= 2 && n >= 6 && !strcmp(t->name + n - 6, "weight") &&
-           !has(t->name, "_norm.weight") && !has(t->name, "ffn_gate_inp.weight");
+           !has(t->name, "_norm.weight") && !has(t->name, "ffn_gate_inp.weight") &&
+           !has(t->name, "ssm_conv1d.weight");
 }
 
 /* a type whose block fits a row of ne0 weights, llama.cpp's fallback order */

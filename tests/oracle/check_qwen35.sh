@@ -14,14 +14,9 @@
 # 3. The recurrent state across calls: a prompt fed in chunks (-b 5: each
 #    chunk continues the conv and delta-rule states the previous one left)
 #    gives the logits of the whole prompt at once, bit for bit; so do the
-#    basic and the paged K/V caches.
-# the multi-token-prediction block llama.cpp's converter appends is loaded
-# past, not run: the same logits bit for bit
-$PY tests/oracle/gguf_edit.py models/tiny-qwen35-f32.gguf "$tmp/mtp.gguf" --mtp 1 &&
-    run_inf "$tmp/mtp.gguf" "$(ids 70)" "$tmp/mtp.npy" &&
-    cmp_npy "an MTP block (nextn_predict_layers 1) is not run" "$tmp/qwen35-gguf_70.npy" "$tmp/mtp.npy" 0 ||
-    bad "MTP file"
-
+#    basic and the paged K/V caches. A GGUF's multi-token-prediction block
+#    is not run; `inferno quantize` of a qwen35 GGUF keeps the conv weights
+#    F32 (as llama-quantize does) and runs as the reference reads it.
 # 4. The server: a chat's second turn resumes from the first's state
 #    checkpoints and answers as a fresh server does.
 set -uo pipefail
@@ -90,6 +85,19 @@ run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/chunked.npy" -b 5 &&
 run_inf models/tiny-qwen35-f32.gguf "$(ids 70)" "$tmp/paged.npy" --kv paged --kv-block 16 &&
     cmp_npy "--kv paged == --kv basic" "$tmp/qwen35-gguf_70.npy" "$tmp/paged.npy" 0 ||
     bad "paged run"
+
+# inferno quantize on a qwen35 GGUF: the conv weights stay F32 (as
+# llama-quantize keeps ssm_conv1d), the file runs as the reference reads it
+if $INF quantize models/tiny-qwen35-f32.gguf "$tmp/requant.gguf" q4_k_m >"$tmp/q.txt" 2>&1; then
+    conv=$($INF inspect "$tmp/requant.gguf" | awk '$1 ~ /ssm_conv1d/ {print $2}' | sort -u | tr '\n' ' ')
+    [ "$conv" = "F32 " ] && ok "quantize keeps ssm_conv1d F32" || bad "quantize: ssm_conv1d types: $conv"
+    run_inf "$tmp/requant.gguf" "$(ids 17)" "$tmp/requant.npy" &&
+        $PY $REF "$tmp/requant.gguf" --tokens "$(ids 17)" --gen-from "$tmp/requant.npy" --out "$tmp/ref_requant.npy" &&
+        cmp_npy "inferno quantize q4_k_m of the qwen35 GGUF vs reference" "$tmp/requant.npy" "$tmp/ref_requant.npy" $TOL ||
+        bad "requantized run"
+else
+    bad "inferno quantize qwen35: $(tail -2 "$tmp/q.txt")"
+fi
 
 # the multi-token-prediction block llama.cpp's converter appends is loaded
 # past, not run: the same logits bit for bit
