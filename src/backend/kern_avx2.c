@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/avx2_math.h"
+#include "backend/delta.h"
 #include "backend/kernels.h"
 #include "util/half.h"
 
@@ -373,6 +374,39 @@ static void a2_silu(float *y, const float *x, int64_t n) {
     }
 }
 
+/* delta.h's step, 8 columns of the state at a time: the same operations in
+ * the same order per element (mul, then add), so the reference's bits. */
+static void a2_delta_step(float *S, float *o, float *u, const float *qn, const float *kn,
+                          const float *v, float decay, float beta, int dk, int dv) {
+    if (dv % 8) {
+        inf_delta_step_ref(S, o, u, qn, kn, v, decay, beta, dk, dv);
+        return;
+    }
+    const __m256 vd = _mm256_set1_ps(decay), vb = _mm256_set1_ps(beta);
+    for (int j = 0; j < dv; j += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int i = 0; i < dk; i++) {
+            float *sp = S + (size_t)i * dv + j;
+            __m256 sv = _mm256_mul_ps(_mm256_loadu_ps(sp), vd);
+            _mm256_storeu_ps(sp, sv);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(sv, _mm256_set1_ps(kn[i])));
+        }
+        _mm256_storeu_ps(u + j, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + j), acc), vb));
+    }
+    for (int j = 0; j < dv; j += 8) {
+        const __m256 uj = _mm256_loadu_ps(u + j);
+        __m256 acc = _mm256_setzero_ps();
+        for (int i = 0; i < dk; i++) {
+            float *sp = S + (size_t)i * dv + j;
+            __m256 sv =
+                _mm256_add_ps(_mm256_loadu_ps(sp), _mm256_mul_ps(_mm256_set1_ps(kn[i]), uj));
+            _mm256_storeu_ps(sp, sv);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(sv, _mm256_set1_ps(qn[i])));
+        }
+        _mm256_storeu_ps(o + j, acc);
+    }
+}
+
 static void a2_add(float *y, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -591,6 +625,7 @@ void inf_kernels_fill_avx2(inf_kernels *k) {
     k->add = a2_add;
     k->moe_sum = a2_moe_sum;
     k->softmax = a2_softmax;
+    k->delta_step = a2_delta_step;
     k->attn_rows = a2_attn_rows;
     k->read_stream = a2_read_stream;
     inf_kernels_fill_avx2_matmul(k);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/delta.h"
 #include "backend/kernels.h"
 #include "util/half.h"
 
@@ -329,6 +330,39 @@ static void ne_silu(float *y, const float *x, int64_t n) {
     }
 }
 
+/* delta.h's step, 4 columns of the state at a time: the same operations in
+ * the same order per element (mul, then add; vmulq/vaddq, never vfmaq), so
+ * the reference's bits. */
+static void ne_delta_step(float *S, float *o, float *u, const float *qn, const float *kn,
+                          const float *v, float decay, float beta, int dk, int dv) {
+    if (dv % 4) {
+        inf_delta_step_ref(S, o, u, qn, kn, v, decay, beta, dk, dv);
+        return;
+    }
+    const float32x4_t vd = vdupq_n_f32(decay), vb = vdupq_n_f32(beta);
+    for (int j = 0; j < dv; j += 4) {
+        float32x4_t acc = vdupq_n_f32(0.0f);
+        for (int i = 0; i < dk; i++) {
+            float *sp = S + (size_t)i * dv + j;
+            float32x4_t sv = vmulq_f32(vld1q_f32(sp), vd);
+            vst1q_f32(sp, sv);
+            acc = vaddq_f32(acc, vmulq_f32(sv, vdupq_n_f32(kn[i])));
+        }
+        vst1q_f32(u + j, vmulq_f32(vsubq_f32(vld1q_f32(v + j), acc), vb));
+    }
+    for (int j = 0; j < dv; j += 4) {
+        const float32x4_t uj = vld1q_f32(u + j);
+        float32x4_t acc = vdupq_n_f32(0.0f);
+        for (int i = 0; i < dk; i++) {
+            float *sp = S + (size_t)i * dv + j;
+            float32x4_t sv = vaddq_f32(vld1q_f32(sp), vmulq_f32(vdupq_n_f32(kn[i]), uj));
+            vst1q_f32(sp, sv);
+            acc = vaddq_f32(acc, vmulq_f32(sv, vdupq_n_f32(qn[i])));
+        }
+        vst1q_f32(o + j, acc);
+    }
+}
+
 static void ne_add(float *y, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 4 <= n; i += 4)
@@ -463,5 +497,6 @@ void inf_kernels_fill_neon(inf_kernels *k) {
     k->add = ne_add;
     k->moe_sum = ne_moe_sum;
     k->softmax = ne_softmax;
+    k->delta_step = ne_delta_step;
     k->attn_rows = ne_attn_rows;
 }
