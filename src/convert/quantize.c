@@ -1,6 +1,7 @@
 /* inferno quantize (see quantize.h). */
 #include "convert/quantize.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -166,12 +167,27 @@ static void *work(void *arg) {
         return NULL;
     }
     const int64_t r0 = j->rows * j->ith / j->nth, r1 = j->rows * (j->ith + 1) / j->nth;
+    float *src = j->g->perm ? malloc(sizeof(float) * (size_t)j->n) : NULL;
+    if (j->g->perm && !src) {
+        free(row);
+        j->failed = 1;
+        return NULL;
+    }
     for (int64_t r = r0; r < r1; r++) {
         inf_dtype type = INF_F32;
         const uint8_t *in = source_row(j->g, r, &type);
-        inf_dequantize_row(type, row, in, j->n);
+        inf_dequantize_row(type, src ? src : row, in, j->n);
+        for (int64_t i = 0; src && i < j->n; i++)
+            row[i] = src[j->g->perm[i]];
+        if (j->g->map == INF_ROW_ONE_PLUS)
+            for (int64_t i = 0; i < j->n; i++)
+                row[i] = 1.0f + row[i];
+        else if (j->g->map == INF_ROW_NEG_EXP)
+            for (int64_t i = 0; i < j->n; i++)
+                row[i] = -expf(row[i]);
         if (inf_quantize_row(j->to, j->dst + (size_t)r * j->rb_out, row, j->n)) j->failed = 1;
     }
+    free(src);
     free(row);
     return NULL;
 }

@@ -363,37 +363,44 @@ static int gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
         }
         if (inf_qwen3_gguf_plan_add(mf, p, t, err)) return -1;
     }
+    for (int l = 0; l < hp->n_layer; l++)
+        if (inf_qwen3moe_plan_experts(mf, p, l, err)) return -1;
+    return 0;
+}
+
+int inf_qwen3moe_plan_experts(const inf_model_file *mf, inf_gguf_plan *p, int l, inf_err *err) {
+    const inf_hparams *hp = &mf->hp;
+    char name[160];
+    blk_name_fmt(name, sizeof name, mf, router_name, l, -1);
+    if (!inf_model_find(mf, name)) return 0; /* a dense layer */
     const int64_t E = hp->n_embd, F = hp->n_ff_exp, X = hp->n_expert;
     inf_rows *gate = malloc((size_t)X * sizeof *gate), *up = malloc((size_t)X * sizeof *up),
              *down = malloc((size_t)X * sizeof *down);
     int rc = gate && up && down ? 0 : inf_fail(err, "out of memory");
-    for (int l = 0; l < hp->n_layer && !rc; l++) {
-        char name[160];
-        blk_name_fmt(name, sizeof name, mf, router_name, l, -1);
-        if (!inf_model_find(mf, name)) continue; /* a dense layer */
-        blk_name_fmt(name, sizeof name, mf, gate_up_exps, l, -1);
-        const inf_tensor *gu = inf_model_find(mf, name), *d = NULL;
+    blk_name_fmt(name, sizeof name, mf, gate_up_exps, l, -1);
+    const inf_tensor *gu = inf_model_find(mf, name), *d = NULL;
+    if (gu) {
+        blk_name_fmt(name, sizeof name, mf, down_exps, l, -1);
+        d = inf_model_find(mf, name);
+    }
+    for (int64_t e = 0; e < X && !rc; e++) {
         if (gu) {
-            blk_name_fmt(name, sizeof name, mf, down_exps, l, -1);
-            d = inf_model_find(mf, name);
+            gate[e] = (inf_rows){gu, 2 * F * e, F};
+            up[e] = (inf_rows){gu, 2 * F * e + F, F};
+            down[e] = (inf_rows){d, E * e, E};
+            continue;
         }
-        for (int64_t e = 0; e < X && !rc; e++) {
-            if (gu) {
-                gate[e] = (inf_rows){gu, 2 * F * e, F};
-                up[e] = (inf_rows){gu, 2 * F * e + F, F};
-                down[e] = (inf_rows){d, E * e, E};
-                continue;
-            }
-            const inf_tensor *t[3];
-            const blk_name *nm[3] = {&expert_gate, &expert_up, &expert_down};
-            for (int k = 0; k < 3; k++) {
-                blk_name_fmt(name, sizeof name, mf, *nm[k], l, (int)e);
-                t[k] = inf_model_find(mf, name);
-            }
-            gate[e] = (inf_rows){t[0], 0, F};
-            up[e] = (inf_rows){t[1], 0, F};
-            down[e] = (inf_rows){t[2], 0, E};
+        const inf_tensor *t[3];
+        const blk_name *nm[3] = {&expert_gate, &expert_up, &expert_down};
+        for (int k = 0; k < 3; k++) {
+            blk_name_fmt(name, sizeof name, mf, *nm[k], l, (int)e);
+            t[k] = inf_model_find(mf, name);
         }
+        gate[e] = (inf_rows){t[0], 0, F};
+        up[e] = (inf_rows){t[1], 0, F};
+        down[e] = (inf_rows){t[2], 0, E};
+    }
+    if (!rc) {
         char g[64];
         snprintf(g, sizeof g, gate_exps.gguf, l);
         rc = inf_gguf_plan_add_runs(p, g, l, 3, (int64_t[]){E, F, X}, gate, (int)X);

@@ -13,5 +13,8 @@ int inf_qwen3moe_read_keys(inf_model_file *mf, bool *sparse, inf_err *err);
 int inf_qwen3moe_bind(blk_moe *w, const inf_model_file *mf, const inf_backend *be, int l,
                       blk_name norm_name, inf_err *err);
 void inf_qwen3moe_release(blk_moe *w, const inf_backend *be);
+/* A Hugging Face folder's layer l experts as llama.cpp's stacked
+ * ffn_{gate,up,down}_exps (nothing for a layer without a router). */
+int inf_qwen3moe_plan_experts(const inf_model_file *mf, inf_gguf_plan *p, int l, inf_err *err);
 
 #endif

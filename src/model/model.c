@@ -252,8 +252,10 @@ int inf_gguf_plan_add(inf_gguf_plan *p, const char *name, int layer, const inf_t
 }
 
 void inf_gguf_plan_free(inf_gguf_plan *p) {
-    for (int i = 0; i < p->n; i++)
+    for (int i = 0; i < p->n; i++) {
         free(p->t[i].runs);
+        free(p->t[i].perm);
+    }
     free(p->t);
     memset(p, 0, sizeof *p);
 }

@@ -128,13 +128,25 @@ typedef struct inf_rows {
     const inf_tensor *src;
     int64_t row0, n_rows; /* rows of src (a row: ne[0] elements) */
 } inf_rows;
+/* What a plan tensor's values are made of beside the rows it copies (the
+ * Qwen3.5 hybrids: llama.cpp's converter stores other values than
+ * transformers). Applied to each row after it is read as f32: first the
+ * permutation, then the map. */
+typedef enum inf_row_map {
+    INF_ROW_COPY = 0,
+    INF_ROW_ONE_PLUS, /* 1 + w: a zero-centred RMSNorm weight as its multiplier */
+    INF_ROW_NEG_EXP,  /* -exp(w): A_log as A */
+} inf_row_map;
+
 typedef struct inf_gguf_tensor {
     char name[64];
     int layer;
     int n_dims;
     int64_t ne[4];
     int n_runs;
-    inf_rows *runs; /* [n_runs] owned; their rows sum to ne[1]·ne[2]·ne[3] */
+    inf_rows *runs;  /* [n_runs] owned; their rows sum to ne[1]·ne[2]·ne[3] */
+    int32_t *perm;   /* [ne[0]] owned, or NULL: element i of a row is the source row's perm[i] */
+    inf_row_map map; /* then each element mapped */
 } inf_gguf_tensor;
 typedef struct inf_gguf_plan {
     inf_gguf_tensor *t;

@@ -16,7 +16,9 @@
 #    gives the logits of the whole prompt at once, bit for bit; so do the
 #    basic and the paged K/V caches. A GGUF's multi-token-prediction block
 #    is not run; `inferno quantize` of a qwen35 GGUF keeps the conv weights
-#    F32 (as llama-quantize does) and runs as the reference reads it.
+#    F32 (as llama-quantize does) and runs as the reference reads it; of a
+#    Hugging Face folder (dense, MoE) it writes llama.cpp's layout, whose
+#    logits equal the GGUF file's bit for bit.
 # 4. The server: a chat's second turn resumes from the first's state
 #    checkpoints and answers as a fresh server does.
 set -uo pipefail
@@ -98,6 +100,19 @@ if $INF quantize models/tiny-qwen35-f32.gguf "$tmp/requant.gguf" q4_k_m >"$tmp/q
 else
     bad "inferno quantize qwen35: $(tail -2 "$tmp/q.txt")"
 fi
+
+# inferno quantize of the Hugging Face folders (dense, MoE) to F32 GGUF: the
+# converter's values (1 + w norms, ssm_a, squeezed conv, V heads tiled,
+# experts stacked) give the GGUF files' logits bit for bit
+for v in qwen35 qwen35-moe; do
+    if $INF quantize models/tiny-$v-f32-hf "$tmp/conv-$v.gguf" f32 >"$tmp/q.txt" 2>&1; then
+        run_inf "$tmp/conv-$v.gguf" "$(ids 17)" "$tmp/conv-$v.npy" &&
+            cmp_npy "$v HF folder converted to GGUF == the GGUF file" "$tmp/$v-gguf_17.npy" "$tmp/conv-$v.npy" 0 ||
+            bad "converted $v run"
+    else
+        bad "inferno quantize $v folder: $(tail -2 "$tmp/q.txt")"
+    fi
+done
 
 # the multi-token-prediction block llama.cpp's converter appends is loaded
 # past, not run: the same logits bit for bit
