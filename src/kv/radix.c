@@ -170,24 +170,20 @@ static int take(inf_radix *r, int n, const int32_t *blocks) {
     return n;
 }
 
-int inf_radix_match(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out) {
+/* A lookup of n tokens: the LRU clock and the stats. */
+static void count_lookup(inf_radix *r, int n) {
     r->clock++;
     r->stats.n_lookups++;
     r->stats.tokens_looked_up += n > 0 ? n : 0;
+}
+
+int inf_radix_match(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out) {
+    count_lookup(r, n);
     return take(r, walk(r, tokens, n, blocks_out), blocks_out);
 }
 
 int inf_radix_attach(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, int n, inf_err *err) {
-    if (s->pool != r->pool)
-        return inf_fail(err, "radix cache: the sequence belongs to another pool");
-    if (s->n_past || s->n_blocks)
-        return inf_fail(err, "radix cache: attach to a sequence that holds %d positions",
-                        s->n_past);
-    if (n > s->n_ctx) n = s->n_ctx;
-    int got = inf_radix_match(r, tokens, n, s->blocks);
-    s->n_blocks = (got + r->pool->block_size - 1) / r->pool->block_size;
-    s->n_past = got;
-    return got;
+    return inf_radix_attach_state(r, s, tokens, n, NULL, err);
 }
 
 /* ---- insert ------------------------------------------------------------ */
@@ -396,9 +392,7 @@ int inf_radix_insert_state(inf_radix *r, const int32_t *tokens, int n, const int
 
 int inf_radix_match_state(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out,
                           const float **state) {
-    r->clock++;
-    r->stats.n_lookups++;
-    r->stats.tokens_looked_up += n > 0 ? n : 0;
+    count_lookup(r, n);
     *state = NULL;
     /* the deepest node end on the cached path that carries a state */
     int pos = 0, best = 0;
@@ -424,9 +418,10 @@ int inf_radix_attach_state(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, i
         return inf_fail(err, "radix cache: attach to a sequence that holds %d positions",
                         s->n_past);
     if (n > s->n_ctx) n = s->n_ctx;
-    const float *st;
-    int got = inf_radix_match_state(r, tokens, n, s->blocks, &st);
-    if (got > 0) memcpy(state_out, st, r->state_floats * sizeof *state_out);
+    const float *st = NULL;
+    int got = state_out ? inf_radix_match_state(r, tokens, n, s->blocks, &st)
+                        : inf_radix_match(r, tokens, n, s->blocks);
+    if (got > 0 && st) memcpy(state_out, st, r->state_floats * sizeof *state_out);
     s->n_blocks = (got + r->pool->block_size - 1) / r->pool->block_size;
     s->n_past = got;
     return got;

@@ -105,7 +105,7 @@ int inf_radix_insert_state(inf_radix *r, const int32_t *tokens, int n, const int
 int inf_radix_match_state(inf_radix *r, const int32_t *tokens, int n, int32_t *blocks_out,
                           const float **state);
 /* inf_radix_attach for such a model: the prefix found ends at a checkpoint,
- * which is copied to state_out. */
+ * which is copied to state_out (NULL: inf_radix_attach, K/V rows only). */
 int inf_radix_attach_state(inf_radix *r, inf_kv_seq *s, const int32_t *tokens, int n,
                            float *state_out, inf_err *err);
 

@@ -277,17 +277,7 @@ static int gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
 }
 
 static void facts(const inf_model_file *mf, inf_model_facts *f) {
-    char embd[160], gate[160];
-    blk_name_fmt(embd, sizeof embd, mf, inf_qwen3_embd, -1, -1);
-    blk_name_fmt(gate, sizeof gate, mf, inf_qwen3_ffn_names.gate, 0, -1);
-    const inf_tensor *te = inf_model_find(mf, embd), *tg = inf_model_find(mf, gate);
-    const inf_tensor *head = blk_output_tensor(mf, inf_qwen3_embd, inf_qwen3_output);
-    for (int i = 0; i < mf->n_tensors; i++)
-        if (&mf->tensors[i] != te && &mf->tensors[i] != head)
-            f->decode_bytes += mf->tensors[i].nbytes;
-    /* the output head reads its whole table; the embedding lookup only one row */
-    if (head) f->decode_bytes += head->nbytes;
-    f->ffn_type = tg ? tg->type : INF_F32;
+    blk_decode_facts(mf, f, inf_qwen3_embd, inf_qwen3_output, inf_qwen3_ffn_names.gate);
 }
 
 /* qwen3vl: Qwen3-VL's text model as llama.cpp writes it (the vision tower

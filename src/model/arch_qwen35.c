@@ -733,26 +733,8 @@ static int gguf_plan(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err) {
     return 0;
 }
 
-/* A decode step reads every tensor of the trunk once (the routed experts'
- * n_expert_used of n_expert; the MTP blocks not at all), the whole head and
- * one embedding row. */
 static void facts(const inf_model_file *mf, inf_model_facts *f) {
-    char embd[160], gate[160];
-    blk_name_fmt(embd, sizeof embd, mf, inf_qwen3_embd, -1, -1);
-    blk_name_fmt(gate, sizeof gate, mf, ffn_names.gate, 0, -1);
-    const inf_tensor *te = inf_model_find(mf, embd), *tg = inf_model_find(mf, gate);
-    const inf_tensor *head = blk_output_tensor(mf, inf_qwen3_embd, inf_qwen3_output);
-    const double share = mf->hp.n_expert > 0 ? (double)mf->hp.n_expert_used / mf->hp.n_expert : 1;
-    f->ffn_type = tg ? tg->type : INF_F32;
-    for (int i = 0; i < mf->n_tensors; i++) {
-        const inf_tensor *t = &mf->tensors[i];
-        if (t == te || t == head || !strncmp(t->name, "mtp.", 4)) continue;
-        if (!strncmp(t->name, "blk.", 4) && atoi(t->name + 4) >= mf->hp.n_layer) continue;
-        const bool expert = strstr(t->name, "_exps") || strstr(t->name, ".experts.");
-        f->decode_bytes += expert ? (uint64_t)((double)t->nbytes * share) : t->nbytes;
-        if (expert && strstr(t->name, "gate")) f->ffn_type = t->type;
-    }
-    if (head) f->decode_bytes += head->nbytes;
+    blk_decode_facts(mf, f, inf_qwen3_embd, inf_qwen3_output, ffn_names.gate);
 }
 
 static const char *const gguf_archs[] = {"qwen35", NULL};

@@ -321,20 +321,7 @@ static int forward(inf_model *m, const inf_batch *b, const inf_kv_view *kv, floa
 /* A decode step reads the chosen experts only: n_expert_used / n_expert of
  * every expert tensor. */
 static void facts(const inf_model_file *mf, inf_model_facts *f) {
-    char embd[160];
-    blk_name_fmt(embd, sizeof embd, mf, inf_qwen3_embd, -1, -1);
-    const inf_tensor *te = inf_model_find(mf, embd);
-    const inf_tensor *head = blk_output_tensor(mf, inf_qwen3_embd, inf_qwen3_output);
-    const double share = mf->hp.n_expert > 0 ? (double)mf->hp.n_expert_used / mf->hp.n_expert : 1.0;
-    f->ffn_type = INF_F32;
-    for (int i = 0; i < mf->n_tensors; i++) {
-        const inf_tensor *t = &mf->tensors[i];
-        if (t == te || t == head) continue;
-        bool expert = strstr(t->name, "_exps") || strstr(t->name, ".experts.");
-        f->decode_bytes += expert ? (uint64_t)(t->nbytes * share) : t->nbytes;
-        if (expert && strstr(t->name, "gate")) f->ffn_type = t->type;
-    }
-    if (head) f->decode_bytes += head->nbytes;
+    blk_decode_facts(mf, f, inf_qwen3_embd, inf_qwen3_output, inf_qwen3_ffn_names.gate);
 }
 
 /* A Hugging Face folder as llama.cpp's GGUF: the experts of each sparse

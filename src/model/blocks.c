@@ -448,6 +448,29 @@ void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_
     be->moe_sum(be, a->x, a->yk, a->weight, T, K, E);
 }
 
+/* ---- facts -------------------------------------------------------------- */
+
+void blk_decode_facts(const inf_model_file *mf, inf_model_facts *f, blk_name embd,
+                      blk_name output, blk_name ffn_gate) {
+    char e[160], g[160];
+    blk_name_fmt(e, sizeof e, mf, embd, -1, -1);
+    blk_name_fmt(g, sizeof g, mf, ffn_gate, 0, -1);
+    const inf_tensor *te = inf_model_find(mf, e), *tg = inf_model_find(mf, g);
+    const inf_tensor *head = blk_output_tensor(mf, embd, output);
+    const double share = mf->hp.n_expert > 0 ? (double)mf->hp.n_expert_used / mf->hp.n_expert : 1;
+    f->ffn_type = tg ? tg->type : INF_F32;
+    for (int i = 0; i < mf->n_tensors; i++) {
+        const inf_tensor *t = &mf->tensors[i];
+        if (t == te || t == head || !strncmp(t->name, "mtp.", 4)) continue;
+        if (!strncmp(t->name, "blk.", 4) && atoi(t->name + 4) >= mf->hp.n_layer) continue;
+        const bool expert = strstr(t->name, "_exps") || strstr(t->name, ".experts.");
+        f->decode_bytes += expert ? (uint64_t)((double)t->nbytes * share) : t->nbytes;
+        if (expert && strstr(t->name, "gate")) f->ffn_type = t->type;
+    }
+    /* the output head reads its whole table; the embedding lookup only one row */
+    if (head) f->decode_bytes += head->nbytes;
+}
+
 /* ---- head --------------------------------------------------------------- */
 
 int blk_logits(const inf_model *m, blk_acts *a, const inf_batch *b, const float *norm,

@@ -148,6 +148,14 @@ void blk_attn_core(const inf_model *m, blk_acts *a, const inf_batch *b, const in
 void blk_ffn_swiglu(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_ffn *w);
 /* x += sum over the row's top-k experts of weight * expert(h), h = rmsnorm(x). */
 void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_moe *w);
+/* inf_model_facts for the Qwen family: every tensor of the trunk once (the
+ * routed experts' n_expert_used of n_expert; a GGUF's MTP blocks past
+ * n_layer and HF's mtp.* not at all), the whole output head, one embedding
+ * row (the tensors named embd, output); the FFN type that of layer 0's
+ * ffn_gate, or of the experts' gate. */
+void blk_decode_facts(const inf_model_file *mf, inf_model_facts *f, blk_name embd,
+                      blk_name output, blk_name ffn_gate);
+
 /* Final norm and head for the rows that want logits. Returns -1 on a backend
  * failure (take_error). */
 int blk_logits(const inf_model *m, blk_acts *a, const inf_batch *b, const float *norm,
