@@ -319,7 +319,7 @@ static void a2_rmsnorm_row(float *out, const float *x, const float *w, int n, fl
 }
 
 static void a2_rope_row(float *x, int n_heads, int head_dim, int n_rot, const float *c,
-                       const float *s) {
+                        const float *s) {
     int half = n_rot / 2;
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * head_dim;

@@ -30,10 +30,10 @@ static void refresh_views(inf_kv_cache *c, int seq) {
             v[l] = c->kv_views[c->kv_index[l]];
             continue;
         }
-        v[l] = (inf_kv_view){
-            .capacity = c->n_ctx,
-            .state = c->states + ((size_t)seq * (size_t)c->n_rec_layer + (size_t)r++) *
-                                     c->state_floats};
+        v[l] = (inf_kv_view){.capacity = c->n_ctx,
+                             .state =
+                                 c->states + ((size_t)seq * (size_t)c->n_rec_layer + (size_t)r++) *
+                                                 c->state_floats};
     }
 }
 
@@ -74,13 +74,14 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_l
     if (!c->n_past || !c->tokens || !c->views || !c->kv_views || !c->kv_index) goto oom;
     for (int l = 0, k = 0; l < n_layer; l++)
         c->kv_index[l] = lay->recurrent && lay->recurrent[l] ? -1 : k++;
-    if (n_rec && (!(c->states = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats,
-                                       sizeof(float))) ||
-                  (o->kind == INF_KV_BASIC &&
-                   (!(c->snaps = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats,
-                                        sizeof(float))) ||
-                    !(c->snap_pos = malloc((size_t)n_seq * sizeof *c->snap_pos)))))) {
-        inf_fail(err, "kv cache: out of memory for the recurrent states (%d sequences x %d layers x %zu floats)",
+    if (n_rec &&
+        (!(c->states = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats, sizeof(float))) ||
+         (o->kind == INF_KV_BASIC &&
+          (!(c->snaps = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats, sizeof(float))) ||
+           !(c->snap_pos = malloc((size_t)n_seq * sizeof *c->snap_pos)))))) {
+        inf_fail(err,
+                 "kv cache: out of memory for the recurrent states (%d sequences x %d layers x %zu "
+                 "floats)",
                  n_seq, n_rec, c->state_floats);
         goto fail;
     }
@@ -115,8 +116,7 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_l
             goto fail;
         /* recurrent states: checkpoints where prefills paused for one and
            where requests ended, two per sequence and two more */
-        if (n_rec)
-            inf_radix_set_states(c->radix, (size_t)n_rec * c->state_floats, 2 * n_seq + 2);
+        if (n_rec) inf_radix_set_states(c->radix, (size_t)n_rec * c->state_floats, 2 * n_seq + 2);
         c->seqs = calloc((size_t)n_seq, sizeof *c->seqs);
         c->counts = malloc((size_t)n_blocks * sizeof *c->counts);
         if (!c->seqs || !c->counts) goto oom;
@@ -257,8 +257,8 @@ void inf_kv_cache_publish(inf_kv_cache *c, int seq) {
 
 int inf_kv_cache_checkpoint_pos(const inf_kv_cache *c, int n_prompt) {
     if (!c->n_rec_layer) return -1;
-    const int p = (n_prompt - INF_KV_CHECKPOINT_TAIL) / INF_KV_CHECKPOINT_STEP *
-                  INF_KV_CHECKPOINT_STEP;
+    const int p =
+        (n_prompt - INF_KV_CHECKPOINT_TAIL) / INF_KV_CHECKPOINT_STEP * INF_KV_CHECKPOINT_STEP;
     return p > 0 ? p : -1;
 }
 

@@ -71,13 +71,13 @@ typedef struct inf_kv_stats {
 typedef struct inf_kv_cache {
     inf_kv_kind kind;
     int n_layer, n_seq, n_ctx, kv_dim, head_dim;
-    int n_kv_layer;       /* the attention layers, which hold K/V (the stores below) */
-    int n_rec_layer;      /* the recurrent layers, which hold a state */
-    int *kv_index;        /* [n_layer] layer -> its index among the attention layers, or -1 */
-    size_t state_floats;  /* of one recurrent layer */
-    float *states;        /* [n_seq][n_rec_layer][state_floats] */
-    float *snaps;         /* basic: [n_seq][n_rec_layer][state_floats] a checkpoint each */
-    int *snap_pos;        /* basic: [n_seq] where it was taken, or -1 */
+    int n_kv_layer;        /* the attention layers, which hold K/V (the stores below) */
+    int n_rec_layer;       /* the recurrent layers, which hold a state */
+    int *kv_index;         /* [n_layer] layer -> its index among the attention layers, or -1 */
+    size_t state_floats;   /* of one recurrent layer */
+    float *states;         /* [n_seq][n_rec_layer][state_floats] */
+    float *snaps;          /* basic: [n_seq][n_rec_layer][state_floats] a checkpoint each */
+    int *snap_pos;         /* basic: [n_seq] where it was taken, or -1 */
     inf_kv_view *kv_views; /* [n_kv_layer] scratch: the stores' views */
     inf_dtype type_k, type_v;
     int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */

@@ -50,8 +50,8 @@ typedef struct inf_radix_stats {
 typedef struct inf_radix {
     inf_kv_pool *pool; /* borrowed; must outlive the tree */
     kv_radix_node *root;
-    int32_t *tree_refs; /* [pool->n_blocks] references held by nodes */
-    uint64_t clock;     /* LRU time, one tick per match/insert */
+    int32_t *tree_refs;  /* [pool->n_blocks] references held by nodes */
+    uint64_t clock;      /* LRU time, one tick per match/insert */
     size_t state_floats; /* of one checkpoint; 0: the tree keeps none */
     int max_states;      /* checkpoints kept at most (least recently used dropped) */
     inf_radix_stats stats;

@@ -80,7 +80,9 @@ int inf_qwen3_ffn_bind(blk_ffn *w, const inf_model_file *mf, const inf_backend *
     const int64_t E = mf->hp.n_embd, F = mf->hp.n_ff;
     if (F <= 0)
         return mf->format == INF_FORMAT_GGUF
-                   ? inf_fail(err, "%s: metadata %s.feed_forward_length is missing (layer %d has a dense FFN)",
+                   ? inf_fail(err,
+                              "%s: metadata %s.feed_forward_length is missing (layer %d has a "
+                              "dense FFN)",
                               mf->path, mf->arch, l)
                    : inf_fail(err,
                               "%s/config.json: field intermediate_size is missing (layer %d has a "

@@ -152,8 +152,8 @@ static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
             blk_key_int(mf, gkey(k[1], 96, mf, "ssm.state_size"), -1, &hp->ssm_d_k, err) < 0 ||
             blk_key_int(mf, gkey(k[2], 96, mf, "ssm.group_count"), -1, &hp->ssm_n_k_heads, err) <
                 0 ||
-            blk_key_int(mf, gkey(k[3], 96, mf, "ssm.time_step_rank"), -1, &hp->ssm_n_v_heads,
-                        err) < 0 ||
+            blk_key_int(mf, gkey(k[3], 96, mf, "ssm.time_step_rank"), -1, &hp->ssm_n_v_heads, err) <
+                0 ||
             blk_key_int(mf, gkey(k[4], 96, mf, "ssm.inner_size"), -1, &inner, err) < 0 ||
             blk_key_int(mf, gkey(k[5], 96, mf, "rope.dimension_count"), hp->head_dim, &hp->n_rot,
                         err) < 0 ||
@@ -176,8 +176,7 @@ static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
         double partial = 0.25;
         int r = inf_model_meta_float(mf, "rope_parameters.partial_rotary_factor", &partial, err);
         if (r == 0) r = inf_model_meta_float(mf, "partial_rotary_factor", &partial, err);
-        if (r < 0 ||
-            blk_key_int(mf, "linear_conv_kernel_dim", 4, &hp->ssm_d_conv, err) < 0 ||
+        if (r < 0 || blk_key_int(mf, "linear_conv_kernel_dim", 4, &hp->ssm_d_conv, err) < 0 ||
             blk_key_int(mf, "linear_key_head_dim", 128, &hp->ssm_d_k, err) < 0 ||
             blk_key_int(mf, "linear_value_head_dim", 128, &hp->ssm_d_v, err) < 0 ||
             blk_key_int(mf, "linear_num_key_heads", 16, &hp->ssm_n_k_heads, err) < 0 ||
@@ -212,11 +211,12 @@ static int read_keys(inf_model_file *mf, bool *sparse, inf_err *err) {
 /* ---- binding ------------------------------------------------------------ */
 
 typedef struct delta {
-    float *norm;                         /* [n_embd] the pre-norm's multiplier */
-    inf_weight qkv, z, beta, alpha, out; /* in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj */
-    float *conv;                         /* [C][K] */
-    float *dt_bias, *a;                  /* [n_v_heads]; a = -exp(A_log) */
-    float *out_norm;                     /* [d_v] */
+    float *norm; /* [n_embd] the pre-norm's multiplier */
+    inf_weight qkv, z, beta, alpha,
+        out;            /* in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj */
+    float *conv;        /* [C][K] */
+    float *dt_bias, *a; /* [n_v_heads]; a = -exp(A_log) */
+    float *out_norm;    /* [d_v] */
 } delta;
 
 /* Conv channels: q and k of every K head, then v of every V head. */
@@ -268,7 +268,8 @@ static int delta_bind(delta *w, const inf_model_file *mf, const inf_backend *be,
         blk_bind_matrix(&w->beta, mf, be, t[3], H, E, err) ||
         blk_bind_matrix(&w->alpha, mf, be, t[4], H, E, err) ||
         bind_floats(&w->conv, mf, t[5], C * K, err) ||
-        blk_bind_vector(&w->dt_bias, mf, t[6], H, err) || blk_bind_vector(&w->a, mf, t[7], H, err) ||
+        blk_bind_vector(&w->dt_bias, mf, t[6], H, err) ||
+        blk_bind_vector(&w->a, mf, t[7], H, err) ||
         blk_bind_vector(&w->out_norm, mf, t[8], hp->ssm_d_v, err) ||
         blk_bind_matrix(&w->out, mf, be, t[9], E, V, err))
         return -1;
@@ -336,14 +337,14 @@ static int moe_layer_bind(qwen35_layer *L, const inf_model_file *mf, const inf_b
 
 /* Activations beyond blk_acts, for max_rows (R) rows. */
 typedef struct qwen35_acts {
-    float *qg;         /* [R][2 * n_head * head_dim] q_proj's output: per head q, then gate */
-    float *gate;       /* [R][n_head * head_dim] the attention's output gate */
-    float *mixed;      /* [R][C] in_proj_qkv's output */
-    float *conv;       /* [R][C] after the conv and SiLU */
-    float *dq, *dk;    /* [R][n_k_heads * d_k] */
-    float *dv, *z;     /* [R][n_v_heads * d_v] */
-    float *dout;       /* [R][n_v_heads * d_v] the delta rule's output */
-    float *beta, *g;   /* [R][n_v_heads] */
+    float *qg;       /* [R][2 * n_head * head_dim] q_proj's output: per head q, then gate */
+    float *gate;     /* [R][n_head * head_dim] the attention's output gate */
+    float *mixed;    /* [R][C] in_proj_qkv's output */
+    float *conv;     /* [R][C] after the conv and SiLU */
+    float *dq, *dk;  /* [R][n_k_heads * d_k] */
+    float *dv, *z;   /* [R][n_v_heads * d_v] */
+    float *dout;     /* [R][n_v_heads * d_v] the delta rule's output */
+    float *beta, *g; /* [R][n_v_heads] */
 } qwen35_acts;
 
 typedef struct qwen35 {
@@ -402,7 +403,7 @@ static int acts_alloc(qwen35_acts *h, const inf_hparams *hp, int max_rows) {
 }
 
 static void acts_free(qwen35_acts *h) {
-    float *fs[] = {h->qg, h->gate, h->mixed, h->conv, h->dq,  h->dk,
+    float *fs[] = {h->qg, h->gate, h->mixed, h->conv, h->dq, h->dk,
                    h->dv, h->z,    h->dout,  h->beta, h->g};
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
         inf_free(fs[i]);
@@ -622,8 +623,8 @@ static int add(const plan_ctx *c, const char *name, int l, const inf_tensor *t, 
 
 /* t's rows with its V-head blocks of blk rows (after `keep` rows) tiled;
  * the GGUF shape {ne0, rows}. */
-static int add_vrows(const plan_ctx *c, const char *name, int l, const inf_tensor *t,
-                     int64_t keep, int64_t blk) {
+static int add_vrows(const plan_ctx *c, const char *name, int l, const inf_tensor *t, int64_t keep,
+                     int64_t blk) {
     const int nv = c->nk * c->r;
     inf_rows *runs = malloc((size_t)(nv + 1) * sizeof *runs);
     if (!runs) return -1;
@@ -693,8 +694,7 @@ static int plan_layer_tensor(const plan_ctx *c, const inf_tensor *t, int l, cons
         return add_vrows(c, G("ssm_alpha.weight"), l, t, 0, 1);
     if (!strcmp(s, "linear_attn.dt_bias"))
         return add_vcols(c, G("ssm_dt.bias"), l, t, 1, INF_ROW_COPY);
-    if (!strcmp(s, "linear_attn.A_log"))
-        return add_vcols(c, G("ssm_a"), l, t, 1, INF_ROW_NEG_EXP);
+    if (!strcmp(s, "linear_attn.A_log")) return add_vcols(c, G("ssm_a"), l, t, 1, INF_ROW_NEG_EXP);
     if (!strcmp(s, "linear_attn.out_proj.weight"))
         return add_vcols(c, G("ssm_out.weight"), l, t, c->dv, INF_ROW_COPY);
 #undef G

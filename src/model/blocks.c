@@ -340,8 +340,7 @@ void blk_attention(const inf_model *m, blk_acts *a, const inf_batch *b, const in
                     (const inf_weight *const[]){&w->wq, &w->wk, &w->wv}, 3);
     blk_attn_core(m, a, b, kv, l, w);
     /* Qwen3: n_head*head_dim need not equal n_embd; wo maps Q back to E. */
-    blk_matmul_rows(be, b, (float *const[]){a->xb}, a->att, (const inf_weight *const[]){&w->wo},
-                    1);
+    blk_matmul_rows(be, b, (float *const[]){a->xb}, a->att, (const inf_weight *const[]){&w->wo}, 1);
     be->add(be, a->x, a->xb, (int64_t)T * E);
 }
 
@@ -353,10 +352,10 @@ void blk_ffn_swiglu(const inf_model *m, blk_acts *a, const inf_batch *b, const b
     const int64_t F = w->w_gate.n_out;
     be->rmsnorm(be, a->xb, a->x, w->norm, T, E, m->hp.rms_eps);
     blk_matmul_rows(be, b, (float *const[]){a->gate, a->up}, a->xb,
-                (const inf_weight *const[]){&w->w_gate, &w->w_up}, 2);
+                    (const inf_weight *const[]){&w->w_gate, &w->w_up}, 2);
     be->swiglu(be, a->gate, a->gate, a->up, T * F);
-    blk_matmul_rows(be, b, (float *const[]){a->xb}, a->gate, (const inf_weight *const[]){&w->w_down},
-                1);
+    blk_matmul_rows(be, b, (float *const[]){a->xb}, a->gate,
+                    (const inf_weight *const[]){&w->w_down}, 1);
     be->add(be, a->x, a->xb, (int64_t)T * E);
 }
 
@@ -415,8 +414,8 @@ void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_
     const int T = b->n_rows, E = m->hp.n_embd, K = m->hp.n_expert_used, X = w->n_expert;
 
     be->rmsnorm(be, a->xb, a->x, w->norm, T, E, m->hp.rms_eps);
-    blk_matmul_rows(be, b, (float *const[]){a->probs}, a->xb, (const inf_weight *const[]){&w->router},
-                1);
+    blk_matmul_rows(be, b, (float *const[]){a->probs}, a->xb,
+                    (const inf_weight *const[]){&w->router}, 1);
     for (int r = 0; r < T; r++)
         route_row(m, a, r, X);
 
@@ -450,8 +449,8 @@ void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_
 
 /* ---- facts -------------------------------------------------------------- */
 
-void blk_decode_facts(const inf_model_file *mf, inf_model_facts *f, blk_name embd,
-                      blk_name output, blk_name ffn_gate) {
+void blk_decode_facts(const inf_model_file *mf, inf_model_facts *f, blk_name embd, blk_name output,
+                      blk_name ffn_gate) {
     char e[160], g[160];
     blk_name_fmt(e, sizeof e, mf, embd, -1, -1);
     blk_name_fmt(g, sizeof g, mf, ffn_gate, 0, -1);

@@ -153,8 +153,8 @@ void blk_ffn_moe(const inf_model *m, blk_acts *a, const inf_batch *b, const blk_
  * n_layer and HF's mtp.* not at all), the whole output head, one embedding
  * row (the tensors named embd, output); the FFN type that of layer 0's
  * ffn_gate, or of the experts' gate. */
-void blk_decode_facts(const inf_model_file *mf, inf_model_facts *f, blk_name embd,
-                      blk_name output, blk_name ffn_gate);
+void blk_decode_facts(const inf_model_file *mf, inf_model_facts *f, blk_name embd, blk_name output,
+                      blk_name ffn_gate);
 
 /* Final norm and head for the rows that want logits. Returns -1 on a backend
  * failure (take_error). */

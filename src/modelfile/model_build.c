@@ -77,9 +77,9 @@ static int check_hparams(const inf_model_file *m, inf_err *err) {
     const struct {
         const char *name;
         int v;
-    } pos[] = {{"n_layer", hp->n_layer},        {"n_embd", hp->n_embd},     {"n_head", hp->n_head},
-               {"n_head_kv", hp->n_head_kv},    {"head_dim", hp->head_dim},
-               {"n_ctx_train", hp->n_ctx_train}};
+    } pos[] = {{"n_layer", hp->n_layer},   {"n_embd", hp->n_embd},
+               {"n_head", hp->n_head},     {"n_head_kv", hp->n_head_kv},
+               {"head_dim", hp->head_dim}, {"n_ctx_train", hp->n_ctx_train}};
     /* n_ff may be 0: a model of MoE blocks only (its architecture checks) */
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
         if (pos[i].v <= 0)

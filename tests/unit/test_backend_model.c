@@ -102,10 +102,10 @@ int main(void) {
            the recurrent state carries each step's rounding on). The scalar level
            matches the NumPy reference to 1e-4 on the same files (check_logits). */
         const bool hybrid = !strncmp(types[ti], "qwen35-", 7);
-        double tol = exact_types                 ? 1e-3
+        double tol = exact_types                  ? 1e-3
                      : !strcmp(types[ti], "bf16") ? 1e-2
-                     : moe || hybrid             ? 1.5e-1
-                                                 : 4e-2;
+                     : moe || hybrid              ? 1.5e-1
+                                                  : 4e-2;
         for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
             if (inf_isa_clamp(levels[li]) != levels[li]) continue;
             for (int nth = 1; nth <= (levels[li] == inf_isa_best() ? 2 : 1); nth++) {
