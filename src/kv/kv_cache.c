@@ -332,6 +332,9 @@ void inf_kv_cache_stats(inf_kv_cache *c, inf_kv_stats *st) {
                        .tree_nodes = rs->n_nodes,
                        .tree_tokens = rs->n_cached_tokens,
                        .evictions = rs->n_evicted_nodes,
+                       .states = rs->n_states,
+                       .states_dropped = (long)rs->n_states_dropped,
+                       .state_bytes = (double)c->radix->state_floats * sizeof(float),
                        .ref_errors = bad,
                        .block_bytes = (double)p->block_size * (double)inf_kv_cache_token_bytes(c)};
 }

@@ -64,6 +64,8 @@ typedef struct inf_kv_stats {
     long block_size, blocks_total, blocks_free;
     long prefix_lookups, prefix_hits, prefix_tokens_reused;
     long tree_nodes, tree_tokens, evictions;
+    long states, states_dropped; /* recurrent-state checkpoints held, and let go of for newer */
+    double state_bytes;          /* bytes of one checkpoint (0: the model keeps no states) */
     long ref_errors;    /* pool references not accounted for by a sequence or the tree */
     double block_bytes; /* bytes of one block (K and V, all layers, in the cache's types) */
 } inf_kv_stats;

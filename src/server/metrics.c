@@ -73,6 +73,16 @@ char *srv_metrics_text(const inf_sched_metrics *m, const srv_http_counts *h, lon
                (double)k->tree_tokens);
         metric(&b, "counter", "inferno:prefix_cache_evictions_total", "Radix tree nodes evicted.",
                (double)k->evictions);
+        if (k->state_bytes > 0) { /* a model with recurrent layers (Qwen3.5) */
+            metric(&b, "gauge", "inferno:prefix_cache_states",
+                   "Recurrent-state checkpoints the prefix cache holds.", (double)k->states);
+            metric(&b, "gauge", "inferno:prefix_cache_states_bytes",
+                   "Bytes of those checkpoints (outside the KV block pool).",
+                   k->state_bytes * (double)k->states);
+            metric(&b, "counter", "inferno:prefix_cache_states_dropped_total",
+                   "Checkpoints let go of to make room for newer ones.",
+                   (double)k->states_dropped);
+        }
         metric(&b, "gauge", "inferno:kv_refcount_errors",
                "KV block references not held by a sequence or the prefix cache (must be 0).",
                (double)k->ref_errors);

@@ -134,6 +134,9 @@ if serve; then
     reply=$($PY -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['choices'][0]['message']['content']))" "$tmp/t1.json")
     turn2="{\"messages\":[{\"role\":\"user\",\"content\":\"$hist\"},{\"role\":\"assistant\",\"content\":$reply},{\"role\":\"user\",\"content\":\"And then?\"}],\"max_tokens\":8,\"temperature\":0}"
     chat "$turn2" >"$tmp/warm.json"
+    states=$(curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "inferno:prefix_cache_states" {print $2}')
+    [ "${states:-0}" -ge 1 ] 2>/dev/null && ok "/metrics: $states state checkpoints held" ||
+        bad "/metrics inferno:prefix_cache_states is '${states}'"
     kill $spid; wait $spid 2>/dev/null
     serve && chat "$turn2" >"$tmp/cold.json"
     kill $spid; wait $spid 2>/dev/null
