@@ -135,6 +135,15 @@ static void hparams_text(const inf_model_file *m) {
     if (h->n_expert > 0)
         printf("  experts %d, %d used per token, expert n_ff %d, top-k renormalized %s\n",
                h->n_expert, h->n_expert_used, h->n_ff_exp, h->norm_topk_prob ? "yes" : "no");
+    if (h->n_ff_shexp > 0) printf("  shared expert n_ff %d\n", h->n_ff_shexp);
+    int n_rec = 0;
+    for (int l = 0; l < h->n_layer && l < INF_MAX_LAYERS; l++)
+        n_rec += h->recurrent[l];
+    if (n_rec)
+        printf("  hybrid: %d Gated DeltaNet layers (conv %d, %d q/k heads and %d v heads of "
+               "%d/%d), %d attention layer(s), RoPE on %d of %d dims\n",
+               n_rec, h->ssm_d_conv, h->ssm_n_k_heads, h->ssm_n_v_heads, h->ssm_d_k, h->ssm_d_v,
+               h->n_layer - n_rec, h->n_rot ? h->n_rot : h->head_dim, h->head_dim);
     if (h->yarn_factor > 0)
         printf("  rope scaling yarn: factor %g, original context %d, attention factor %g\n",
                (double)h->yarn_factor, h->yarn_orig_ctx, (double)h->rope_attn_factor);
