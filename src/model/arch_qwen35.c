@@ -356,6 +356,7 @@ typedef struct qwen35 {
     blk_acts acts;
     qwen35_acts h;
     inf_delta_shape shape;
+    size_t state_floats; /* of one DeltaNet layer's state (inf_model_state_floats) */
 } qwen35;
 
 static int bind_file(inf_model_file *mf, inf_err *err) {
@@ -447,6 +448,7 @@ static int create(inf_model *m, inf_err *err) {
                                  .d_v = hp->ssm_d_v,
                                  .k_tiled = mf->format == INF_FORMAT_GGUF,
                                  .eps = 1e-6f};
+    w->state_floats = inf_model_state_floats(hp);
     if (blk_acts_alloc(&w->acts, hp, m->max_rows) || acts_alloc(&w->h, hp, m->max_rows))
         return inf_fail(err, "out of memory for the model's buffers (batch %d)", m->max_rows);
     return 0;
@@ -530,7 +532,7 @@ static void deltanet(const inf_model *m, qwen35 *w, const inf_batch *b, const in
         n = blk_span_len(b, r);
         float *conv_state = kv[(int64_t)b->seq[r] * hp->n_layer + l].state;
         float *delta_state = conv_state + (size_t)(K - 1) * (size_t)C;
-        if (b->pos[r] == 0) memset(conv_state, 0, inf_model_state_floats(hp) * sizeof(float));
+        if (b->pos[r] == 0) memset(conv_state, 0, w->state_floats * sizeof(float));
         be->ssm_conv(be, h->conv + r * C, h->mixed + r * C, conv_state, d->conv, n, (int)C, K);
         for (int t = r; t < r + n; t++) {
             const float *row = h->conv + (int64_t)t * C;

@@ -18,7 +18,8 @@
 #    is not run; `inferno quantize` of a qwen35 GGUF keeps the conv weights
 #    F32 (as llama-quantize does) and runs as the reference reads it; of a
 #    Hugging Face folder (dense, MoE) it writes llama.cpp's layout, whose
-#    logits equal the GGUF file's bit for bit.
+#    logits equal the GGUF file's bit for bit. Bad hybrid configs and a cut
+#    file are refused by name.
 # 4. The server: a chat's second turn resumes from the first's state
 #    checkpoints and answers as a fresh server does.
 set -uo pipefail
@@ -120,6 +121,35 @@ $PY tests/oracle/gguf_edit.py models/tiny-qwen35-f32.gguf "$tmp/mtp.gguf" --mtp 
     run_inf "$tmp/mtp.gguf" "$(ids 70)" "$tmp/mtp.npy" &&
     cmp_npy "an MTP block (nextn_predict_layers 1) is not run" "$tmp/qwen35-gguf_70.npy" "$tmp/mtp.npy" 0 ||
     bad "MTP file"
+
+# Bad files are refused by name, not run: a config.json field of the hybrid
+# that is wrong, and a GGUF cut short
+bad_cfg() { # label, expected text, python expression editing the text_config dict t
+    local d="$tmp/badcfg"
+    rm -rf "$d" && mkdir -p "$d"
+    for f in models/tiny-qwen35-f32-hf/*; do ln -s "$PWD/$f" "$d/"; done
+    rm "$d/config.json"
+    $PY -c "
+import json, sys
+c = json.load(open('models/tiny-qwen35-f32-hf/config.json')); t = c['text_config']
+$3
+json.dump(c, open(sys.argv[1], 'w'))" "$d/config.json"
+    local msg
+    msg=$($INF run -m "$d" --token-ids 1,2 -n 1 2>&1)
+    local rc=$?
+    [ $rc -ne 0 ] && [ $rc -lt 128 ] && [[ "$msg" == *"$2"* ]] && ok "refused: $1" ||
+        bad "$1: rc $rc, message: $(echo "$msg" | tail -1)"
+}
+bad_cfg "layer_types with an unknown kind" 'layer_types[1] is "mamba"' "t['layer_types'][1] = 'mamba'"
+bad_cfg "layer_types shorter than the layers" "layer_types has 3 entries for 4 layers" "t['layer_types'].pop()"
+bad_cfg "partial_rotary_factor 3" "partial_rotary_factor 3" "t['rope_parameters']['partial_rotary_factor'] = 3"
+bad_cfg "v heads not a multiple of k heads" "DeltaNet heads 3 (v) over 2 (k)" "t['linear_num_value_heads'] = 3"
+bad_cfg "a huge head count" "linear_num_value_heads" "t['linear_num_value_heads'] = 2**40"
+bad_cfg "layer_types not matching the tensors" "layers.3.linear_attn.in_proj_qkv.weight is missing" "t['layer_types'] = ['linear_attention'] * 4"
+head -c 100000000 models/tiny-qwen35-f32.gguf >"$tmp/cut.gguf"
+msg=$($INF run -m "$tmp/cut.gguf" --token-ids 1,2 -n 1 2>&1); rc=$?
+[ $rc -ne 0 ] && [ $rc -lt 128 ] && ok "refused: a GGUF cut short ($(echo "$msg" | tail -1 | cut -c1-100))" ||
+    bad "a GGUF cut short: rc $rc"
 
 # 4. The server: a chat's second turn resumes from the state checkpoints of
 #    the first (cached_tokens > 0) and answers as a fresh server does.
