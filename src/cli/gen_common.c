@@ -54,9 +54,10 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
         "  --token-ids 1,2,3         the prompt as token ids (implies --raw)\n"
         "  --verbose-prompt          print the prompt's token ids to stderr\n"
         "  --grammar FILE            the output follows this GBNF grammar (llama.cpp's syntax)\n"
-        "  --json-schema FILE        the output is JSON valid against this JSON Schema\n",
+        "  --json-schema FILE        the output is JSON valid against this JSON Schema\n"
+        "%s",
         cmd, want_prompt ? " -p PROMPT" : "", INF_DEFAULT_MODEL,
-        want_prompt ? "  -p, --prompt TEXT         the prompt\n" : "");
+        want_prompt ? "  -p, --prompt TEXT         the prompt\n" : "", SPEC_FLAGS_USAGE);
 }
 
 static int parse_int(const char *s, int *out) {
@@ -83,7 +84,8 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
                     .n_batch = 512,
                     .backend = "pool",
                     .kv = {.type_k = INF_F16, .type_v = INF_F16},
-                    .sp = inf_sampler_defaults()};
+                    .sp = inf_sampler_defaults(),
+                    .spec = spec_flags_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
 #define IS(x) (!strcmp(f, x))
@@ -150,7 +152,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
                                                   "--cache-type-k",
                                                   "-ctv",
                                                   "--cache-type-v"};
-        bool known = false;
+        bool known = spec_flag_is(f);
         for (size_t k = 0; k < sizeof takes_value / sizeof takes_value[0]; k++)
             known |= !strcmp(f, takes_value[k]);
         if (!known || (!want_prompt && (IS("-p") || IS("--prompt")))) {
@@ -164,7 +166,9 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         }
         const char *v = argv[++i];
         int bad = 0;
-        if (IS("-m") || IS("--model"))
+        if (spec_flag_is(f)) {
+            if (spec_flag_set(&a->spec, cmd, f, v)) return -1;
+        } else if (IS("-m") || IS("--model"))
             a->model = v;
         else if (IS("-p") || IS("--prompt"))
             a->prompt = v;
@@ -250,6 +254,7 @@ int gen_args_parse(gen_args *a, int argc, char **argv, const char *cmd, bool wan
         fprintf(stderr, "inferno %s: %s\n", cmd, err.msg);
         return -1;
     }
+    if (spec_flags_check(&a->spec, cmd)) return -1;
     if (a->grammar && a->json_schema) {
         fprintf(stderr, "inferno %s: give --grammar or --json-schema, not both\n", cmd);
         return -1;
@@ -276,6 +281,7 @@ int gen_ctx_open(gen_ctx *g, const gen_args *a, inf_err *err) {
                          .kv = a->kv,
                          .pack = a->pack,
                          .pack_dir = a->pack_dir};
+    spec_flags_apply(&a->spec, &o);
     if (inf_engine_open(&g->e, &o, err)) return -1;
     if (g->e->pack_note[0]) fprintf(stderr, "inferno: %s\n", g->e->pack_note);
     if (g->e->note[0]) fprintf(stderr, "inferno: %s\n", g->e->note);
@@ -425,6 +431,11 @@ void gen_print_timings(const gen_ctx *g, const inf_task *t) {
             tm->prompt_n + tm->predicted_n);
     fprintf(stderr, "stop reason      = %s, backend %s, seed %llu\n", inf_finish_name(t->finish),
             g->e->backend_name, (unsigned long long)t->seed);
+    if (g->e->ex.spec_kind != INF_SPEC_NONE)
+        fprintf(stderr, "speculative      = %s%s%s, %d drafted, %d accepted (%.1f %%)\n",
+                inf_spec_kind_name(g->e->ex.spec_kind), g->e->ex.draft_name ? " " : "",
+                g->e->ex.draft_name ? g->e->ex.draft_name : "", tm->draft_n, tm->draft_accepted,
+                tm->draft_n ? 100.0 * tm->draft_accepted / tm->draft_n : 0.0);
     if (t->p.grammar)
         fprintf(stderr,
                 "grammar          = %10.2f ms in all, %d masks (%d walked), slowest mask %.3f ms\n",

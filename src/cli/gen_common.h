@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "cli/spec_flags.h"
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
@@ -38,6 +39,7 @@ typedef struct gen_args {
     inf_sampler_params sp;
     unsigned sp_set; /* INF_REC_* flags given: the others take the model's defaults */
     inf_kv_opts kv;  /* --kv basic|paged, --kv-block N, --cache-mem SIZE */
+    spec_flags spec; /* -md, --spec, --draft-max/-min/-p-min */
 } gen_args;
 
 /* Parses argv (argv[0] is the command name). Prints one line and returns -1

@@ -283,6 +283,11 @@ void inf_kv_cache_reset(inf_kv_cache *c, int seq) {
     truncate_to(c, seq, 0);
 }
 
+void inf_kv_cache_truncate(inf_kv_cache *c, int seq, int n) {
+    INF_ASSERT(!c->n_rec_layer && n >= 0 && n <= c->n_past[seq]);
+    truncate_to(c, seq, n);
+}
+
 size_t inf_kv_cache_token_bytes(const inf_kv_cache *c) {
     return (size_t)c->n_kv_layer *
            (inf_kv_type_bytes(c->type_k, c->kv_dim) + inf_kv_type_bytes(c->type_v, c->kv_dim));

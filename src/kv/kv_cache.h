@@ -145,6 +145,11 @@ void inf_kv_cache_end(inf_kv_cache *c, int seq);
 /* Forgets everything seq holds (after a failed forward). */
 void inf_kv_cache_reset(inf_kv_cache *c, int seq);
 
+/* Keeps positions 0..n-1 of seq and forgets the rest (n <= what it holds):
+ * a speculative step's rejected rows. Only without recurrent layers, whose
+ * state stands for all positions at once and cannot be cut back. */
+void inf_kv_cache_truncate(inf_kv_cache *c, int seq, int n);
+
 /* The per-layer views of seq ([n_layer]); valid until its next reserve. */
 static inline const inf_kv_view *inf_kv_cache_views(const inf_kv_cache *c, int seq) {
     return c->views + (size_t)seq * (size_t)c->n_layer;

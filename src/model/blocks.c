@@ -256,9 +256,16 @@ void blk_acts_free(blk_acts *a) {
 
 /* ---- row kinds ---------------------------------------------------------- */
 
+/* Whether rows r - 1 and r are one span: the same sequence at consecutive
+ * positions, neither marked a decode row. */
+static bool linked(const inf_batch *b, int r) {
+    return r > 0 && r < b->n_rows && b->seq[r - 1] == b->seq[r] && b->pos[r - 1] == b->pos[r] - 1 &&
+           !(b->decode && (b->decode[r - 1] || b->decode[r]));
+}
+
 int blk_span_len(const inf_batch *b, int r) {
     int n = 1;
-    while (r + n < b->n_rows && b->seq[r + n] == b->seq[r] && b->pos[r + n] == b->pos[r] + n)
+    while (linked(b, r + n))
         n++;
     return n;
 }
@@ -268,9 +275,7 @@ int blk_span_len(const inf_batch *b, int r) {
  * rows with different kernels; the kind of a row, never the batch around it,
  * decides (a prompt gives the same bits in any chunking of two or more rows). */
 static bool prompt_row(const inf_batch *b, int r) {
-    bool prev = r > 0 && b->seq[r - 1] == b->seq[r] && b->pos[r - 1] == b->pos[r] - 1;
-    bool next = r + 1 < b->n_rows && b->seq[r + 1] == b->seq[r] && b->pos[r + 1] == b->pos[r] + 1;
-    return prev || next;
+    return linked(b, r) || linked(b, r + 1);
 }
 
 /* ys[i] = x . ws[i]^T for T rows all of one kind, one call. */

@@ -80,13 +80,19 @@ enum {
 
 /* One forward call's rows. Rows of the same sequence at consecutive
  * positions form a span whose attention runs as one (flash prefill when it
- * has more than one row, fused decode for one row). */
+ * has more than one row, fused decode for one row), unless decode marks
+ * them as decode rows. */
 typedef struct inf_batch {
     int n_rows;
     const int32_t *tokens; /* [n_rows] */
     const int32_t *pos;    /* [n_rows] position of the row in its sequence */
     const int32_t *seq;    /* [n_rows] which sequence: index into the kv views */
     const uint8_t *logits; /* [n_rows] INF_OUT_*; NULL: logits for the last row only */
+    /* [n_rows] or NULL: a row marked 1 is a decode row, a one-row span of
+     * its own even beside rows of its sequence at the next positions. A
+     * speculative step's verification rows: each computed with the kernels
+     * of the decode step it stands for, so its logits are those bits. */
+    const uint8_t *decode;
     float *hidden;         /* out [n_hidden][n_embd]: the INF_OUT_HIDDEN rows in batch order (NULL
                               when no row asks) */
 } inf_batch;

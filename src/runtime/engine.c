@@ -20,6 +20,7 @@ static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err
                     .pos = b->pos,
                     .seq = b->seq,
                     .logits = b->logits,
+                    .decode = b->decode,
                     .hidden = b->hidden};
     if (inf_model_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++)
@@ -50,6 +51,9 @@ static void ex_seq_end(void *ctx, int seq) {
 }
 static void ex_seq_reset(void *ctx, int seq) {
     inf_kv_cache_reset(((inf_engine *)ctx)->kv, seq);
+}
+static void ex_seq_truncate(void *ctx, int seq, int n) {
+    inf_kv_cache_truncate(((inf_engine *)ctx)->kv, seq, n);
 }
 static void ex_kv_stats(void *ctx, inf_kv_stats *st) {
     inf_kv_cache_stats(((inf_engine *)ctx)->kv, st);
@@ -98,6 +102,43 @@ static int32_t ex_sampler_sample(void *s, float *logits, int n_vocab) {
 }
 static void ex_sampler_free(void *s) {
     inf_sampler_free(s);
+}
+static int ex_sampler_dist(void *s, const float *logits, int n_vocab, int32_t *ids, double *probs) {
+    return inf_sampler_dist(s, logits, ids, probs);
+}
+static double ex_sampler_uniform(void *s) {
+    return inf_sampler_uniform(s);
+}
+
+/* The drafter: -md opens the draft model; a model whose recurrent layers
+ * keep a state cannot speculate (its state cannot be cut back). */
+static int open_spec(inf_engine *e, const inf_engine_opts *o, int n_seq, int n_ctx, int max_rows,
+                     inf_err *err) {
+    inf_spec_kind kind = o->spec_kind;
+    if (o->draft_path && kind == INF_SPEC_NONE) kind = INF_SPEC_DRAFT;
+    if (kind == INF_SPEC_DRAFT && !o->draft_path)
+        return inf_fail(err, "--spec draft needs a draft model (-md FILE)");
+    if (kind == INF_SPEC_NGRAM && o->draft_path)
+        return inf_fail(err, "--spec ngram drafts without a model: -md %s is not used with it",
+                        o->draft_path);
+    const inf_spec_params zero = {0};
+    e->ex.spec = memcmp(&o->spec, &zero, sizeof zero) ? o->spec : inf_spec_defaults();
+    if (inf_spec_check(&e->ex.spec, err)) return -1;
+    e->ex.spec_kind = kind;
+    if (kind == INF_SPEC_NONE) return 0;
+    if (e->kv->n_rec_layer)
+        return inf_fail(err,
+                        "speculative decoding: %s has recurrent layers (Gated DeltaNet), whose "
+                        "state cannot be cut back to the drafts the model takes; not supported",
+                        o->model_path);
+    if (kind == INF_SPEC_DRAFT) {
+        if (inf_draft_open(&e->draft, o->draft_path, e->be, e->mf, n_seq, n_ctx, max_rows, &o->kv,
+                           err))
+            return -1;
+        e->ex.draft = &e->draft->ex;
+        e->ex.draft_name = e->draft->name;
+    }
+    return 0;
 }
 
 /* ---- open / close ---- */
@@ -272,6 +313,7 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         .seq_checkpoint = ex_seq_checkpoint,
         .seq_end = ex_seq_end,
         .seq_reset = ex_seq_reset,
+        .seq_truncate = e->kv->n_rec_layer ? NULL : ex_seq_truncate,
         .kv_stats = o->kv.kind == INF_KV_PAGED ? ex_kv_stats : NULL,
         .tokenize = ex_tokenize,
         .piece = ex_piece,
@@ -282,7 +324,10 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         .sampler_accept = ex_sampler_accept,
         .sampler_sample = ex_sampler_sample,
         .sampler_free = ex_sampler_free,
+        .sampler_dist = ex_sampler_dist,
+        .sampler_uniform = ex_sampler_uniform,
     };
+    if (open_spec(e, o, n_seq, n_ctx, max_rows, err)) goto fail;
     if (inf_sched_create(&e->sched, &e->ex, e->n_batch, err)) goto fail;
     e->t_load_s = inf_now_s() - t0;
     *out = e;
@@ -295,6 +340,7 @@ fail:
 void inf_engine_close(inf_engine *e) {
     if (!e) return;
     inf_sched_free(e->sched); /* first: its thread uses everything below */
+    inf_draft_close(e->draft);
     inf_kv_cache_free(e->kv);
     inf_model_free(e->model);
     inf_backend_free(e->be);

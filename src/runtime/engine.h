@@ -21,6 +21,7 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "modelfile/model.h"
+#include "runtime/engine_draft.h"
 #include "runtime/engine_pack.h"
 #include "runtime/exec.h"
 #include "runtime/sched.h"
@@ -37,6 +38,12 @@ typedef struct inf_engine_opts {
     inf_kv_opts kv;
     inf_pack_mode pack;   /* packed weights in a pack cache file: auto (0), on, off */
     const char *pack_dir; /* where pack caches live; NULL: the default (engine_pack.h) */
+    /* Speculative decoding (runtime/spec.h): the drafter, INF_SPEC_DRAFT
+     * with draft_path (-md; a draft path alone means it), and the knobs a
+     * request gets by default (all zero: llama.cpp's, inf_spec_defaults). */
+    inf_spec_kind spec_kind;
+    const char *draft_path;
+    inf_spec_params spec;
 } inf_engine_opts;
 
 /* Read-only for programs; the scheduler thread owns model and caches. */
@@ -49,6 +56,7 @@ typedef struct inf_engine {
     float *logits; /* [n_seq][n_vocab] the scheduler's forward output */
     inf_exec ex;   /* the scheduler's view of all of the above */
     inf_sched *sched;
+    inf_draft *draft; /* -md: the draft model, or NULL */
     int n_batch;
     double t_load_s; /* seconds inf_engine_open took */
     char name[128];

@@ -20,6 +20,7 @@
 #include "model/model.h"     /* INF_OUT_* */
 #include "modelfile/model.h" /* inf_pooling */
 #include "runtime/sampler.h"
+#include "runtime/spec_params.h"
 #include "util/err.h"
 
 /* One forward call: rows of (token, position, sequence). */
@@ -29,6 +30,9 @@ typedef struct inf_exec_batch {
     const int32_t *pos;    /* [n_rows] */
     const int32_t *seq;    /* [n_rows] slot index 0..n_seq-1 */
     const uint8_t *logits; /* [n_rows] INF_OUT_*: what the row hands back */
+    /* [n_rows] or NULL: 1 marks a decode row, computed as a one-row span even
+     * beside its sequence's next position (speculative verification) */
+    const uint8_t *decode;
     float *hidden; /* out [n_hidden][n_embd]: the final-normed states of the INF_OUT_HIDDEN rows */
 } inf_exec_batch;
 
@@ -63,6 +67,14 @@ typedef struct inf_exec {
      * tensors, metadata), for what servers show about the model (Ollama's
      * /api/show, /api/tags); NULL in fakes. */
     const struct inf_model_file *model_file;
+    /* Speculative decoding: the drafter (INF_SPEC_NONE: off), the knobs a
+     * request gets when it sets none, and for INF_SPEC_DRAFT the draft
+     * model's table (forward, seq_begin, seq_reserve, seq_truncate, seq_end,
+     * seq_reset, n_ctx, max_rows; the same vocabulary) and its name. */
+    inf_spec_kind spec_kind;
+    inf_spec_params spec;
+    const struct inf_exec *draft;
+    const char *draft_name;
 
     /* Runs the rows; sequence s must hold positions 0..p-1 before a row at
      * position p, and have room reserved for it. The rows' tokens enter the
@@ -95,6 +107,9 @@ typedef struct inf_exec {
     void (*seq_checkpoint)(void *ctx, int seq);
     void (*seq_end)(void *ctx, int seq);
     void (*seq_reset)(void *ctx, int seq);
+    /* seq_truncate (NULL: the model cannot, its recurrent layers keep a
+     * state): keep positions 0..n-1 of seq, forget the rest. */
+    void (*seq_truncate)(void *ctx, int seq, int n);
     void (*kv_stats)(void *ctx, inf_kv_stats *st);
 
     /* Text -> ids (malloc'd *ids), with the model's BOS rule. parse_special:
@@ -120,6 +135,12 @@ typedef struct inf_exec {
     void *(*sampler_new)(void *ctx, const inf_sampler_params *p);
     void (*sampler_accept)(void *smpl, int32_t id);
     int32_t (*sampler_sample)(void *smpl, float *logits, int n_vocab);
+    /* sampler_dist: the distribution sample draws from (inf_sampler_dist:
+     * ids and probs of n_vocab entries; returns how many are kept);
+     * sampler_uniform: a number in [0, 1) from the sampler's generator.
+     * Both NULL in fakes: then only greedy drafts are verified. */
+    int (*sampler_dist)(void *smpl, const float *logits, int n_vocab, int32_t *ids, double *probs);
+    double (*sampler_uniform)(void *smpl);
     void (*sampler_free)(void *smpl);
 } inf_exec;
 

@@ -182,7 +182,10 @@ static void softmax_sorted(double *probs, const cand *c, int n, double temp) {
         probs[i] /= sum;
 }
 
-int32_t inf_sampler_sample(inf_sampler *s, const float *logits) {
+/* The chain over logits: leaves the kept candidates, most probable first,
+ * in s->cands[0..n) and their probabilities in s->probs; returns n. A
+ * temperature <= 0 keeps the highest logit (the lowest id on ties) alone. */
+static int chain(inf_sampler *s, const float *logits) {
     const inf_sampler_params *p = &s->p;
     int n = s->n_vocab;
     for (int i = 0; i < n; i++)
@@ -206,7 +209,9 @@ int32_t inf_sampler_sample(inf_sampler *s, const float *logits) {
         int best = 0;
         for (int i = 1; i < n; i++)
             if (s->cands[i].logit > s->cands[best].logit) best = i;
-        return s->cands[best].id;
+        s->cands[0] = s->cands[best];
+        s->probs[0] = 1.0;
+        return 1;
     }
 
     int kept = p->top_k > 0 && p->top_k < n ? p->top_k : n;
@@ -231,12 +236,30 @@ int32_t inf_sampler_sample(inf_sampler *s, const float *logits) {
             i++;
         kept = i;
     }
-
     softmax_sorted(s->probs, s->cands, kept, p->temp);
+    return kept;
+}
+
+int32_t inf_sampler_sample(inf_sampler *s, const float *logits) {
+    int kept = chain(s, logits);
+    if (s->p.temp <= 0) return s->cands[0].id;
     double u = rng_uniform(&s->rng), cum = 0;
     for (int i = 0; i < kept; i++) {
         cum += s->probs[i];
         if (u < cum) return s->cands[i].id;
     }
     return s->cands[kept - 1].id;
+}
+
+int inf_sampler_dist(inf_sampler *s, const float *logits, int32_t *ids, double *probs) {
+    int kept = chain(s, logits);
+    for (int i = 0; i < kept; i++) {
+        ids[i] = s->cands[i].id;
+        probs[i] = s->probs[i];
+    }
+    return kept;
+}
+
+double inf_sampler_uniform(inf_sampler *s) {
+    return rng_uniform(&s->rng);
 }

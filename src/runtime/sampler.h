@@ -56,4 +56,14 @@ void inf_sampler_reset(inf_sampler *s);
  * it: call inf_sampler_accept with the token actually used. */
 int32_t inf_sampler_sample(inf_sampler *s, const float *logits);
 
+/* The distribution inf_sampler_sample draws from, after the whole chain:
+ * the kept candidates, most probable first, in ids[0..n) and probs[0..n)
+ * (summing to 1; a temperature <= 0 keeps the highest logit alone, with
+ * probability 1). Returns n; ids and probs hold n_vocab entries. Draws
+ * nothing (speculative decoding weighs drafts with it). */
+int inf_sampler_dist(inf_sampler *s, const float *logits, int32_t *ids, double *probs);
+
+/* A uniform number in [0, 1) from the sampler's generator, which it advances. */
+double inf_sampler_uniform(inf_sampler *s);
+
 #endif

@@ -7,13 +7,15 @@
 #include <time.h>
 
 #include "runtime/constrain.h"
+#include "runtime/spec.h"
 #include "util/timer.h"
 #include "util/utf8.h"
 
 /* ---- tasks ---- */
 
 inf_gen_params inf_gen_defaults(void) {
-    return (inf_gen_params){.sampling = inf_sampler_defaults(), .max_tokens = -1};
+    return (inf_gen_params){
+        .sampling = inf_sampler_defaults(), .max_tokens = -1, .spec = {.n_max = -1}};
 }
 
 const char *inf_finish_name(inf_finish f) {
@@ -177,6 +179,12 @@ typedef struct slot {
     void *smpl;
     inf_utf8_stream utf8; /* the detokenizer's held partial character */
     inf_constraint con;   /* the task's grammar, if any */
+    /* speculative decoding: on for this task; drafts drawn from the draft
+       model's distribution (judged, not compared); this step's drafts */
+    bool spec_on, stochastic;
+    int n_spec;
+    const int32_t *drafts;
+    inf_spec_params spec;
     uint64_t t_start, t_first;
     uint64_t start_seq, last_used;
 } slot;
@@ -200,13 +208,19 @@ struct inf_sched {
     /* One step's batch, sized for ex->max_rows rows. */
     int32_t *tok, *pos, *seq; /* [max_rows] */
     uint8_t *want;            /* [max_rows] */
+    uint8_t *dec;             /* [max_rows] decode rows */
     int *row_slot;            /* [max_rows] */
     float *logits;            /* [n_slots][n_vocab] */
     float *scratch;           /* [n_vocab] raw logits kept for logprobs */
     float *gscratch;          /* [n_vocab] raw logits kept to resample under a mask */
     float *hidden;            /* [n_slots][n_embd] embedding rows of a step (n_embd > 0) */
     inf_gram_vocab *gvocab;   /* the vocabulary's byte trie, built at the first grammar */
+    inf_spec *spec;           /* speculative decoding's drafting state (NULL: off) */
 };
+
+/* Drafted rows one step may verify, over all slots (the logits buffer holds
+ * n_slots + SPEC_ROWS rows). */
+#define SPEC_ROWS INF_SPEC_MAX_DRAFT
 
 static int n_active(const inf_sched *s) {
     int n = 0;
@@ -262,6 +276,13 @@ static void start_slot(inf_sched *s, slot *sl, inf_task *t) {
     sl->smpl = t->p.embed ? NULL : e->sampler_new(e->ctx, &sp);
     for (int i = 0; sl->smpl && i < t->n_prompt; i++)
         e->sampler_accept(sl->smpl, t->prompt[i]);
+    sl->spec = t->p.spec.n_max >= 0 ? t->p.spec : e->spec;
+    sl->spec_on = s->spec && !t->p.embed && sl->spec.n_max > 0;
+    sl->stochastic = sl->spec_on && e->spec_kind == INF_SPEC_DRAFT && sp.temp > 0 &&
+                     !t->p.grammar && e->sampler_dist && e->sampler_uniform;
+    sl->n_spec = 0;
+    if (sl->spec_on && inf_spec_begin(s->spec, sl->id, t->prompt, t->n_prompt, &sp, sl->stochastic))
+        sl->spec_on = sl->stochastic = false; /* out of memory: decode plainly */
     s->m.cache_tokens_reused += (uint64_t)lcp;
     pthread_mutex_lock(&t->mu);
     t->started = true;
@@ -291,6 +312,8 @@ static void finish_slot(inf_sched *s, slot *sl, inf_finish fin, inf_task_status 
     if (sl->smpl) s->ex->sampler_free(sl->smpl);
     sl->smpl = NULL;
     inf_constraint_end(&sl->con);
+    if (sl->spec_on) inf_spec_end(s->spec, sl->id);
+    sl->spec_on = false;
     s->ex->seq_end(s->ex->ctx, sl->id);
     sl->last_used = ++s->clock;
     pthread_mutex_lock(&s->mu);
@@ -383,34 +406,58 @@ static bool all_finite(const float *x, int n) {
     return acc == 0.0f;
 }
 
-static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
+/* How a slot ends after a token (ends false: it goes on). */
+typedef struct ending {
+    bool ends;
+    inf_finish fin;
+    inf_task_status status;
+    const char *msg;
+} ending;
+
+static bool end_with(ending *end, inf_finish fin, inf_task_status status, const char *msg) {
+    *end = (ending){true, fin, status, msg};
+    return false;
+}
+
+/* The slot's next token from its logits row: the request's bias, its
+ * observer, the copy logprobs read, then its sampler through its grammar;
+ * for draft di of a stochastic slot (di >= 0), the speculative verdict.
+ * -1 when the slot must end (*end says how). */
+static int32_t pick(inf_sched *s, slot *sl, float *logits, int di, ending *end) {
     const inf_exec *e = s->ex;
     inf_task *t = sl->task;
     if (!all_finite(logits, e->n_vocab)) { /* never a stream of token 0 */
-        finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_INTERNAL,
-                    "the model produced non-finite logits (NaN or infinity); the model file's "
-                    "weights or hyperparameters are broken");
-        return;
+        end_with(end, INF_FINISH_NONE, INF_TASK_INTERNAL,
+                 "the model produced non-finite logits (NaN or infinity); the model file's "
+                 "weights or hyperparameters are broken");
+        return -1;
     }
     for (int i = 0; i < t->p.n_logit_bias; i++) /* ids checked at submit */
         logits[t->p.logit_bias[i].id] += t->p.logit_bias[i].bias;
     if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
     if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
-    int32_t id;
-    if (sl->con.state == CONSTRAIN_OFF) {
-        id = sample(s, sl, logits);
-    } else {
+    if (sl->con.state != CONSTRAIN_OFF) {
         sample_ctx sc = {s, sl};
         inf_task_status st = INF_TASK_OK;
         const char *msg = NULL;
-        id = inf_constraint_pick(&sl->con, t->p.grammar, e, &s->gvocab, logits, s->gscratch,
-                                 sample_cb, &sc, &t->timings, &st, &msg);
-        if (id < 0) {
-            finish_slot(s, sl, INF_FINISH_NONE, st, msg);
-            return;
-        }
+        int32_t id = inf_constraint_pick(&sl->con, t->p.grammar, e, &s->gvocab, logits, s->gscratch,
+                                         sample_cb, &sc, &t->timings, &st, &msg);
+        if (id < 0) end_with(end, INF_FINISH_NONE, st, msg);
+        return id;
     }
+    if (di >= 0 && sl->stochastic) return inf_spec_judge(s->spec, sl->id, di, sl->smpl, logits);
+    return sample(s, sl, logits);
+}
+
+/* The picked token enters the reply: the sampler's window, logprobs, its
+ * bytes through the UTF-8 stream and the stop strings. Returns true when the
+ * slot goes on (id is its next token), else false with *end (the slot is not
+ * finished here: its cache may need cutting back first). */
+static bool emit(inf_sched *s, slot *sl, int32_t id, ending *end) {
+    const inf_exec *e = s->ex;
+    inf_task *t = sl->task;
     e->sampler_accept(sl->smpl, id);
+    if (sl->spec_on) inf_spec_push(s->spec, sl->id, id);
     if (!sl->t_first) sl->t_first = inf_now_ns();
 
     inf_finish fin = INF_FINISH_NONE;
@@ -446,14 +493,48 @@ static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
     pthread_mutex_unlock(&t->mu);
 
     if (oom) /* the text could not be kept: say so rather than lose it */
-        finish_slot(s, sl, INF_FINISH_NONE, INF_TASK_UNAVAILABLE,
-                    "out of memory: the reply's text");
-    else if (fin != INF_FINISH_NONE)
-        finish_slot(s, sl, fin, INF_TASK_OK, NULL);
-    else {
-        sl->next = id;
-        sl->state = SLOT_DECODE;
+        return end_with(end, INF_FINISH_NONE, INF_TASK_UNAVAILABLE,
+                        "out of memory: the reply's text");
+    if (fin != INF_FINISH_NONE) return end_with(end, fin, INF_TASK_OK, NULL);
+    sl->next = id;
+    sl->state = SLOT_DECODE;
+    return true;
+}
+
+static void sample_and_emit(inf_sched *s, slot *sl, float *logits) {
+    ending end = {0};
+    int32_t id = pick(s, sl, logits, -1, &end);
+    if (id < 0 || !emit(s, sl, id, &end)) finish_slot(s, sl, end.fin, end.status, end.msg);
+}
+
+/* A speculative step's rows: the slot's pending token, then its k drafts,
+ * their logits rows from logits on. Row j's pick is the output, as plain
+ * decoding would have made it; the walk goes on while the pick is draft j.
+ * The rows after the last one kept leave the caches. */
+static void verify(inf_sched *s, slot *sl, int k, const int32_t *drafts, float *logits) {
+    const inf_exec *e = s->ex;
+    const size_t V = (size_t)e->n_vocab;
+    const int base = sl->n_cache; /* the pending token's position */
+    ending end = {0};
+    int hits = 0;
+    for (int j = 0;; j++) {
+        sl->n_cache = base + j + 1; /* rows 0..j hold the sequence's tokens */
+        int32_t id = pick(s, sl, logits + (size_t)j * V, j < k ? j : -1, &end);
+        if (id < 0) break;
+        bool hit = j < k && id == drafts[j];
+        hits += hit;
+        if (!emit(s, sl, id, &end) || !hit) break;
     }
+    e->seq_truncate(e->ctx, sl->id, sl->n_cache);
+    inf_spec_kept(s->spec, sl->id, sl->n_cache);
+    sl->task->timings.draft_n += k;
+    sl->task->timings.draft_accepted += hits;
+    pthread_mutex_lock(&s->mu);
+    s->m.spec_steps_total++;
+    s->m.spec_drafted_total += (uint64_t)k;
+    s->m.spec_accepted_total += (uint64_t)hits;
+    pthread_mutex_unlock(&s->mu);
+    if (end.ends) finish_slot(s, sl, end.fin, end.status, end.msg);
 }
 
 static void fail_slot(inf_sched *s, slot *sl, inf_task_status status, const char *msg) {
@@ -470,20 +551,50 @@ static bool reserve(inf_sched *s, slot *sl, int n_new) {
     return false;
 }
 
-/* Builds one step's batch: a decode row per generating slot, then prompt
+/* Drafts for a generating slot that has n rows before it in the batch and
+ * n_after generating slots after it: as many as the batch's rows, the
+ * context, the request's token limit and the step's speculative rows leave. */
+static int propose(inf_sched *s, slot *sl, int n, int n_after, int spec_left) {
+    const inf_exec *e = s->ex;
+    const inf_task *t = sl->task;
+    int max = e->max_rows - n - n_after - 1;
+    if (e->n_ctx - 1 - sl->n_cache < max) max = e->n_ctx - 1 - sl->n_cache;
+    if (t->p.max_tokens >= 0 && t->p.max_tokens - t->n_gen - 1 < max)
+        max = t->p.max_tokens - t->n_gen - 1;
+    if (spec_left < max) max = spec_left;
+    if (max <= 0) return 0;
+    return inf_spec_propose(s->spec, sl->id, &sl->spec, max, &sl->drafts);
+}
+
+/* Builds one step's batch: a decode row per generating slot (and its drafts),
+ * then prompt
  * rows of the earliest-started prefilling slots up to the chunk budget. */
 static int build_batch(inf_sched *s) {
     const inf_exec *e = s->ex;
-    int n = 0;
+    int n = 0, n_dec = 0, spec_left = s->spec ? SPEC_ROWS : 0;
+    for (int i = 0; i < s->n_slots; i++)
+        n_dec += s->slots[i].state == SLOT_DECODE;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
-        if (sl->state != SLOT_DECODE || !reserve(s, sl, 1)) continue;
-        s->tok[n] = sl->next;
-        s->pos[n] = sl->n_cache;
-        s->seq[n] = sl->id;
-        s->want[n] = 1;
-        s->row_slot[n] = i;
-        n++;
+        if (sl->state != SLOT_DECODE) continue;
+        n_dec--;
+        int k = sl->spec_on && spec_left > 0 ? propose(s, sl, n, n_dec, spec_left) : 0;
+        if (k > 0 && e->seq_reserve(e->ctx, sl->id, 1 + k, &(inf_err){{0}})) {
+            k = 0; /* no room for the drafts: decode plainly */
+            inf_spec_kept(s->spec, sl->id, sl->n_cache + 1);
+        }
+        if (k == 0 && !reserve(s, sl, 1)) continue;
+        sl->n_spec = k;
+        spec_left -= k;
+        for (int j = 0; j <= k; j++) {
+            s->tok[n] = j == 0 ? sl->next : sl->drafts[j - 1];
+            s->pos[n] = sl->n_cache + j;
+            s->seq[n] = sl->id;
+            s->want[n] = 1;
+            s->dec[n] = 1;
+            s->row_slot[n] = i;
+            n++;
+        }
     }
     int budget = e->max_rows - n;
     if (budget > s->chunk) budget = s->chunk;
@@ -519,6 +630,7 @@ static int build_batch(inf_sched *s) {
             s->want[n] = from + j < next->task->n_prompt - 1 ? INF_OUT_NONE
                          : next->task->p.embed               ? INF_OUT_HIDDEN
                                                              : INF_OUT_LOGITS;
+            s->dec[n] = 0;
             s->row_slot[n] = (int)(next - s->slots);
             n++;
         }
@@ -560,6 +672,7 @@ static void step_rows(inf_sched *s) {
                         .pos = s->pos,
                         .seq = s->seq,
                         .logits = s->want,
+                        .decode = s->dec,
                         .hidden = s->hidden};
     inf_err err = {{0}};
     int busy = 0;
@@ -590,6 +703,14 @@ static void step_rows(inf_sched *s) {
     for (int r = 0; r < n; r++) {
         slot *sl = &s->slots[s->row_slot[r]];
         INF_ASSERT(sl->n_cache == s->pos[r]);
+        if (sl->state == SLOT_DECODE && sl->n_spec > 0) { /* rows r..r+k */
+            int k = sl->n_spec;
+            sl->n_spec = 0;
+            verify(s, sl, k, sl->drafts, s->logits + (size_t)sel * e->n_vocab);
+            sel += k + 1;
+            r += k;
+            continue;
+        }
         sl->n_cache++;
         if (sl->state == SLOT_PREFILL) sl->n_prompt_done++;
         if (sl->state == SLOT_PREFILL && e->seq_checkpoint_pos &&
@@ -720,20 +841,27 @@ int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf
     s->pos = malloc(R * sizeof *s->pos);
     s->seq = malloc(R * sizeof *s->seq);
     s->want = malloc(R);
+    s->dec = malloc(R);
     s->row_slot = malloc(R * sizeof *s->row_slot);
-    s->logits = malloc((size_t)s->n_slots * (size_t)ex->n_vocab * sizeof *s->logits);
+    const bool spec = ex->spec_kind != INF_SPEC_NONE && ex->seq_truncate;
+    const size_t logit_rows = (size_t)s->n_slots + (spec ? SPEC_ROWS : 0);
+    s->logits = malloc(logit_rows * (size_t)ex->n_vocab * sizeof *s->logits);
     s->scratch = malloc((size_t)ex->n_vocab * sizeof *s->scratch);
     s->gscratch = malloc((size_t)ex->n_vocab * sizeof *s->gscratch);
     if (ex->n_embd > 0)
         s->hidden = malloc((size_t)s->n_slots * (size_t)ex->n_embd * sizeof *s->hidden);
     s->info = calloc((size_t)s->n_slots, sizeof *s->info);
-    bool ok = s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want &&
+    bool ok = s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want && s->dec &&
               s->row_slot && s->logits && s->scratch && s->gscratch &&
               (ex->n_embd <= 0 || s->hidden);
     for (int i = 0; ok && i < s->n_slots; i++)
         s->slots[i].id = s->info[i].id = i;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    if (ok && spec && inf_spec_create(&s->spec, ex, err)) {
+        inf_sched_free(s);
+        return -1;
+    }
     if (!ok) {
         inf_sched_free(s);
         return inf_fail(err, "scheduler: out of memory");
@@ -763,12 +891,14 @@ void inf_sched_free(inf_sched *s) {
     free(s->pos);
     free(s->seq);
     free(s->want);
+    free(s->dec);
     free(s->row_slot);
     free(s->logits);
     free(s->scratch);
     free(s->gscratch);
     free(s->hidden);
     inf_gram_vocab_free(s->gvocab);
+    inf_spec_free(s->spec);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -793,6 +923,7 @@ int inf_sched_submit(inf_sched *s, inf_task *t, inf_err *err) {
                         "the prompt has %d tokens but the context holds %d (one position must "
                         "remain for the reply)",
                         t->n_prompt, s->ex->n_ctx);
+    if (t->p.spec.n_max >= 0 && inf_spec_check(&t->p.spec, err)) return -1;
     for (int i = 0; i < t->p.n_logit_bias; i++) {
         const inf_logit_bias *b = &t->p.logit_bias[i];
         if (b->id < 0 || b->id >= s->ex->n_vocab)

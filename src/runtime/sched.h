@@ -66,6 +66,10 @@ typedef struct inf_gen_params {
      * token's final-normed hidden state (inf_task.embd, not normalized);
      * nothing is sampled. The prompt may fill the whole context. */
     bool embed;
+    /* Speculative decoding's knobs (llama.cpp's speculative.n_max, n_min,
+     * p_min); n_max -1: the engine's (inf_exec.spec). It never changes the
+     * output, only how fast it comes. */
+    inf_spec_params spec;
     /* The output must be a sentence of this grammar (NULL: free). Owned by
      * the task from inf_task_new on (freed with it, or on its failure). */
     inf_gram *grammar;
@@ -112,6 +116,8 @@ typedef struct inf_timings {
     double prompt_ms;
     int predicted_n;
     double predicted_ms;
+    int draft_n;        /* tokens drafted for speculative decoding */
+    int draft_accepted; /* of those, taken as the output */
 } inf_timings;
 
 typedef struct inf_task {
@@ -183,6 +189,9 @@ typedef struct inf_sched_metrics {
     int kv_tokens;                /* gauge: positions held in all slots */
     uint64_t requests_finished_total;
     uint64_t requests_cancelled_total;
+    uint64_t spec_steps_total;    /* speculative steps (forward calls verifying drafts) */
+    uint64_t spec_drafted_total;  /* tokens drafted */
+    uint64_t spec_accepted_total; /* of those, taken */
     bool has_kv_stats;
     inf_kv_stats kv; /* paged caches */
 } inf_sched_metrics;
