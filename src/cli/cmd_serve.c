@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/spec_flags.h"
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "server/http.h"
@@ -61,8 +62,10 @@ static void usage(FILE *f) {
             "                          http://[::1] on any port)\n"
             "  --no-webui              no chat page at /\n"
             "  --drain-timeout S       on SIGTERM/SIGINT, how long running requests may take to\n"
-            "                          finish before they are ended (default 30; 0: at once)\n",
-            INF_DEFAULT_MODEL);
+            "                          finish before they are ended (default 30; 0: at once)\n"
+            "\nSpeculative decoding (a request's speculative.n_max, n_min, p_min override the\n"
+            "last three; the output is the same, only faster):\n%s",
+            INF_DEFAULT_MODEL, SPEC_FLAGS_USAGE);
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
@@ -119,6 +122,7 @@ int cmd_serve(int argc, char **argv) {
     size_t cache_bytes = 0;
     inf_kv_kind kind = INF_KV_PAGED;
     inf_dtype type_k = INF_F16, type_v = INF_F16;
+    spec_flags spec = spec_flags_defaults();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -142,7 +146,9 @@ int cmd_serve(int argc, char **argv) {
         long x;
         int bad = 0;
 #define IS(s) (!strcmp(a, s))
-        if (IS("-m") || IS("--model"))
+        if (spec_flag_is(a)) {
+            if (spec_flag_set(&spec, "serve", a, v)) return 2;
+        } else if (IS("-m") || IS("--model"))
             model = v;
         else if (IS("--host"))
             cfg.host = v;
@@ -215,6 +221,7 @@ int cmd_serve(int argc, char **argv) {
                         "leave the flag out to serve without a key\n");
         return 2;
     }
+    if (spec_flags_check(&spec, "serve")) return 2;
     if (!cfg.max_conns_per_client) cfg.max_conns_per_client = (cfg.max_conns + 1) / 2;
     bool loopback =
         !strcmp(cfg.host, "localhost") || !strncmp(cfg.host, "127.", 4) || !strcmp(cfg.host, "::1");
@@ -255,6 +262,7 @@ int cmd_serve(int argc, char **argv) {
                                  .type_v = type_v},
                           .pack = pack,
                           .pack_dir = pack_dir};
+    spec_flags_apply(&spec, &eo);
     if (inf_engine_open(&eng, &eo, &err)) {
         fprintf(stderr, "inferno serve: %s\n", err.msg);
         srv_http_stop(http);
@@ -282,6 +290,13 @@ int cmd_serve(int argc, char **argv) {
             cfg.alias ? cfg.alias : eng->name, eng->ex.n_seq, eng->ex.n_ctx, inf_kv_kind_name(kind),
             inf_kv_type_name(type_k), inf_kv_type_name(type_v),
             (double)inf_kv_cache_total_bytes(eng->kv) / (1024.0 * 1024.0), eng->backend_name);
+    if (eng->ex.spec_kind != INF_SPEC_NONE)
+        fprintf(stderr,
+                "inferno serve: speculative decoding: %s%s%s, up to %d drafts per step (min %d, "
+                "p-min %.2f)\n",
+                inf_spec_kind_name(eng->ex.spec_kind), eng->ex.draft_name ? " with " : "",
+                eng->ex.draft_name ? eng->ex.draft_name : "", eng->ex.spec.n_max,
+                eng->ex.spec.n_min, (double)eng->ex.spec.p_min);
 
     int sig = 0;
     sigwait(&sigs, &sig);

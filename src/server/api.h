@@ -33,6 +33,7 @@ typedef struct srv_outcome {
     int prompt_tokens, completion_tokens;
     int cached_tokens; /* prompt tokens reused from a cache */
     const inf_timings *timings;
+    bool draft;       /* the engine speculates: timings carry the drafted tokens */
     json_t *logprobs; /* whole chat/completion responses: borrowed, may be NULL */
 } srv_outcome;
 

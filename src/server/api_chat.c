@@ -99,7 +99,7 @@ static char *body(const srv_resp_meta *m, const inf_parts *p, const srv_outcome 
     json_array_append_new(choices, choice);
     json_object_set_new(j, "choices", choices);
     json_object_set_new(j, "usage", usage_json(o));
-    if (o->timings) json_object_set_new(j, "timings", srv_timings_json(o->timings));
+    if (o->timings) json_object_set_new(j, "timings", srv_timings_json(o->timings, o->draft));
     return srv_json_dump_free(j);
 }
 
@@ -167,7 +167,7 @@ static int stream_parts(srv_stream *st, inf_buf *out, const inf_parts *p, json_t
 
 static int stream_end(srv_stream *st, inf_buf *out, const srv_outcome *o) {
     json_t *fin = chunk(st, json_object(), "", 0, NULL, finish_name(&st->all, o));
-    if (o->timings) json_object_set_new(fin, "timings", srv_timings_json(o->timings));
+    if (o->timings) json_object_set_new(fin, "timings", srv_timings_json(o->timings, o->draft));
     if (srv_sse_frame(out, NULL, fin)) return -1;
     if (st->include_usage) {
         json_t *j = envelope(&st->meta, true);

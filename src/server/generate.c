@@ -98,14 +98,15 @@ void srv_task_error(const inf_task *t, srv_error *e) {
 
 /* How a task ended, for the API's last frame or body (read under t->mu or
  * after the task is done). */
-static srv_outcome outcome(const inf_task *t, inf_finish fin, int n_prompt, int n_gen,
-                           const inf_timings *tm, json_t *logprobs) {
+static srv_outcome outcome(const srv_http *h, const inf_task *t, inf_finish fin, int n_prompt,
+                           int n_gen, const inf_timings *tm, json_t *logprobs) {
     return (srv_outcome){.finish = fin,
                          .stop_string = t->stop_index >= 0 ? t->p.stop[t->stop_index] : NULL,
                          .prompt_tokens = n_prompt,
                          .completion_tokens = n_gen,
                          .cached_tokens = tm->cache_n,
                          .timings = tm,
+                         .draft = h->ex->spec_kind != INF_SPEC_NONE,
                          .logprobs = logprobs};
 }
 
@@ -168,7 +169,7 @@ static bool stream_poll(stream_ctx *s, int wait_ms) {
         if (failed) {
             s->st.api->stream_error(&s->out, &err);
         } else {
-            srv_outcome o = outcome(t, fin, s->n_prompt, n_gen, &tm, NULL);
+            srv_outcome o = outcome(s->h, t, fin, s->n_prompt, n_gen, &tm, NULL);
             srv_stream_end(&s->st, &s->out, &o);
         }
         s->ended = true;
@@ -255,8 +256,9 @@ static int parse_prompt(srv_http *h, const inf_buf *body,
     *in_think = false;
     srv_parse_enter(h);
     int bad = parse(r, body->data ? body->data : "", body->len, &h->ex->sampling, e);
-    if (!bad && (srv_request_check_vocab(r, h->ex->n_vocab, e) ||
-                 prompt_tokens(h, r, ids, n, in_think, e))) {
+    if (!bad &&
+        (srv_request_check_vocab(r, h->ex->n_vocab, e) || srv_request_spec(r, &h->ex->spec, e) ||
+         prompt_tokens(h, r, ids, n, in_think, e))) {
         srv_request_free(r);
         bad = 1;
     }
@@ -374,7 +376,7 @@ enum MHD_Result srv_generate(srv_http *h, struct MHD_Connection *c, const srv_ap
             lp = kind == SRV_CHAT
                      ? json_pack("{s:[]}", "content")
                      : srv_logprobs_json(kind, NULL, 0, 0, srv_piece_cb, (void *)h->ex);
-        srv_outcome o = outcome(t, t->finish, n, t->n_gen, &t->timings, lp);
+        srv_outcome o = outcome(h, t, t->finish, n, t->n_gen, &t->timings, lp);
         char *resp = srv_whole_body(api, &meta, &ro, t->text.data, t->text.len, &o);
         json_decref(lp);
         ok = srv_send_body(h, c, 200, resp, "application/json");

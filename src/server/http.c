@@ -514,10 +514,27 @@ static enum MHD_Result do_slots(srv_http *h, struct MHD_Connection *c) {
     return srv_send_json(h, c, 200, a);
 }
 
+/* Speculative decoding as the engine was started: the drafter, the draft
+ * model's name, and the knobs a request gets when it sets none. */
+static json_t *speculative_json(const inf_exec *ex) {
+    json_t *j = json_object();
+    json_object_set_new(j, "type", json_string(inf_spec_kind_name(ex->spec_kind)));
+    json_object_set_new(j, "draft_model",
+                        ex->draft_name ? json_string(ex->draft_name) : json_null());
+    json_object_set_new(j, "n_max", json_integer(ex->spec.n_max));
+    json_object_set_new(j, "n_min", json_integer(ex->spec.n_min));
+    json_object_set_new(j, "p_min", json_real(ex->spec.p_min));
+    return j;
+}
+
 static enum MHD_Result do_props(srv_http *h, struct MHD_Connection *c) {
     const inf_exec *ex = h->ex;
     json_t *params = sampling_json(&ex->sampling);
     json_object_set_new(params, "n_predict", json_integer(-1));
+    /* llama.cpp's flat keys, as a request sets them */
+    json_object_set_new(params, "speculative.n_max", json_integer(ex->spec.n_max));
+    json_object_set_new(params, "speculative.n_min", json_integer(ex->spec.n_min));
+    json_object_set_new(params, "speculative.p_min", json_real(ex->spec.p_min));
     json_t *dgs = json_object();
     json_object_set_new(dgs, "n_ctx", json_integer(ex->n_ctx));
     json_object_set_new(dgs, "params", params);
@@ -532,6 +549,7 @@ static enum MHD_Result do_props(srv_http *h, struct MHD_Connection *c) {
                                          ex->chat_template ? strlen(ex->chat_template) : 0));
     json_object_set_new(j, "modalities", json_pack("{s:b,s:b}", "vision", 0, "audio", 0));
     json_object_set_new(j, "embedding", json_boolean(h->cfg.embeddings));
+    json_object_set_new(j, "speculative", speculative_json(ex));
     json_object_set_new(j, "build_info", json_string("inferno"));
     return srv_send_json(h, c, 200, j);
 }

@@ -45,6 +45,17 @@ char *srv_metrics_text(const inf_sched_metrics *m, const srv_http_counts *h, lon
            (double)m->requests_finished_total);
     metric(&b, "counter", "inferno:requests_cancelled_total",
            "Generations abandoned by their client.", (double)m->requests_cancelled_total);
+    metric(&b, "counter", "inferno:spec_steps_total",
+           "Speculative decoding steps (forward calls that verified drafts).",
+           (double)m->spec_steps_total);
+    metric(&b, "counter", "inferno:spec_draft_tokens_total", "Tokens drafted for verification.",
+           (double)m->spec_drafted_total);
+    metric(&b, "counter", "inferno:spec_accepted_tokens_total",
+           "Drafted tokens taken as the output.", (double)m->spec_accepted_total);
+    metric(&b, "gauge", "inferno:spec_acceptance_rate",
+           "Share of the drafted tokens taken (0 when none were drafted).",
+           m->spec_drafted_total ? (double)m->spec_accepted_total / (double)m->spec_drafted_total
+                                 : 0);
     if (m->has_kv_stats) {
         const inf_kv_stats *k = &m->kv;
         metric(&b, "gauge", "inferno:kv_block_size", "Positions per KV block.",
@@ -80,8 +91,7 @@ char *srv_metrics_text(const inf_sched_metrics *m, const srv_http_counts *h, lon
                    "Bytes of those checkpoints (outside the KV block pool).",
                    k->state_bytes * (double)k->states);
             metric(&b, "counter", "inferno:prefix_cache_states_dropped_total",
-                   "Checkpoints let go of to make room for newer ones.",
-                   (double)k->states_dropped);
+                   "Checkpoints let go of to make room for newer ones.", (double)k->states_dropped);
         }
         metric(&b, "gauge", "inferno:kv_refcount_errors",
                "KV block references not held by a sequence or the prefix cache (must be 0).",

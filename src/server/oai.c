@@ -616,13 +616,57 @@ static int refuse_unsupported(srv_request *r, srv_error *e) {
     return 0;
 }
 
+/* llama.cpp's speculative.n_max, n_min and p_min, flat keys as its server
+ * reads them, each in its range here (n_min against n_max in
+ * srv_request_spec, which knows the engine's). */
+static int parse_spec(srv_request *r, srv_error *e) {
+    json_t *o = r->root;
+    long long x;
+    bool have = false;
+    if (srv_get_int(o, "speculative.n_max", NULL, 0, INF_SPEC_MAX_DRAFT, &x, &have, e)) return -1;
+    if (have) r->spec.n_max = (int)x, r->spec_set |= SRV_SPEC_N_MAX;
+    if (srv_get_int(o, "speculative.n_min", NULL, 0, INF_SPEC_MAX_DRAFT, &x, &have, e)) return -1;
+    if (have) r->spec.n_min = (int)x, r->spec_set |= SRV_SPEC_N_MIN;
+    if (srv_field(o, "speculative.p_min")) {
+        if (srv_get_number(o, "speculative.p_min", NULL, 0, 1, &r->spec.p_min, e)) return -1;
+        r->spec_set |= SRV_SPEC_P_MIN;
+    }
+    if ((r->spec_set & (SRV_SPEC_N_MAX | SRV_SPEC_N_MIN)) == (SRV_SPEC_N_MAX | SRV_SPEC_N_MIN) &&
+        r->spec.n_min > r->spec.n_max)
+        return srv_bad(e, "speculative.n_min", "%d is more than speculative.n_max, %d",
+                       r->spec.n_min, r->spec.n_max);
+    return 0;
+}
+
+int srv_request_spec(srv_request *r, const inf_spec_params *engine, srv_error *e) {
+    if (!r->spec_set) return 0;
+    inf_spec_params p = *engine;
+    if (r->spec_set & SRV_SPEC_N_MAX) {
+        p.n_max = r->spec.n_max;
+        if (!(r->spec_set & SRV_SPEC_N_MIN) && p.n_min > p.n_max) p.n_min = p.n_max;
+    }
+    if (r->spec_set & SRV_SPEC_N_MIN) {
+        p.n_min = r->spec.n_min;
+        if (p.n_min > p.n_max)
+            return srv_bad(e, "speculative.n_min",
+                           "%d is more than the %d tokens drafted per step (speculative.n_max%s)",
+                           p.n_min, p.n_max,
+                           r->spec_set & SRV_SPEC_N_MAX ? "" : ": the server's --draft-max");
+    }
+    if (r->spec_set & SRV_SPEC_P_MIN) p.p_min = r->spec.p_min;
+    r->spec = p;
+    return 0;
+}
+
 /* llama.cpp's own request fields: n_predict (max_tokens when that is not
- * given; -1: no limit) and repeat_last_n are done; its other samplers are
- * accepted only at the value that turns them off, a 400 otherwise. */
+ * given; -1: no limit), repeat_last_n and speculative.* are done; its other
+ * samplers are accepted only at the value that turns them off, a 400
+ * otherwise. */
 static int parse_llamacpp(srv_request *r, srv_error *e) {
     json_t *o = r->root;
     long long x;
     bool have = false;
+    if (parse_spec(r, e)) return -1;
     if (srv_get_int(o, "n_predict", NULL, -1, INT32_MAX, &x, &have, e)) return -1;
     if (have && x == 0) return srv_bad(e, "n_predict", "must be -1 (no limit) or at least 1");
     if (have && !srv_field(o, "max_tokens") && !srv_field(o, "max_completion_tokens"))
@@ -847,6 +891,7 @@ void srv_request_gen_params(srv_request *r, inf_gen_params *p) {
     /* One call at most: end right after the first; a forced call's grammar
        (several = false) ends there too. */
     if (r->tools && !r->parallel_tool_calls) p->end_after = "</tool_call>";
+    if (r->spec_set) p->spec = r->spec; /* else the engine's (n_max -1) */
     p->grammar = r->grammar;
     r->grammar = NULL;
     p->grammar_start =
@@ -870,7 +915,7 @@ char *srv_json_dump_free(json_t *j) {
     return s;
 }
 
-json_t *srv_timings_json(const inf_timings *t) {
+json_t *srv_timings_json(const inf_timings *t, bool draft) {
     json_t *j = json_object();
     json_object_set_new(j, "cache_n", json_integer(t->cache_n));
     json_object_set_new(j, "prompt_n", json_integer(t->prompt_n));
@@ -886,6 +931,10 @@ json_t *srv_timings_json(const inf_timings *t) {
     json_object_set_new(
         j, "predicted_per_second",
         json_real(t->predicted_ms > 0 ? 1e3 * t->predicted_n / t->predicted_ms : 0));
+    if (draft) { /* llama.cpp's names */
+        json_object_set_new(j, "draft_n", json_integer(t->draft_n));
+        json_object_set_new(j, "draft_n_accepted", json_integer(t->draft_accepted));
+    }
     return j;
 }
 

@@ -106,7 +106,15 @@ typedef struct srv_request {
     /* response_format json_object / json_schema, or llama.cpp's `grammar` /
      * `json_schema`: compiled here (owned until srv_request_gen_params). */
     inf_gram *grammar;
+    /* llama.cpp's speculative.n_max / n_min / p_min (flat keys), each
+     * checked alone when parsed; spec_set says which were given (SRV_SPEC_*),
+     * and srv_request_spec fills the rest from the engine's. None given: the
+     * engine's (inf_gen_params.spec.n_max -1). */
+    inf_spec_params spec;
+    unsigned spec_set;
 } srv_request;
+
+enum { SRV_SPEC_N_MAX = 1, SRV_SPEC_N_MIN = 2, SRV_SPEC_P_MIN = 4 };
 
 /* Parses and validates a request body. On success r owns its JSON (free with
  * srv_request_free); on failure returns -1 with a 400 in e and r is empty. */
@@ -141,6 +149,14 @@ json_t *srv_request_template_kwargs(const srv_request *r);
 /* Checks what only the model can: logit_bias token ids below n_vocab. A 400
  * naming the field otherwise. Call after parsing, before submitting. */
 int srv_request_check_vocab(const srv_request *r, int n_vocab, srv_error *e);
+
+/* The speculative knobs of a parsed request over the engine's (engine:
+ * inf_exec.spec): those the request leaves out take the engine's, except
+ * that an engine's n_min above a requested n_max comes down to it (so that
+ * n_max 0, plain decoding, is always allowed); a requested n_min above the
+ * n_max in force is a 400 naming speculative.n_min. Sets r->spec whole when
+ * the request gave any. Call after parsing, before srv_request_gen_params. */
+int srv_request_spec(srv_request *r, const inf_spec_params *engine, srv_error *e);
 
 /* Pieces every API's parser shares (param: the field's name in that API,
  * for errors).
@@ -179,7 +195,9 @@ void srv_request_gen_params(srv_request *r, inf_gen_params *p);
 /* Token id -> its text bytes (not necessarily whole UTF-8); for logprobs. */
 typedef int (*srv_piece_fn)(void *ctx, int32_t id, char *buf, int cap);
 
-json_t *srv_timings_json(const inf_timings *t);
+/* llama.cpp's `timings` object; draft: with draft_n and draft_n_accepted
+ * (the engine speculates). */
+json_t *srv_timings_json(const inf_timings *t, bool draft);
 json_t *srv_usage_json(int prompt_tokens, int completion_tokens);
 
 /* The logprobs object of a chat choice ({"content": [...]}) or of a completion

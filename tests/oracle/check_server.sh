@@ -53,8 +53,9 @@ M="$mdir/embd.gguf" start_server "$elog" --embeddings
 epid=$spid
 M="$mdir/sampling.gguf" start_server "$slog"
 sspid=$spid
+spec_pids=
 cleanup() {
-    for p in "$pid" "$bpid" "$epid" "$sspid"; do
+    for p in "$pid" "$bpid" "$epid" "$sspid" $spec_pids; do
         if kill -0 "$p" 2>/dev/null; then kill -KILL "$p" 2>/dev/null; fi
     done
     rm -f "$log" "$blog" "$elog" "$slog"
@@ -218,6 +219,41 @@ else
     echo "FAILED: the ping server did not start"; tail -n 20 "$plog"; fail=$((fail + 1))
 fi
 rm -f "$plog"
+
+# Speculative decoding (tests/oracle/server/spec.mjs): tiny-bf16 served
+# plainly, with --spec ngram (paged cache) and with the q8_0 file as its
+# draft model (--draft-p-min 0: a draft every step; basic cache). Greedy
+# output must equal the plain server's; each ends cleanly on SIGTERM.
+SPEC_MODEL=models/tiny-bf16.gguf SPEC_DRAFT=models/tiny-q8_0.gguf
+if [ -f "$SPEC_MODEL" ] && [ -f "$SPEC_DRAFT" ]; then
+    xlog=$(mktemp) nlog=$(mktemp) dlog=$(mktemp)
+    M=$SPEC_MODEL start_server "$xlog" -np 2; xpid=$spid
+    M=$SPEC_MODEL start_server "$nlog" -np 2 --spec ngram; npid=$spid
+    M=$SPEC_MODEL start_server "$dlog" -np 2 --kv basic -md "$SPEC_DRAFT" --draft-p-min 0; dpid=$spid
+    spec_pids="$xpid $npid $dpid"
+    xport=$(wait_ready "$xlog" "$xpid"); nport=$(wait_ready "$nlog" "$npid"); dport=$(wait_ready "$dlog" "$dpid")
+    if [ -n "$xport" ] && [ -n "$nport" ] && [ -n "$dport" ]; then
+        INFERNO_NGRAM_URL="http://127.0.0.1:$nport" INFERNO_DRAFT_URL="http://127.0.0.1:$dport" \
+            run_suite spec.mjs "$xport"
+    else
+        echo "FAILED: the speculative decoding servers did not start"; fail=$((fail + 1))
+        for l in "$xlog" "$nlog" "$dlog"; do tail -n 5 "$l" | sed 's/^/    | /'; done
+    fi
+    for p in $spec_pids; do kill -TERM "$p" 2>/dev/null; done
+    for p in $spec_pids; do
+        wait "$p"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass=$((pass + 1)); else
+            echo "FAILED: a speculative decoding server exited with status $rc after SIGTERM"; fail=$((fail + 1)); fi
+    done
+    if grep -qE 'AddressSanitizer|ThreadSanitizer|LeakSanitizer|runtime error' "$xlog" "$nlog" "$dlog"; then
+        echo "FAILED: sanitizer report in a speculative decoding server's log"
+        grep -h -A30 -E 'Sanitizer|runtime error' "$xlog" "$nlog" "$dlog" | head -60; fail=$((fail + 1))
+    fi
+    spec_pids=
+    rm -f "$xlog" "$nlog" "$dlog"
+else
+    echo "FAILED: speculative decoding needs $SPEC_MODEL and $SPEC_DRAFT"; fail=$((fail + 1))
+fi
 
 # Clean shutdown on SIGTERM within 10 s, exit status 0, no sanitizer report.
 for which in paged basic embeddings sampling; do

@@ -220,6 +220,7 @@ static inf_exec make_engine(fake *f, int n_seq, int n_ctx, int max_rows) {
         .n_vocab = V,
         .max_rows = max_rows,
         .model_name = "fake",
+        .spec = {.n_max = 16, .n_min = 0, .p_min = 0.75f}, /* llama.cpp's; no drafter */
         .forward = fake_forward,
         .seq_match = fake_match,
         .seq_begin = fake_begin,

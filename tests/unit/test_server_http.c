@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "server/http.h"
+#include "server/metrics.h"
 #include "runtime/sched.h"
 #include "server_fake.h"
 
@@ -291,6 +292,78 @@ static void test_generation(void) {
     CHECK(json_array_size(json_object_get(lp, "token_logprobs")) > 0);
     json_decref(a);
     json_decref(b);
+}
+
+/* Speculative decoding on the wire, over an engine that does not speculate
+ * (the fake): /props' speculative section, the request fields (refused by
+ * name when bad, accepted and harmless when good), no draft counts in the
+ * timings, and the /metrics series at 0. */
+static void test_speculative(void) {
+    int st;
+    json_t *j = request_json("GET", "/props", AUTH, NULL, &st);
+    CHECK_INT(st, 200);
+    json_t *sp = json_object_get(j, "speculative");
+    CHECK_STR(json_string_value(json_object_get(sp, "type")), "none");
+    CHECK(json_is_null(json_object_get(sp, "draft_model")));
+    CHECK_INT(json_integer_value(json_object_get(sp, "n_max")), 16);
+    CHECK_INT(json_integer_value(json_object_get(sp, "n_min")), 0);
+    CHECK(fabs(json_number_value(json_object_get(sp, "p_min")) - 0.75) < 1e-6);
+    json_t *params = json_object_get(json_object_get(j, "default_generation_settings"), "params");
+    CHECK_INT(json_integer_value(json_object_get(params, "speculative.n_max")), 16);
+    json_decref(j);
+
+    const char *ok = "{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"max_tokens\":4,"
+                     "\"temperature\":0,\"speculative.n_max\":0}";
+    j = request_json("POST", "/v1/chat/completions", AUTH, ok, &st);
+    CHECK_INT(st, 200);
+    json_t *t = json_object_get(j, "timings");
+    CHECK(json_is_object(t) && !json_object_get(t, "draft_n"));
+    json_decref(j);
+    j = request_json("POST", "/v1/completions", AUTH,
+                     "{\"prompt\":\"abc\",\"max_tokens\":4,\"speculative.n_min\":4}", &st);
+    CHECK_INT(st, 200); /* the fake's n_max is 16 */
+    json_decref(j);
+    static const struct {
+        const char *path, *body, *param;
+    } bad[] = {
+        {"/v1/chat/completions",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"speculative.n_max\":65}",
+         "speculative.n_max"},
+        {"/v1/completions", "{\"prompt\":\"x\",\"speculative.n_min\":-1}", "speculative.n_min"},
+        {"/v1/completions", "{\"prompt\":\"x\",\"speculative.n_min\":17}", "speculative.n_min"},
+        {"/v1/chat/completions",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"speculative.p_min\":2}",
+         "speculative.p_min"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = request_json("POST", bad[i].path, AUTH, bad[i].body, &st);
+        CHECK_MSG(st == 400, "%s: status %d", bad[i].body, st);
+        CHECK_STR(json_string_value(json_object_get(json_object_get(j, "error"), "param")),
+                  bad[i].param);
+        json_decref(j);
+    }
+
+    CHECK(metric("inferno:spec_steps_total") == 0);
+    CHECK(metric("inferno:spec_draft_tokens_total") == 0);
+    CHECK(metric("inferno:spec_accepted_tokens_total") == 0);
+    CHECK(metric("inferno:spec_acceptance_rate") == 0);
+    inf_buf r;
+    request("GET", "/metrics", AUTH, NULL, &r);
+    CHECK(strstr(r.data, "# TYPE inferno:spec_draft_tokens_total counter\n") != NULL);
+    CHECK(strstr(r.data, "# TYPE inferno:spec_acceptance_rate gauge\n") != NULL);
+    CHECK(strstr(r.data, "# HELP inferno:spec_steps_total ") != NULL);
+    inf_buf_free(&r);
+
+    /* the exposition over counters that moved */
+    inf_sched_metrics m = {
+        .spec_steps_total = 3, .spec_drafted_total = 8, .spec_accepted_total = 6};
+    srv_http_counts hc = {0};
+    char *text = srv_metrics_text(&m, &hc, 1024);
+    CHECK(strstr(text, "\ninferno:spec_draft_tokens_total 8\n") != NULL);
+    CHECK(strstr(text, "\ninferno:spec_accepted_tokens_total 6\n") != NULL);
+    CHECK(strstr(text, "\ninferno:spec_steps_total 3\n") != NULL);
+    CHECK(strstr(text, "\ninferno:spec_acceptance_rate 0.75\n") != NULL);
+    free(text);
 }
 
 /* The Responses and Messages routes: auth by x-api-key, each API's error
@@ -836,6 +909,7 @@ int main(int argc, char **argv) {
         test_basics();
         test_generation();
         test_api_routes();
+        test_speculative();
         test_disconnect(&f);
         test_out_of_memory(&f);
         test_hostile_requests();

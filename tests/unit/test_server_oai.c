@@ -735,14 +735,20 @@ static void test_whole_response(void) {
     inf_logprob lp = {
         .id = 7, .logprob = -0.5f, .n_top = 2, .top_id = {7, 3}, .top_logprob = {-0.5f, -1.5f}};
     json_t *lpj = srv_logprobs_json(SRV_CHAT, &lp, 1, 0, fake_piece, NULL);
-    inf_timings tm = {
-        .cache_n = 2, .prompt_n = 4, .prompt_ms = 10, .predicted_n = 1, .predicted_ms = 5};
+    inf_timings tm = {.cache_n = 2,
+                      .prompt_n = 4,
+                      .prompt_ms = 10,
+                      .predicted_n = 1,
+                      .predicted_ms = 5,
+                      .draft_n = 3,
+                      .draft_accepted = 1};
     const char *text = "<think>r</think>\n\nbad \xFF byte";
     srv_outcome o = {.finish = INF_FINISH_STOP,
                      .prompt_tokens = 6,
                      .completion_tokens = 1,
                      .cached_tokens = 2,
                      .timings = &tm,
+                     .draft = true,
                      .logprobs = lpj};
     char *s = srv_whole_body(&srv_api_chat, &m, &CHAT_OPTS, text, strlen(text), &o);
     json_decref(lpj);
@@ -762,6 +768,8 @@ static void test_whole_response(void) {
     json_t *t = json_object_get(j, "timings");
     CHECK_INT(json_integer_value(json_object_get(t, "cache_n")), 2);
     CHECK(fabs(json_real_value(json_object_get(t, "prompt_per_second")) - 400) < 1e-9);
+    CHECK_INT(json_integer_value(json_object_get(t, "draft_n")), 3); /* the engine speculates */
+    CHECK_INT(json_integer_value(json_object_get(t, "draft_n_accepted")), 1);
     CHECK_INT(json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")), 7);
     json_decref(j);
     free(s);
@@ -878,6 +886,99 @@ static void test_sampling_defaults(void) {
     srv_request_gen_params(&r, &p);
     CHECK(p.sampling.temp == 0.8f && p.sampling.top_p == 0.95f); /* llama.cpp's */
     srv_request_free(&r);
+}
+
+/* llama.cpp's speculative.n_max / n_min / p_min (flat keys) on chat and
+ * completions: each in its range, a 400 naming it otherwise; the knobs a
+ * request leaves out are the engine's, none given leaves the engine's whole
+ * (n_max -1). */
+static void spec_ok(srv_kind k, const char *body, const inf_spec_params *engine, int n_max,
+                    int n_min, float p_min) {
+    srv_request r;
+    srv_error e;
+    CHECK_MSG(parse(&r, k, body, &e) == 0, "refused: %s (%s)", body, e.msg);
+    CHECK_MSG(srv_request_spec(&r, engine, &e) == 0, "refused over the engine's: %s (%s)", body,
+              e.msg);
+    inf_gen_params g;
+    srv_request_gen_params(&r, &g);
+    CHECK_MSG(g.spec.n_max == n_max && g.spec.n_min == n_min && g.spec.p_min == p_min,
+              "%s: n_max %d n_min %d p_min %g, expected %d %d %g", body, g.spec.n_max, g.spec.n_min,
+              (double)g.spec.p_min, n_max, n_min, (double)p_min);
+    inf_err err;
+    CHECK_MSG(g.spec.n_max < 0 || inf_spec_check(&g.spec, &err) == 0,
+              "%s: the scheduler would refuse it: %s", body, err.msg);
+    srv_request_free(&r);
+}
+
+/* Parses, then expects srv_request_spec over engine to refuse it naming param. */
+static void spec_bad_over(const char *body, const inf_spec_params *engine, const char *param) {
+    srv_request r;
+    srv_error e;
+    CHECK_MSG(parse(&r, SRV_CHAT, body, &e) == 0, "refused: %s (%s)", body, e.msg);
+    memset(&e, 0, sizeof e);
+    CHECK_MSG(srv_request_spec(&r, engine, &e) == -1, "accepted over the engine's: %s", body);
+    CHECK_INT(e.status, 400);
+    CHECK_MSG(!strcmp(e.param, param), "%s: param '%s', expected '%s'", body, e.param, param);
+    CHECK_MSG(strstr(e.msg, param) != NULL, "the message names %s: %s", param, e.msg);
+    srv_request_free(&r);
+}
+
+static void test_speculative(void) {
+    const inf_spec_params eng = {.n_max = 8, .n_min = 2, .p_min = 0.5f};
+    spec_ok(SRV_CHAT, "{" MSG "}", &eng, -1, 0, 0); /* the engine's, as inf_gen_defaults */
+    spec_ok(SRV_CHAT,
+            "{" MSG ",\"speculative.n_max\":12,\"speculative.n_min\":3,\"speculative.p_min\":0.25}",
+            &eng, 12, 3, 0.25f);
+    spec_ok(SRV_COMPLETION,
+            "{\"prompt\":\"x\",\"speculative.n_max\":64,\"speculative.n_min\":64,"
+            "\"speculative.p_min\":1}",
+            &eng, 64, 64, 1.0f);
+    spec_ok(SRV_COMPLETION, "{\"prompt\":\"x\",\"speculative.n_max\":null}", &eng, -1, 0, 0);
+    spec_ok(SRV_CHAT, "{" MSG ",\"speculative.n_max\":5}", &eng, 5, 2, 0.5f);
+    spec_ok(SRV_CHAT, "{" MSG ",\"speculative.n_min\":8}", &eng, 8, 8, 0.5f);
+    spec_ok(SRV_CHAT, "{" MSG ",\"speculative.p_min\":0}", &eng, 8, 2, 0.0f);
+    /* n_max 0 turns speculation off whatever the server's n_min: the
+     * engine's n_min comes down to a requested n_max */
+    spec_ok(SRV_CHAT, "{" MSG ",\"speculative.n_max\":0}", &eng, 0, 0, 0.5f);
+    spec_ok(SRV_CHAT, "{" MSG ",\"speculative.n_max\":1}", &eng, 1, 1, 0.5f);
+    spec_ok(SRV_CHAT, "{" MSG ",\"speculative.n_max\":0,\"speculative.n_min\":0}", &eng, 0, 0,
+            0.5f);
+
+    const char *const field[] = {"speculative.n_max", "speculative.n_min"};
+    for (int i = 0; i < 2; i++) {
+        static const char *const vals[] = {"-1", "65", "2.5", "\"4\"", "true", "[]", "1e3"};
+        for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+            char body[160];
+            snprintf(body, sizeof body, "{" MSG ",\"%s\":%s}", field[i], vals[v]);
+            bad(SRV_CHAT, body, field[i]);
+            snprintf(body, sizeof body, "{\"prompt\":\"x\",\"%s\":%s}", field[i], vals[v]);
+            bad(SRV_COMPLETION, body, field[i]);
+        }
+    }
+    static const char *const pvals[] = {"-0.1", "1.01", "\"0.5\"", "false", "{}"};
+    for (size_t v = 0; v < sizeof pvals / sizeof pvals[0]; v++) {
+        char body[160];
+        snprintf(body, sizeof body, "{" MSG ",\"speculative.p_min\":%s}", pvals[v]);
+        bad(SRV_CHAT, body, "speculative.p_min");
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"speculative.p_min\":%s}", pvals[v]);
+        bad(SRV_COMPLETION, body, "speculative.p_min");
+    }
+    bad(SRV_CHAT, "{" MSG ",\"speculative.n_max\":4,\"speculative.n_min\":5}", "speculative.n_min");
+    bad(SRV_COMPLETION, "{\"prompt\":\"x\",\"speculative.n_max\":0,\"speculative.n_min\":1}",
+        "speculative.n_min");
+    /* a requested n_min above the server's n_max */
+    spec_bad_over("{" MSG ",\"speculative.n_min\":9}", &eng, "speculative.n_min");
+
+    /* timings: draft_n and draft_n_accepted when the engine speculates */
+    inf_timings tm = {.predicted_n = 9, .draft_n = 12, .draft_accepted = 7};
+    json_t *t = srv_timings_json(&tm, true);
+    CHECK_INT(json_integer_value(json_object_get(t, "draft_n")), 12);
+    CHECK_INT(json_integer_value(json_object_get(t, "draft_n_accepted")), 7);
+    json_decref(t);
+    t = srv_timings_json(&tm, false);
+    CHECK(!json_object_get(t, "draft_n") && !json_object_get(t, "draft_n_accepted"));
+    CHECK_INT(json_integer_value(json_object_get(t, "predicted_n")), 9);
+    json_decref(t);
 }
 
 /* ---- /v1/embeddings ---- */
@@ -1024,5 +1125,6 @@ int main(void) {
     test_stream_completion();
     test_whole_response();
     test_tool_calls();
+    test_speculative();
     return th_report();
 }
