@@ -43,6 +43,7 @@
 #include "backend/select.h"
 #include "backend/trace.h"
 #include "cli/cli.h"
+#include "cli/spec_flags.h"
 #include "model/model.h"
 #include "modelfile/model.h"
 #include "runtime/engine.h"
@@ -75,6 +76,8 @@ typedef struct bench_args {
     int reps, n_batch;
     bool ttft, trace;
     size_t membw_bytes; /* --membw SIZE; 0 = no measurement */
+    spec_flags spec;    /* -md, --spec, --draft-*: tgN decodes speculatively */
+    const char *tg_prompt; /* --tg-prompt FILE: tgN continues this text (NULL: one token) */
 } bench_args;
 
 static void usage(FILE *f) {
@@ -107,8 +110,12 @@ static void usage(FILE *f) {
         "                          count (a buffer of SIZE, at least 1G, e.g. 1G or 1536M; a bare\n"
         "                          number is GiB; best of -r passes), and give each tgN row the\n"
         "                          share of that roof its decode reached (bytes a step reads x\n"
-        "                          tok/s / bandwidth)\n",
-        INF_DEFAULT_MODEL);
+        "                          tok/s / bandwidth)\n"
+        "  --tg-prompt FILE        tgN decodes after this text (tokenized as is; untimed), not\n"
+        "                          after one random token: what n-gram drafts copy from\n"
+        "%s"
+        "                          (tgN rows then give the share of drafts taken)\n",
+        INF_DEFAULT_MODEL, SPEC_FLAGS_USAGE);
 }
 
 static int parse_ints(const char *s, int_list *l) {
@@ -186,6 +193,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
     a->n_ctk = a->n_ctv = 1;
     a->ctk[0] = a->ctv[0] = INF_F16;
     a->threads = (int_list){1, {inf_physical_cores()}};
+    a->spec = spec_flags_defaults();
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
 #define IS(x) (!strcmp(f, x))
@@ -207,7 +215,11 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         }
         char *v = argv[++i];
         int bad = 0;
-        if (IS("-m") || IS("--model"))
+        if (spec_flag_is(f)) {
+            if (spec_flag_set(&a->spec, "bench", f, v)) return -1;
+        } else if (IS("--tg-prompt"))
+            a->tg_prompt = v;
+        else if (IS("-m") || IS("--model"))
             bad = parse_strs(v, &a->models);
         else if (IS("-p") || IS("--n-prompt"))
             bad = parse_ints(v, &a->prompts);
@@ -419,17 +431,26 @@ static int run_pp(inf_engine *e, int n_prompt, int depth, uint64_t *ns, inf_err 
     return 0;
 }
 
-/* tgN: N single-token decode steps after a one-token prompt, or a prompt of
- * the D depth tokens at depth D (the time from the first sampled token to the
- * last: N forward calls and picks) */
-static int run_tg(inf_engine *e, int n_gen, int depth, uint64_t *ns, inf_err *err) {
-    int n = depth > 0 ? depth : 1;
-    int32_t *toks = depth > 0 ? malloc((size_t)n * sizeof *toks) : rand_tokens(1, e->ex.n_vocab);
+/* tgN: N single-token decode steps after a one-token prompt, the depth's D
+ * tokens at depth D, or --tg-prompt's text (the time from the first sampled
+ * token to the last: N forward calls and picks; fewer when drafts are taken,
+ * and *drafted, *taken count them) */
+static int run_tg(inf_engine *e, int n_gen, int depth, const int32_t *text, int n_text,
+                  uint64_t *ns, int *drafted, int *taken, inf_err *err) {
+    int n = text ? n_text : depth > 0 ? depth : 1;
+    int32_t *toks = malloc((size_t)n * sizeof *toks);
     if (!toks) return inf_fail(err, "out of memory");
-    if (depth > 0) depth_tokens(toks, n, e->ex.n_vocab);
+    if (text)
+        memcpy(toks, text, (size_t)n * sizeof *toks);
+    else if (depth > 0)
+        depth_tokens(toks, n, e->ex.n_vocab);
+    else
+        toks[0] = rand_token(e->ex.n_vocab);
     inf_timings tm;
-    if (run_task_reuse(e, toks, n, n_gen + 1, depth > 0, &tm, err)) return -1;
+    if (run_task_reuse(e, toks, n, n_gen + 1, depth > 0 && !text, &tm, err)) return -1;
     *ns = (uint64_t)(tm.predicted_ms * 1e6);
+    *drafted += tm.draft_n;
+    *taken += tm.draft_accepted;
     return 0;
 }
 
@@ -475,6 +496,7 @@ typedef struct row {
     sample_set samples;
     double step_bytes; /* tgN with --membw: weight + K/V bytes one decode step reads */
     double membw_gbs;  /* tgN with --membw: the bandwidth at the row's thread count */
+    int drafted, taken; /* tgN speculating: drafts over the timed repetitions, and taken */
 } row;
 
 static void print_md_header(bool roof) {
@@ -506,6 +528,10 @@ static void print_md_row(const row *r) {
     if (r->n_depth > 0) {
         size_t l = strlen(test);
         snprintf(test + l, sizeof test - l, " @ d%d", r->n_depth);
+    }
+    if (r->drafted > 0) {
+        size_t l = strlen(test);
+        snprintf(test + l, sizeof test - l, " %.0f%% taken", 100.0 * r->taken / r->drafted);
     }
     char types[32];
     snprintf(types, sizeof types, "%s/%s", inf_kv_type_name(r->type_k),
@@ -563,6 +589,10 @@ static json_t *row_json(const row *r, const bench_args *a) {
     }
     json_object_set_new(o, "samples_ns", sn);
     json_object_set_new(o, "samples_ts", st);
+    if (r->drafted > 0) {
+        json_object_set_new(o, "draft_n", json_integer(r->drafted));
+        json_object_set_new(o, "draft_n_accepted", json_integer(r->taken));
+    }
     if (roof_share(r) >= 0) {
         json_object_set_new(o, "step_bytes", json_integer((json_int_t)r->step_bytes));
         json_object_set_new(o, "membw_gbs", json_real(r->membw_gbs));
@@ -631,6 +661,12 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     /* ppN is a prompt of N with one sampled token; tgN a one-token prompt and N more. */
     int n_ctx = max_d + (max_p + 1 > max_n + 2 ? max_p + 1 : max_n + 2);
     if (a->ttft && n_ctx < 2044 + 40) n_ctx = 2044 + 40;
+    /* --tg-prompt: a token is at least a byte, and the BOS one more */
+    char *raw = NULL;
+    size_t raw_len = 0;
+    if (a->tg_prompt && inf_read_file(&raw, &raw_len, a->tg_prompt, 1u << 20, err))
+        return inf_fail_ctx(err, "--tg-prompt");
+    if (raw && n_ctx < (int)raw_len + max_n + 3) n_ctx = (int)raw_len + max_n + 3;
     n_ctx = (n_ctx + 255) & ~255;
     int rc = -1;
     inf_engine_opts eo = {.model_path = path,
@@ -645,8 +681,18 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
                           .kv = {.type_k = type_k, .type_v = type_v},
                           .pack = a->pack,
                           .pack_dir = a->pack_dir};
+    spec_flags_apply(&a->spec, &eo);
     inf_engine *e = NULL;
-    if (inf_engine_open(&e, &eo, err)) return -1;
+    int32_t *text = NULL;
+    int n_text = 0;
+    if (inf_engine_open(&e, &eo, err)) {
+        free(raw);
+        return -1;
+    }
+    if (raw && inf_engine_tokenize(e, raw, raw_len, false, &text, &n_text, err)) {
+        inf_fail_ctx(err, "--tg-prompt %s", a->tg_prompt);
+        goto done;
+    }
     if (e->pack_note[0]) fprintf(stderr, "bench: %s\n", e->pack_note);
     const inf_model_file *mf = e->mf;
     model_facts facts, *mfx = &facts;
@@ -681,9 +727,12 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
             if (sp_) *sp_ = 0;
             for (int rep = -1; rep < a->reps && rep < 63; rep++) {
                 uint64_t ns = 0;
-                if ((pass == 0 ? run_pp(e, n, depth, &ns, err) : run_tg(e, n, depth, &ns, err)))
+                int drafted = 0, taken = 0;
+                if ((pass == 0 ? run_pp(e, n, depth, &ns, err)
+                               : run_tg(e, n, depth, text, n_text, &ns, &drafted, &taken, err)))
                     goto done;
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
+                if (rep >= 0) r.drafted += drafted, r.taken += taken;
             }
             stats(&r.samples, n, &r.avg_ts, &r.sd_ts, &r.avg_ns, &r.sd_ns);
             if (!strcmp(a->output, "md"))
@@ -758,6 +807,8 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     }
     rc = 0;
 done:
+    free(raw);
+    free(text);
     inf_engine_close(e);
     return rc;
 }
@@ -766,6 +817,7 @@ int cmd_bench(int argc, char **argv) {
     bench_args a;
     int pr = parse_args(&a, argc, argv);
     if (pr) return pr > 0 ? 0 : 2;
+    if (spec_flags_check(&a.spec, "bench")) return 2;
     inf_err err;
     json_t *jrows = json_array(), *jttft = json_array(), *jmembw = json_array();
     bool md = !strcmp(a.output, "md");

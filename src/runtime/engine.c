@@ -121,8 +121,7 @@ static int open_spec(inf_engine *e, const inf_engine_opts *o, int n_seq, int n_c
     if (kind == INF_SPEC_NGRAM && o->draft_path)
         return inf_fail(err, "--spec ngram drafts without a model: -md %s is not used with it",
                         o->draft_path);
-    const inf_spec_params zero = {0};
-    e->ex.spec = memcmp(&o->spec, &zero, sizeof zero) ? o->spec : inf_spec_defaults();
+    e->ex.spec = o->spec;
     if (inf_spec_check(&e->ex.spec, err)) return -1;
     e->ex.spec_kind = kind;
     if (kind == INF_SPEC_NONE) return 0;
@@ -136,7 +135,7 @@ static int open_spec(inf_engine *e, const inf_engine_opts *o, int n_seq, int n_c
                            err))
             return -1;
         e->ex.draft = &e->draft->ex;
-        e->ex.draft_name = e->draft->name;
+        e->ex.draft_name = o->draft_path;
     }
     return 0;
 }

@@ -40,7 +40,7 @@ typedef struct inf_engine_opts {
     const char *pack_dir; /* where pack caches live; NULL: the default (engine_pack.h) */
     /* Speculative decoding (runtime/spec.h): the drafter, INF_SPEC_DRAFT
      * with draft_path (-md; a draft path alone means it), and the knobs a
-     * request gets by default (all zero: llama.cpp's, inf_spec_defaults). */
+     * request gets by default (inf_spec_defaults: llama.cpp's). */
     inf_spec_kind spec_kind;
     const char *draft_path;
     inf_spec_params spec;
