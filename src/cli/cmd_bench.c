@@ -66,6 +66,7 @@ typedef struct str_list {
 typedef struct bench_args {
     str_list models, backends;
     int_list prompts, gens, threads, depths;
+    int_list verify; /* --verify LIST: rows of one speculative verification step (n = 0: none) */
     int n_ctk, n_ctv;
     inf_dtype ctk[MAX_LIST], ctv[MAX_LIST]; /* K/V cache types */
     const char *isa;
@@ -75,8 +76,8 @@ typedef struct bench_args {
     const char *output;   /* md | json */
     int reps, n_batch;
     bool ttft, trace;
-    size_t membw_bytes; /* --membw SIZE; 0 = no measurement */
-    spec_flags spec;    /* -md, --spec, --draft-*: tgN decodes speculatively */
+    size_t membw_bytes;    /* --membw SIZE; 0 = no measurement */
+    spec_flags spec;       /* -md, --spec, --draft-*: tgN decodes speculatively */
     const char *tg_prompt; /* --tg-prompt FILE: tgN continues this text (NULL: one token) */
 } bench_args;
 
@@ -111,6 +112,8 @@ static void usage(FILE *f) {
         "                          number is GiB; best of -r passes), and give each tgN row the\n"
         "                          share of that roof its decode reached (bytes a step reads x\n"
         "                          tok/s / bandwidth)\n"
+        "  --verify LIST           the cost of verifying N-1 drafts: N decode rows of one\n"
+        "                          sequence in one forward call, against one row (e.g. 1,2,5,9)\n"
         "  --tg-prompt FILE        tgN decodes after this text (tokenized as is; untimed), not\n"
         "                          after one random token: what n-gram drafts copy from\n"
         "%s"
@@ -217,7 +220,9 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         int bad = 0;
         if (spec_flag_is(f)) {
             if (spec_flag_set(&a->spec, "bench", f, v)) return -1;
-        } else if (IS("--tg-prompt"))
+        } else if (IS("--verify"))
+            bad = parse_ints(v, &a->verify);
+        else if (IS("--tg-prompt"))
             a->tg_prompt = v;
         else if (IS("-m") || IS("--model"))
             bad = parse_strs(v, &a->models);
@@ -436,7 +441,7 @@ static int run_pp(inf_engine *e, int n_prompt, int depth, uint64_t *ns, inf_err 
  * token to the last: N forward calls and picks; fewer when drafts are taken,
  * and *drafted, *taken count them) */
 static int run_tg(inf_engine *e, int n_gen, int depth, const int32_t *text, int n_text,
-                  uint64_t *ns, int *drafted, int *taken, inf_err *err) {
+                  uint64_t *ns, int *drafted, int *taken, int *steps, inf_err *err) {
     int n = text ? n_text : depth > 0 ? depth : 1;
     int32_t *toks = malloc((size_t)n * sizeof *toks);
     if (!toks) return inf_fail(err, "out of memory");
@@ -451,7 +456,36 @@ static int run_tg(inf_engine *e, int n_gen, int depth, const int32_t *text, int 
     *ns = (uint64_t)(tm.predicted_ms * 1e6);
     *drafted += tm.draft_n;
     *taken += tm.draft_accepted;
+    *steps += tm.draft_steps;
     return 0;
+}
+
+/* One forward call of n decode rows of slot 0 at positions 0..n-1 (a
+ * speculative step's verification: the pending token and n - 1 drafts, each
+ * row computed as a decode step), called with the scheduler idle. */
+static int run_verify(inf_engine *e, int n, uint64_t *ns, inf_err *err) {
+    int32_t tok[INF_SPEC_MAX_DRAFT + 1], pos[INF_SPEC_MAX_DRAFT + 1], seq[INF_SPEC_MAX_DRAFT + 1];
+    uint8_t want[INF_SPEC_MAX_DRAFT + 1], dec[INF_SPEC_MAX_DRAFT + 1];
+    if (n < 1 || n > INF_SPEC_MAX_DRAFT + 1 || n > e->ex.max_rows)
+        return inf_fail(err, "--verify %d: expected 1..%d rows", n,
+                        INF_SPEC_MAX_DRAFT + 1 < e->ex.max_rows ? INF_SPEC_MAX_DRAFT + 1
+                                                                : e->ex.max_rows);
+    inf_kv_cache_reset(e->kv, 0);
+    if (inf_kv_cache_reserve(e->kv, 0, n, err)) return -1;
+    for (int i = 0; i < n; i++) {
+        tok[i] = rand_token(e->ex.n_vocab);
+        pos[i] = i, seq[i] = 0, want[i] = INF_OUT_LOGITS, dec[i] = 1;
+    }
+    float *logits = malloc((size_t)n * (size_t)e->ex.n_vocab * sizeof *logits);
+    if (!logits) return inf_fail(err, "out of memory");
+    inf_batch b = {
+        .n_rows = n, .tokens = tok, .pos = pos, .seq = seq, .logits = want, .decode = dec};
+    uint64_t t0 = inf_now_ns();
+    int rc = inf_model_forward(e->model, &b, e->kv->views, e->kv->n_seq, logits, err);
+    *ns = inf_now_ns() - t0;
+    free(logits);
+    inf_kv_cache_reset(e->kv, 0);
+    return rc;
 }
 
 /* deterministic English-like text of about n_tokens tokens, tokenized and cut to n_tokens */
@@ -494,9 +528,10 @@ typedef struct row {
     double kv_bytes; /* K/V the test's cache holds at its end */
     double avg_ts, sd_ts, avg_ns, sd_ns;
     sample_set samples;
-    double step_bytes; /* tgN with --membw: weight + K/V bytes one decode step reads */
-    double membw_gbs;  /* tgN with --membw: the bandwidth at the row's thread count */
-    int drafted, taken; /* tgN speculating: drafts over the timed repetitions, and taken */
+    double step_bytes;         /* tgN with --membw: weight + K/V bytes one decode step reads */
+    double membw_gbs;          /* tgN with --membw: the bandwidth at the row's thread count */
+    int drafted, taken, steps; /* tgN speculating, over the timed repetitions: drafts, of those
+                                  taken, and the steps that verified them */
 } row;
 
 static void print_md_header(bool roof) {
@@ -592,6 +627,7 @@ static json_t *row_json(const row *r, const bench_args *a) {
     if (r->drafted > 0) {
         json_object_set_new(o, "draft_n", json_integer(r->drafted));
         json_object_set_new(o, "draft_n_accepted", json_integer(r->taken));
+        json_object_set_new(o, "draft_steps", json_integer(r->steps));
     }
     if (roof_share(r) >= 0) {
         json_object_set_new(o, "step_bytes", json_integer((json_int_t)r->step_bytes));
@@ -727,18 +763,53 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
             if (sp_) *sp_ = 0;
             for (int rep = -1; rep < a->reps && rep < 63; rep++) {
                 uint64_t ns = 0;
-                int drafted = 0, taken = 0;
-                if ((pass == 0 ? run_pp(e, n, depth, &ns, err)
-                               : run_tg(e, n, depth, text, n_text, &ns, &drafted, &taken, err)))
+                int drafted = 0, taken = 0, steps = 0;
+                if ((pass == 0
+                         ? run_pp(e, n, depth, &ns, err)
+                         : run_tg(e, n, depth, text, n_text, &ns, &drafted, &taken, &steps, err)))
                     goto done;
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
-                if (rep >= 0) r.drafted += drafted, r.taken += taken;
+                if (rep >= 0) r.drafted += drafted, r.taken += taken, r.steps += steps;
             }
             stats(&r.samples, n, &r.avg_ts, &r.sd_ts, &r.avg_ns, &r.sd_ns);
             if (!strcmp(a->output, "md"))
                 print_md_row(&r);
             else
                 json_array_append_new(jrows, row_json(&r, a));
+        }
+    }
+    double one_row = 0;
+    for (int i = 0; i < a->verify.n; i++) {
+        int n = a->verify.v[i];
+        if (n == 0) continue;
+        sample_set ss = {0};
+        for (int rep = -1; rep < a->reps && rep < 63; rep++) {
+            uint64_t ns = 0;
+            if (run_verify(e, n, &ns, err)) goto done;
+            if (rep >= 0) ss.ns[ss.n++] = (double)ns;
+        }
+        double ts, sd_ts, avg_ns, sd_ns;
+        stats(&ss, n, &ts, &sd_ts, &avg_ns, &sd_ns);
+        if (n == 1) one_row = avg_ns;
+        if (!strcmp(a->output, "md")) {
+            if (i == 0)
+                printf("\n| %-30s | %-16s | %7s | %13s | %16s | %13s |\n"
+                       "| ------------------------------ | ---------------- | ------: | "
+                       "------------: | ---------------: | ------------: |\n",
+                       "model", "backend", "threads", "verify rows", "ms per call", "x one row");
+            char rel[24] = "";
+            if (one_row > 0) snprintf(rel, sizeof rel, "%.3f", avg_ns / one_row);
+            printf("| %-30s | %-16s | %7d | %13d | %9.2f ± %4.2f | %13s |\n", mfx->type, desc,
+                   threads, n, avg_ns * 1e-6, sd_ns * 1e-6, rel);
+            fflush(stdout);
+        } else {
+            json_t *jo = json_object();
+            json_object_set_new(jo, "model_filename", json_string(path));
+            json_object_set_new(jo, "n_threads", json_integer(threads));
+            json_object_set_new(jo, "verify_rows", json_integer(n));
+            json_object_set_new(jo, "avg_ns", json_integer((json_int_t)avg_ns));
+            json_object_set_new(jo, "stddev_ns", json_integer((json_int_t)sd_ns));
+            json_array_append_new(jrows, jo);
         }
     }
     if (a->ttft) {

@@ -432,10 +432,11 @@ void gen_print_timings(const gen_ctx *g, const inf_task *t) {
     fprintf(stderr, "stop reason      = %s, backend %s, seed %llu\n", inf_finish_name(t->finish),
             g->e->backend_name, (unsigned long long)t->seed);
     if (g->e->ex.spec_kind != INF_SPEC_NONE)
-        fprintf(stderr, "speculative      = %s%s%s, %d drafted, %d accepted (%.1f %%)\n",
+        fprintf(stderr,
+                "speculative      = %s%s%s, %d drafted, %d accepted (%.1f %%) in %d steps\n",
                 inf_spec_kind_name(g->e->ex.spec_kind), g->e->ex.draft_name ? " " : "",
                 g->e->ex.draft_name ? g->e->ex.draft_name : "", tm->draft_n, tm->draft_accepted,
-                tm->draft_n ? 100.0 * tm->draft_accepted / tm->draft_n : 0.0);
+                tm->draft_n ? 100.0 * tm->draft_accepted / tm->draft_n : 0.0, tm->draft_steps);
     if (t->p.grammar)
         fprintf(stderr,
                 "grammar          = %10.2f ms in all, %d masks (%d walked), slowest mask %.3f ms\n",

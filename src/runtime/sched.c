@@ -529,6 +529,7 @@ static void verify(inf_sched *s, slot *sl, int k, const int32_t *drafts, float *
     inf_spec_kept(s->spec, sl->id, sl->n_cache);
     sl->task->timings.draft_n += k;
     sl->task->timings.draft_accepted += hits;
+    sl->task->timings.draft_steps++;
     pthread_mutex_lock(&s->mu);
     s->m.spec_steps_total++;
     s->m.spec_drafted_total += (uint64_t)k;

@@ -118,6 +118,7 @@ typedef struct inf_timings {
     double predicted_ms;
     int draft_n;        /* tokens drafted for speculative decoding */
     int draft_accepted; /* of those, taken as the output */
+    int draft_steps;    /* forward calls that verified drafts */
 } inf_timings;
 
 typedef struct inf_task {
