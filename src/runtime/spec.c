@@ -156,7 +156,7 @@ void inf_spec_push(inf_spec *sp, int slot, int32_t token) {
 
 /* Prompt lookup: the latest earlier occurrence of the sequence's last g
  * tokens (g from INF_SPEC_NGRAM_MAX down to INF_SPEC_NGRAM_MIN), and the
- * tokens that followed it. */
+ * max tokens that followed it. */
 static int propose_ngram(spec_slot *ss, int max) {
     const int32_t *h = ss->hist;
     const int n = ss->n_hist;
@@ -165,10 +165,13 @@ static int propose_ngram(spec_slot *ss, int max) {
         const int32_t *tail = h + n - g;
         for (int i = n - g - 1; i >= 0; i--) {
             if (h[i] != tail[0] || memcmp(h + i, tail, (size_t)g * sizeof *h)) continue;
-            int k = 0;
-            while (k < max && i + g + k < n)
-                ss->draft[k] = h[i + g + k], k++;
-            return k;
+            /* what followed it; past the sequence's end the copy goes on
+               over the drafts themselves (a loop continues its period) */
+            for (int k = 0; k < max; k++) {
+                int at = i + g + k;
+                ss->draft[k] = at < n ? h[at] : ss->draft[at - n];
+            }
+            return max;
         }
     }
     return 0;
