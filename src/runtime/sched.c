@@ -526,7 +526,7 @@ static void verify(inf_sched *s, slot *sl, int k, const int32_t *drafts, float *
         if (!emit(s, sl, id, &end) || !hit) break;
     }
     e->seq_truncate(e->ctx, sl->id, sl->n_cache);
-    inf_spec_kept(s->spec, sl->id, sl->n_cache);
+    inf_spec_kept(s->spec, sl->id, sl->n_cache, hits);
     sl->task->timings.draft_n += k;
     sl->task->timings.draft_accepted += hits;
     sl->task->timings.draft_steps++;
@@ -582,7 +582,7 @@ static int build_batch(inf_sched *s) {
         int k = sl->spec_on && spec_left > 0 ? propose(s, sl, n, n_dec, spec_left) : 0;
         if (k > 0 && e->seq_reserve(e->ctx, sl->id, 1 + k, &(inf_err){{0}})) {
             k = 0; /* no room for the drafts: decode plainly */
-            inf_spec_kept(s->spec, sl->id, sl->n_cache + 1);
+            inf_spec_kept(s->spec, sl->id, sl->n_cache + 1, 0);
         }
         if (k == 0 && !reserve(s, sl, 1)) continue;
         sl->n_spec = k;

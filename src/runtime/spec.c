@@ -39,6 +39,7 @@ typedef struct spec_slot {
     void *dsmpl; /* draft model under sampling: its sampler (no penalties) */
     int32_t draft[INF_SPEC_MAX_DRAFT];
     int n_draft;
+    int cap; /* drafts the next step may propose (inf_spec_kept) */
     /* stochastic drafts: draft i was drawn from q_i = (q_ids, q_probs)[q_off[i]..q_off[i+1]) */
     int32_t *q_ids;
     double *q_probs;
@@ -130,6 +131,7 @@ int inf_spec_begin(inf_spec *sp, int slot, const int32_t *prompt, int n,
     memcpy(ss->hist, prompt, (size_t)n * sizeof *prompt);
     ss->n_hist = n;
     ss->n_draft = 0;
+    ss->cap = INF_SPEC_MAX_DRAFT;
     if (ss->dsmpl) sp->ex->sampler_free(ss->dsmpl);
     ss->dsmpl = NULL;
     if (!sp->draft) return 0;
@@ -279,6 +281,8 @@ int inf_spec_propose(inf_spec *sp, int slot, const inf_spec_params *p, int max,
                      const int32_t **drafts) {
     spec_slot *ss = &sp->slots[slot];
     if (max > p->n_max) max = p->n_max;
+    const int cap = ss->cap > p->n_min ? ss->cap : p->n_min;
+    if (max > cap) max = cap;
     if (max > INF_SPEC_MAX_DRAFT) max = INF_SPEC_MAX_DRAFT;
     int k = 0;
     if (max > 0 && sp->kind == INF_SPEC_NGRAM) k = propose_ngram(ss, max);
@@ -330,8 +334,9 @@ int32_t inf_spec_judge(inf_spec *sp, int slot, int i, void *smpl, const float *l
     return out;
 }
 
-void inf_spec_kept(inf_spec *sp, int slot, int n) {
+void inf_spec_kept(inf_spec *sp, int slot, int n, int taken) {
     spec_slot *ss = &sp->slots[slot];
+    if (ss->n_draft > 0) ss->cap = taken < ss->n_draft ? taken + 1 : 2 * ss->n_draft;
     ss->n_draft = 0;
     if (!sp->draft || ss->d_cache <= n) return;
     /* the draft's rows hold the sequence's tokens up to where a draft was

@@ -70,8 +70,11 @@ int inf_spec_propose(inf_spec *sp, int slot, const inf_spec_params *p, int max,
 int32_t inf_spec_judge(inf_spec *sp, int slot, int i, void *smpl, const float *logits);
 
 /* The target's cache of slot holds n positions of its sequence (the
- * refused rows left): the draft model's cache forgets what goes past them. */
-void inf_spec_kept(inf_spec *sp, int slot, int n);
+ * refused rows left), taken of the step's drafts were taken: the draft
+ * model's cache forgets what goes past them, and the next step drafts at
+ * most taken + 1 after a refusal, twice as many as this one's after none
+ * (up to n_max): long drafts only while they keep being taken. */
+void inf_spec_kept(inf_spec *sp, int slot, int n, int taken);
 
 /* The request on slot ended. */
 void inf_spec_end(inf_spec *sp, int slot);
