@@ -28,6 +28,8 @@ static void detect(void) {
     memset(f, 0, sizeof *f);
 #if defined(__x86_64__)
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    f->amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
     bool osxsave = c & (1u << 27);
     f->fma = c & (1u << 12);

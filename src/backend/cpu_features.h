@@ -22,6 +22,7 @@ typedef struct inf_cpu_features {
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512bf16, avx512vnni;
     bool amx_tile, amx_bf16, amx_int8, amx_permitted;
     bool neon;
+    bool amd; /* vendor AuthenticAMD (tuning only: prefetch distances) */
 } inf_cpu_features;
 
 /* The features of the running CPU (detected on first call; thread-safe). */

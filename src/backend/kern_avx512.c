@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/avx512_math.h"
+#include "backend/cpu_features.h"
 #include "backend/kernels.h"
 #include "backend/delta.h"
 #include "util/err.h"
@@ -130,12 +131,16 @@ static inline __m512i bcast4(const void *p) {
 
 /* Decode streams each weight once from DRAM. The hardware prefetchers alone
  * keep too few lines in flight, so every group asks for its bytes twice
- * ahead: into L1 PREFETCH_L1 ahead and into L2 PREFETCH_L2 ahead (measured
- * here, 2 threads, qwen3-0.6b tg128: against one L1 prefetch 2 KiB ahead,
- * +5-11 % Q4_K_M, +13 % Q6_K, +5 % Q8_0, +9 % BF16; one prefetch at any
- * distance from 0.5 to 8 KiB was slower). */
-#define PREFETCH_L1 1024
-#define PREFETCH_L2 4096
+ * ahead: into L1 PREFETCH_L1 ahead and into L2 PREFETCH_L2 ahead. On
+ * Sapphire Rapids (2 threads, qwen3-0.6b tg128) 1 and 4 KiB: against one L1
+ * prefetch 2 KiB ahead, +5-11 % Q4_K_M, +13 % Q6_K, +5 % Q8_0, +9 % BF16; one
+ * prefetch at any distance from 0.5 to 8 KiB was slower. On AMD Zen 4 2 and
+ * 16 KiB: against 1 and 4 KiB, +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K,
+ * +1 % BF16 (docs/PERFORMANCE.md, issue 19); 4 and 32 KiB gave the same.
+ * Set once, when the table is filled. */
+static int prefetch_l1 = 1024, prefetch_l2 = 4096;
+#define PREFETCH_L1 prefetch_l1
+#define PREFETCH_L2 prefetch_l2
 /* always_inline: GCC 12 judges a function of nothing but prefetches "const"
  * and drops calls to it that it has not inlined (it did so on AVX2) */
 static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, size_t bytes) {
@@ -1076,6 +1081,7 @@ static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *
 }
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
+    if (inf_cpu_features_get()->amd) prefetch_l1 = 2048, prefetch_l2 = 16384;
     k->dot_f32 = a5_dot_f32;
     k->types[INF_F16].dequant = a5_dequant_f16;
     k->types[INF_BF16].dequant = a5_dequant_bf16;
