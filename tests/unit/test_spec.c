@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "grammar/grammar.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 
@@ -199,6 +200,24 @@ static void test_seeded(void) {
     }
     CHECK_INT(ok, 6);
     CHECK(drafted > 0);
+    /* under a grammar: the constraint walks the verified rows as it walks
+       plain decoding's */
+    int gram_ok = 0;
+    for (int i = 0; i < 3; i++) {
+        int32_t p[40];
+        int n = make_prompt(i * 5 + 1, p);
+        out a, b;
+        for (int m = 0; m < 2; m++) {
+            inf_gen_params g = greedy(24);
+            static const char gbnf[] = "root ::= [a-z ]+";
+            inf_err err;
+            CHECK(inf_gram_compile(&g.grammar, gbnf, sizeof gbnf - 1, "root", &err) == 0);
+            gen(m ? ngram : plain, p, n, g, m ? &b : &a);
+        }
+        gram_ok += same(&a, &b) && a.n == 24 &&
+                   strspn(a.text, "abcdefghijklmnopqrstuvwxyz ") == strlen(a.text);
+    }
+    CHECK_INT(gram_ok, 3);
     inf_engine_close(plain);
     inf_engine_close(ngram);
 }
@@ -252,8 +271,8 @@ static void test_rejection_sampling(void) {
     inf_engine *plain = open_engine(DENSE, INF_SPEC_NONE, NULL, 0, 0, 1, INF_KV_BASIC, 128);
     inf_engine *spec =
         open_engine(DENSE, INF_SPEC_DRAFT, "models/tiny-q4_0.gguf", 4, 0, 1, INF_KV_BASIC, 128);
-    inf_engine *dr = open_engine("models/tiny-q4_0.gguf", INF_SPEC_NONE, NULL, 0, 0, 1,
-                                 INF_KV_BASIC, 128);
+    inf_engine *dr =
+        open_engine("models/tiny-q4_0.gguf", INF_SPEC_NONE, NULL, 0, 0, 1, INF_KV_BASIC, 128);
     CHECK(plain && spec && dr);
     if (!plain || !spec || !dr) return;
     const int V = plain->ex.n_vocab, K = 4;
@@ -345,8 +364,9 @@ static void test_rejection_sampling(void) {
     }
     CHECK_MSG(taken > 0 && taken < drafted, "%d of %d drafts taken: both verdicts exercised", taken,
               drafted);
-    fprintf(stderr, "  rejection sampling: chi-square %.2f (%d dof) vs the model, %.2f vs the draft; "
-                    "%d of %d drafts taken\n",
+    fprintf(stderr,
+            "  rejection sampling: chi-square %.2f (%d dof) vs the model, %.2f vs the draft; "
+            "%d of %d drafts taken\n",
             stat, df, stat_c, taken, drafted);
     (void)nq1;
     free(rows);
@@ -415,19 +435,15 @@ static void test_refusals(void) {
                          .n_ctx = 64,
                          .spec_kind = INF_SPEC_NGRAM};
     CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "recurrent"));
-    o = (inf_engine_opts){.model_path = DENSE,
-                          .n_seq = 1,
-                          .n_ctx = 64,
-                          .draft_path = "models/tiny-qwen35-f32.gguf"};
+    o = (inf_engine_opts){
+        .model_path = DENSE, .n_seq = 1, .n_ctx = 64, .draft_path = "models/tiny-qwen35-f32.gguf"};
     CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "-md") &&
           strstr(err.msg, "recurrent"));
-    o = (inf_engine_opts){.model_path = DENSE,
-                          .n_seq = 1,
-                          .n_ctx = 64,
-                          .draft_path = "models/no-such-draft.gguf"};
+    o = (inf_engine_opts){
+        .model_path = DENSE, .n_seq = 1, .n_ctx = 64, .draft_path = "models/no-such-draft.gguf"};
     CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "no-such-draft"));
-    o = (inf_engine_opts){.model_path = DENSE, .n_seq = 1, .n_ctx = 64,
-                          .spec_kind = INF_SPEC_DRAFT};
+    o = (inf_engine_opts){
+        .model_path = DENSE, .n_seq = 1, .n_ctx = 64, .spec_kind = INF_SPEC_DRAFT};
     CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "-md"));
     o = (inf_engine_opts){.model_path = DENSE,
                           .n_seq = 1,
