@@ -210,7 +210,7 @@ struct inf_sched {
     uint8_t *want;            /* [max_rows] */
     uint8_t *dec;             /* [max_rows] decode rows */
     int *row_slot;            /* [max_rows] */
-    float *logits;            /* [n_slots][n_vocab] */
+    float *logits;            /* [n_slots (+ SPEC_ROWS)][n_vocab] */
     float *scratch;           /* [n_vocab] raw logits kept for logprobs */
     float *gscratch;          /* [n_vocab] raw logits kept to resample under a mask */
     float *hidden;            /* [n_slots][n_embd] embedding rows of a step (n_embd > 0) */
