@@ -729,6 +729,10 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
         inf_fail_ctx(err, "--tg-prompt %s", a->tg_prompt);
         goto done;
     }
+    if (raw && n_text < 1) {
+        inf_fail(err, "--tg-prompt %s: the text makes no tokens (an empty file?)", a->tg_prompt);
+        goto done;
+    }
     if (e->pack_note[0]) fprintf(stderr, "bench: %s\n", e->pack_note);
     const inf_model_file *mf = e->mf;
     model_facts facts, *mfx = &facts;
