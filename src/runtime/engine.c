@@ -15,17 +15,7 @@
 
 static int ex_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
     inf_engine *e = ctx;
-    inf_batch ib = {.n_rows = b->n_rows,
-                    .tokens = b->tokens,
-                    .pos = b->pos,
-                    .seq = b->seq,
-                    .logits = b->logits,
-                    .decode = b->decode,
-                    .hidden = b->hidden};
-    if (inf_model_forward(e->model, &ib, e->kv->views, e->kv->n_seq, logits, err)) return -1;
-    for (int r = 0; r < b->n_rows; r++)
-        inf_kv_cache_commit(e->kv, b->seq[r], b->pos[r], b->tokens[r]);
-    return 0;
+    return inf_exec_forward_kv(e->model, e->kv, b, logits, err);
 }
 
 static int ex_seq_checkpoint_pos(void *ctx, int n_prompt) {

@@ -4,18 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int dr_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
-    inf_draft *d = ctx;
+int inf_exec_forward_kv(inf_model *m, inf_kv_cache *kv, const inf_exec_batch *b, float *logits,
+                        inf_err *err) {
     inf_batch ib = {.n_rows = b->n_rows,
                     .tokens = b->tokens,
                     .pos = b->pos,
                     .seq = b->seq,
                     .logits = b->logits,
-                    .decode = b->decode};
-    if (inf_model_forward(d->model, &ib, d->kv->views, d->kv->n_seq, logits, err)) return -1;
+                    .decode = b->decode,
+                    .hidden = b->hidden};
+    if (inf_model_forward(m, &ib, kv->views, kv->n_seq, logits, err)) return -1;
     for (int r = 0; r < b->n_rows; r++)
-        inf_kv_cache_commit(d->kv, b->seq[r], b->pos[r], b->tokens[r]);
+        inf_kv_cache_commit(kv, b->seq[r], b->pos[r], b->tokens[r]);
     return 0;
+}
+
+static int dr_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
+    inf_draft *d = ctx;
+    return inf_exec_forward_kv(d->model, d->kv, b, logits, err);
 }
 static int dr_seq_begin(void *ctx, int seq, const int32_t *prompt, int n, int max_keep) {
     return inf_kv_cache_begin(((inf_draft *)ctx)->kv, seq, prompt, n, max_keep);

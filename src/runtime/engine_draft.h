@@ -11,6 +11,11 @@
 #include "runtime/exec.h"
 #include "util/err.h"
 
+/* An exec batch through a model over its caches, then the rows' tokens
+ * committed to them: the forward of the engine's table and the draft's. */
+int inf_exec_forward_kv(inf_model *m, inf_kv_cache *kv, const inf_exec_batch *b, float *logits,
+                        inf_err *err);
+
 typedef struct inf_draft {
     inf_model_file *mf;
     inf_model *model;

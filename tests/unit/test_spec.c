@@ -267,6 +267,18 @@ static int dist(const inf_sampler_params *sp, const float *logits, int V, int32_
     return n;
 }
 
+/* The distribution sp draws the token after prompt[0..n) from, on e; rows
+ * holds one logits row. Returns how many candidates it keeps. */
+static int next_dist(inf_engine *e, const int32_t *prompt, int n, float *rows,
+                     const inf_sampler_params *sp, int32_t *ids, double *probs) {
+    capture c = {.rows = rows, .cap = 1, .n_vocab = e->ex.n_vocab};
+    inf_gen_params g = greedy(1);
+    g.on_logits = on_logits, g.ud = &c;
+    out o;
+    gen(e, prompt, n, g, &o);
+    return c.n == 1 ? dist(sp, rows, e->ex.n_vocab, ids, probs) : 0;
+}
+
 static void test_rejection_sampling(void) {
     inf_engine *plain = open_engine(DENSE, INF_SPEC_NONE, NULL, 0, 0, 1, INF_KV_BASIC, 128);
     inf_engine *spec =
@@ -282,36 +294,17 @@ static void test_rejection_sampling(void) {
     for (int j = 0; j < 12; j++)
         prompt[j] = 300 + j * 41;
     float *rows = malloc((size_t)V * sizeof(float));
-    /* p(t1), and q(t1) from the draft for the control */
-    int32_t ids1[K], idsq1[K], ids2[K][K], idsq2[K][K];
-    double p1[K], q1[K], p2[K][K], q2[K][K];
-    int n1 = 0, nq1 = 0;
-    for (int m = 0; m < 2; m++) {
-        capture c = {.rows = rows, .cap = 1, .n_vocab = V};
-        inf_gen_params g = greedy(1);
-        g.on_logits = on_logits, g.ud = &c;
-        out o;
-        gen(m ? dr : plain, prompt, 12, g, &o);
-        if (m)
-            nq1 = dist(&sp, rows, V, idsq1, q1);
-        else
-            n1 = dist(&sp, rows, V, ids1, p1);
-    }
+    /* p(t1) from the model; p(t2 | t1 = ids1[a]) from the model, q from the draft */
+    int32_t ids1[K], ids2[K][K], idsq2[K][K];
+    double p1[K], p2[K][K], q2[K][K];
+    int n1 = next_dist(plain, prompt, 12, rows, &sp, ids1, p1);
     CHECK(n1 == K);
-    /* p(t2 | t1 = ids1[a]) from the model, q from the draft */
     int32_t ext[13];
     memcpy(ext, prompt, sizeof prompt);
     for (int a = 0; a < n1; a++) {
         ext[12] = ids1[a];
-        for (int m = 0; m < 2; m++) {
-            capture c = {.rows = rows, .cap = 1, .n_vocab = V};
-            inf_gen_params g = greedy(1);
-            g.on_logits = on_logits, g.ud = &c;
-            out o;
-            gen(m ? dr : plain, ext, 13, g, &o);
-            int k = dist(&sp, rows, V, m ? idsq2[a] : ids2[a], m ? q2[a] : p2[a]);
-            CHECK(k == K);
-        }
+        CHECK(next_dist(plain, ext, 13, rows, &sp, ids2[a], p2[a]) == K);
+        CHECK(next_dist(dr, ext, 13, rows, &sp, idsq2[a], q2[a]) == K);
     }
     /* the cells (t1, t2) of the model's distribution; the control: t1 from
        the model, t2 from the draft's q, as if every draft were taken */
@@ -368,7 +361,6 @@ static void test_rejection_sampling(void) {
             "  rejection sampling: chi-square %.2f (%d dof) vs the model, %.2f vs the draft; "
             "%d of %d drafts taken\n",
             stat, df, stat_c, taken, drafted);
-    (void)nq1;
     free(rows);
     inf_engine_close(plain);
     inf_engine_close(spec);
