@@ -131,24 +131,33 @@ static inline __m512i bcast4(const void *p) {
 
 /* Decode streams each weight once from DRAM. The hardware prefetchers alone
  * keep too few lines in flight, so every group asks for its bytes twice
- * ahead: into L1 PREFETCH_L1 ahead and into L2 PREFETCH_L2 ahead. On
- * Sapphire Rapids (2 threads, qwen3-0.6b tg128) 1 and 4 KiB: against one L1
- * prefetch 2 KiB ahead, +5-11 % Q4_K_M, +13 % Q6_K, +5 % Q8_0, +9 % BF16; one
- * prefetch at any distance from 0.5 to 8 KiB was slower. On AMD Zen 4 2 and
- * 16 KiB: against 1 and 4 KiB, +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K,
- * +1 % BF16 (docs/PERFORMANCE.md, issue 19); 4 and 32 KiB gave the same.
- * Set once, when the table is filled. */
-static int prefetch_l1 = 1024, prefetch_l2 = 4096;
-#define PREFETCH_L1 prefetch_l1
-#define PREFETCH_L2 prefetch_l2
+ * ahead: into L1 PREFETCH_L1 ahead and into L2 PREFETCH_L2 ahead (measured
+ * on Sapphire Rapids, 2 threads, qwen3-0.6b tg128: against one L1 prefetch
+ * 2 KiB ahead, +5-11 % Q4_K_M, +13 % Q6_K, +5 % Q8_0, +9 % BF16; one
+ * prefetch at any distance from 0.5 to 8 KiB was slower). */
+#define PREFETCH_L1 1024
+#define PREFETCH_L2 4096
 /* always_inline: GCC 12 judges a function of nothing but prefetches "const"
  * and drops calls to it that it has not inlined (it did so on AVX2) */
-static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, size_t bytes) {
+static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, size_t bytes,
+                                                              int l1, int l2) {
     for (size_t l = 0; l < bytes; l += 64) {
-        _mm_prefetch((const char *)p + PREFETCH_L1 + l, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + PREFETCH_L2 + l, _MM_HINT_T1);
+        _mm_prefetch((const char *)p + l1 + l, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + l2 + l, _MM_HINT_T1);
     }
 }
+static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, size_t bytes) {
+    prefetch_at(p, bytes, PREFETCH_L1, PREFETCH_L2);
+}
+
+/* The weight panels' distances for decode rows (a matmul of at most
+ * DECODE_FAR_T rows): on AMD Zen 4 2 and 16 KiB, against 1 and 4 KiB
+ * +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K, +1 % BF16 tg128
+ * (docs/PERFORMANCE.md, issue 19; 4 and 32 KiB gave the same). Prompt rows
+ * keep 1 and 4 KiB: the far distances cost them 2-4 % pp512 there. Set once,
+ * when the table is filled. */
+#define DECODE_FAR_T 4
+static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
 
 /* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
 static inline __m512i iq4_table_u8(void) {
@@ -174,7 +183,7 @@ scale_offset128(__m512 *acc, const __m512i *ai, const uint8_t *dp, const int32_t
 static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ldy,
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
-                                                            int t0, const int TB) {
+                                                            int t0, const int TB, int l1, int l2) {
     const int64_t n = xq->n;
     const int8_t *xqr[4];
     const float *dr[4];
@@ -191,7 +200,7 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        prefetch_ahead(gp, gb);
+        prefetch_at(gp, gb, l1, l2);
         __m512i ai[4];
 #pragma GCC unroll 4
         for (int t = 0; t < TB; t++)
@@ -342,7 +351,7 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
 static inline __attribute__((always_inline)) void panel_bf16(float *y, int64_t ldy,
                                                              const inf_packed *pk,
                                                              const uint8_t *panel, const inf_xq *xq,
-                                                             int t0, const int TB) {
+                                                             int t0, const int TB, int l1, int l2) {
     const int64_t n = xq->n;
     const uint16_t *xr[4];
     __m512 acc[4], acc2[4];
@@ -354,7 +363,7 @@ static inline __attribute__((always_inline)) void panel_bf16(float *y, int64_t l
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
-        prefetch_ahead(gp, 1024);
+        prefetch_at(gp, 1024, l1, l2);
 #pragma GCC unroll 8
         for (int c = 0; c < 16; c += 2) {
             __m512bh w0 = (__m512bh)_mm512_loadu_si512(gp + 64 * c);
@@ -375,36 +384,38 @@ static inline __attribute__((always_inline)) void panel_bf16(float *y, int64_t l
 static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
     size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
+    const int l1 = T <= DECODE_FAR_T ? decode_l1 : PREFETCH_L1;
+    const int l2 = T <= DECODE_FAR_T ? decode_l2 : PREFETCH_L2;
     for (int64_t p = p0; p < p1; p++) {
         const uint8_t *panel = pk->data + (size_t)p * pbytes;
         float *yp = y + 16 * p;
         int t = 0;
         if (pk->kind == INF_PACK_BF16) {
             for (; t + 4 <= T; t += 4)
-                panel_bf16(yp, ldy, pk, panel, xq, t, 4);
+                panel_bf16(yp, ldy, pk, panel, xq, t, 4, l1, l2);
             switch (T - t) {
             case 3:
-                panel_bf16(yp, ldy, pk, panel, xq, t, 3);
+                panel_bf16(yp, ldy, pk, panel, xq, t, 3, l1, l2);
                 break;
             case 2:
-                panel_bf16(yp, ldy, pk, panel, xq, t, 2);
+                panel_bf16(yp, ldy, pk, panel, xq, t, 2, l1, l2);
                 break;
             case 1:
-                panel_bf16(yp, ldy, pk, panel, xq, t, 1);
+                panel_bf16(yp, ldy, pk, panel, xq, t, 1, l1, l2);
                 break;
             }
         } else {
             for (; t + 4 <= T; t += 4)
-                panel_int(yp, ldy, pk, panel, xq, t, 4);
+                panel_int(yp, ldy, pk, panel, xq, t, 4, l1, l2);
             switch (T - t) {
             case 3:
-                panel_int(yp, ldy, pk, panel, xq, t, 3);
+                panel_int(yp, ldy, pk, panel, xq, t, 3, l1, l2);
                 break;
             case 2:
-                panel_int(yp, ldy, pk, panel, xq, t, 2);
+                panel_int(yp, ldy, pk, panel, xq, t, 2, l1, l2);
                 break;
             case 1:
-                panel_int(yp, ldy, pk, panel, xq, t, 1);
+                panel_int(yp, ldy, pk, panel, xq, t, 1, l1, l2);
                 break;
             }
         }
@@ -1081,7 +1092,7 @@ static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *
 }
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
-    if (inf_cpu_features_get()->amd) prefetch_l1 = 2048, prefetch_l2 = 16384;
+    if (inf_cpu_features_get()->amd) decode_l1 = 2048, decode_l2 = 16384;
     k->dot_f32 = a5_dot_f32;
     k->types[INF_F16].dequant = a5_dequant_f16;
     k->types[INF_BF16].dequant = a5_dequant_bf16;
