@@ -142,7 +142,7 @@ static inline __m512i bcast4(const void *p) {
 static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, size_t bytes,
                                                               int l1, int l2) {
     for (size_t l = 0; l < bytes; l += 64) {
-        _mm_prefetch((const char *)p + l1 + l, _MM_HINT_T0);
+        if (l1 >= 0) _mm_prefetch((const char *)p + l1 + l, _MM_HINT_T0); /* l1 < 0: none */
         _mm_prefetch((const char *)p + l2 + l, _MM_HINT_T1);
     }
 }
@@ -151,11 +151,12 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
 }
 
 /* The weight panels' distances for decode rows (a matmul of at most
- * DECODE_FAR_T rows): on AMD Zen 4 2 and 16 KiB, against 1 and 4 KiB
- * +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K, +1 % BF16 tg128
- * (docs/PERFORMANCE.md, issue 19; 4 and 32 KiB gave the same). Prompt rows
- * keep 1 and 4 KiB: the far distances cost them 2-4 % pp512 there. Set once,
- * when the table is filled. */
+ * DECODE_FAR_T rows). On AMD Zen 4 only into L2, 16 KiB ahead: against 1 and
+ * 4 KiB, 2 and 16 KiB gave +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K,
+ * +1 % BF16 tg128 (4 and 32 KiB the same); dropping the L1 prefetch then gave
+ * Q8_0 +14 %, Q4_0 +2-4 %, the rest within 1 % (docs/PERFORMANCE.md, issue
+ * 19). Prompt rows keep 1 and 4 KiB: the far distances cost them 2-4 % pp512
+ * there. Set once, when the table is filled; decode_l1 < 0 is no L1 prefetch. */
 #define DECODE_FAR_T 4
 static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
 
@@ -1092,7 +1093,7 @@ static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *
 }
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
-    if (inf_cpu_features_get()->amd) decode_l1 = 2048, decode_l2 = 16384;
+    if (inf_cpu_features_get()->amd) decode_l1 = -1, decode_l2 = 16384;
     k->dot_f32 = a5_dot_f32;
     k->types[INF_F16].dequant = a5_dequant_f16;
     k->types[INF_BF16].dequant = a5_dequant_bf16;
