@@ -154,7 +154,7 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
  * DECODE_FAR_T rows). On AMD Zen 4 only into L2, 16 KiB ahead: against 1 and
  * 4 KiB, 2 and 16 KiB gave +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K,
  * +1 % BF16 tg128 (4 and 32 KiB the same); dropping the L1 prefetch then gave
- * Q8_0 +14 %, Q4_0 +2-4 %, the rest within 1 % (docs/PERFORMANCE.md, issue
+ * Q8_0 +14 %, Q4_0 +2-4 %, the rest within 2 % (docs/PERFORMANCE.md, issue
  * 19). Prompt rows keep 1 and 4 KiB: the far distances cost them 2-4 % pp512
  * there. Set once, when the table is filled; decode_l1 < 0 is no L1 prefetch. */
 #define DECODE_FAR_T 4
