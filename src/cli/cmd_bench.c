@@ -21,10 +21,14 @@
  *
  * --membw SIZE first measures the streaming read bandwidth (backend/membw.h)
  * with each thread count the tests use, and then states for every tgN row
- * the share of that roof its decode reached: the bytes one step reads
+ * the share of the roof its decode reached: the bytes one step reads
  * (inf_model_facts' decode_bytes: every weight a token goes through, the
  * chosen experts only, the head whole, one embedding row; plus the K/V of the
- * step's depth, on average over the test) times tok/s over the bandwidth. */
+ * step's depth, on average over the test) times tok/s over the bandwidth.
+ * Each timed tgN repetition is followed by two more read passes, and its share
+ * is taken against the better one: on a shared host whose bandwidth moves
+ * between tests, a share against one read made minutes earlier says little.
+ * The row gives the mean and standard deviation of those shares. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -110,8 +114,9 @@ static void usage(FILE *f) {
         "  --membw SIZE            first measure the streaming read bandwidth with each thread\n"
         "                          count (a buffer of SIZE, at least 1G, e.g. 1G or 1536M; a bare\n"
         "                          number is GiB; best of -r passes), and give each tgN row the\n"
-        "                          share of that roof its decode reached (bytes a step reads x\n"
-        "                          tok/s / bandwidth)\n"
+        "                          share of the roof its decode reached: bytes a step reads x\n"
+        "                          tok/s / bandwidth, per repetition against the best of two\n"
+        "                          passes read right after it; mean ± sd of the repetitions\n"
         "  --verify LIST           the cost of verifying N-1 drafts: N decode rows of one\n"
         "                          sequence in one forward call, against one row (e.g. 1,2,5,9)\n"
         "  --tg-prompt FILE        tgN decodes after this text (tokenized as is; untimed), not\n"
@@ -529,7 +534,10 @@ typedef struct row {
     double avg_ts, sd_ts, avg_ns, sd_ns;
     sample_set samples;
     double step_bytes;         /* tgN with --membw: weight + K/V bytes one decode step reads */
-    double membw_gbs;          /* tgN with --membw: the bandwidth at the row's thread count */
+    double membw_gbs;          /* tgN with --membw: the mean of bw[] (before any rep: the
+                                  bandwidth measured first at the row's thread count) */
+    double bw[64];             /* tgN with --membw: the bandwidth read right after each
+                                  timed repetition (samples.ns[i] pairs with bw[i]) */
     int drafted, taken, steps; /* tgN speculating, over the timed repetitions: drafts, of those
                                   taken, and the steps that verified them */
 } row;
@@ -537,17 +545,36 @@ typedef struct row {
 static void print_md_header(bool roof) {
     printf("| %-30s | %10s | %10s | %-16s | %7s | %9s | %10s | %15s | %20s |%s\n", "model", "size",
            "params", "backend", "threads", "K/V", "K/V MiB", "test", "t/s",
-           roof ? "   roof |" : "");
+           roof ? "           roof |" : "");
     printf(
         "| ------------------------------ | ---------: | ---------: | ---------------- | ------: | "
         "--------: | ---------: | --------------: | -------------------: |%s\n",
-        roof ? " -----: |" : "");
+        roof ? " -------------: |" : "");
 }
 
-/* the share of the read roof a tgN row's decode reached; < 0 when it has none */
+/* the share of the read roof repetition i of a tgN row reached */
+static double rep_share(const row *r, int i) {
+    return r->step_bytes * (r->n_gen / (r->samples.ns[i] * 1e-9)) / (r->bw[i] * 1e9);
+}
+
+/* the share of the read roof a tgN row's decode reached, the mean over its
+ * repetitions of each one's share of the roof read just after it (so a host
+ * whose bandwidth swings between tests still gives a share of the moment);
+ * < 0 when it has none */
 static double roof_share(const row *r) {
-    if (r->n_gen == 0 || !(r->membw_gbs > 0)) return -1;
-    return r->step_bytes * r->avg_ts / (r->membw_gbs * 1e9);
+    if (r->n_gen == 0 || !(r->membw_gbs > 0) || r->samples.n == 0) return -1;
+    double m = 0;
+    for (int i = 0; i < r->samples.n; i++)
+        m += rep_share(r, i);
+    return m / r->samples.n;
+}
+
+/* the standard deviation of the repetitions' shares (0 with one) */
+static double roof_share_sd(const row *r) {
+    double m = roof_share(r), v = 0;
+    for (int i = 0; i < r->samples.n; i++)
+        v += (rep_share(r, i) - m) * (rep_share(r, i) - m);
+    return r->samples.n > 1 ? sqrt(v / (r->samples.n - 1)) : 0;
 }
 
 static void print_md_row(const row *r) {
@@ -572,11 +599,12 @@ static void print_md_row(const row *r) {
     snprintf(types, sizeof types, "%s/%s", inf_kv_type_name(r->type_k),
              inf_kv_type_name(r->type_v));
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg_ts, r->sd_ts);
-    char roof[24] = "";
+    char roof[40] = "";
     if (roof_share(r) >= 0)
-        snprintf(roof, sizeof roof, " %5.1f%% |", 100 * roof_share(r));
+        snprintf(roof, sizeof roof, " %5.1f ± %4.1f %% |", 100 * roof_share(r),
+                 100 * roof_share_sd(r));
     else if (r->membw_gbs != 0)
-        snprintf(roof, sizeof roof, " %6s |", "");
+        snprintf(roof, sizeof roof, " %14s |", "");
     printf("| %-30s | %10s | %10s | %-16s | %7d | %9s | %10.1f | %15s | %20s |%s\n", r->mfx->type,
            size, params, r->backend, r->threads, types, r->kv_bytes / (1024.0 * 1024.0), test, ts,
            roof);
@@ -633,13 +661,20 @@ static json_t *row_json(const row *r, const bench_args *a) {
         json_object_set_new(o, "step_bytes", json_integer((json_int_t)r->step_bytes));
         json_object_set_new(o, "membw_gbs", json_real(r->membw_gbs));
         json_object_set_new(o, "roof_share", json_real(roof_share(r)));
+        json_object_set_new(o, "roof_share_sd", json_real(roof_share_sd(r)));
+        json_t *sb = json_array();
+        for (int i = 0; i < r->samples.n; i++)
+            json_array_append_new(sb, json_real(r->bw[i]));
+        json_object_set_new(o, "samples_membw_gbs", sb);
     }
     return o;
 }
 
 /* inf_membw_measure in a child process, so that its buffer (1 GiB or more)
- * stays out of the peak memory (max RSS) the bench reports; no thread runs
- * yet when it forks. 0, or -1 with the child's message. */
+ * stays out of the peak memory (max RSS) the bench reports. The child uses
+ * no lock the engine's threads could hold when it forks (they wait on
+ * atomics and futexes, idle between repetitions) and starts a pool of its
+ * own. 0, or -1 with the child's message. */
 static int membw_in_child(inf_membw *m, size_t bytes, int threads, int passes, inf_isa isa,
                           inf_err *err) {
     struct {
@@ -741,6 +776,8 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     fprintf(stderr, "bench: %s on %s, opened and weights prepared in %.2f s\n", path, desc,
             e->t_load_s);
     const double tok_bytes = (double)inf_kv_cache_token_bytes(e->kv);
+    inf_isa bw_isa = inf_isa_default();
+    if (a->isa && inf_isa_parse(a->isa, &bw_isa)) bw_isa = inf_isa_default();
     for (int pass = 0; pass < 2; pass++) {
         const int_list *l = pass == 0 ? &a->prompts : &a->gens;
         for (int i = 0; i < l->n * a->depths.n; i++) {
@@ -772,8 +809,18 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
                          ? run_pp(e, n, depth, &ns, err)
                          : run_tg(e, n, depth, text, n_text, &ns, &drafted, &taken, &steps, err)))
                     goto done;
+                if (rep >= 0 && pass == 1 && r.membw_gbs > 0) { /* the roof of this moment */
+                    inf_membw m = {0};
+                    if (membw_in_child(&m, a->membw_bytes, threads, 2, bw_isa, err)) goto done;
+                    r.bw[r.samples.n] = m.gbs;
+                }
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
                 if (rep >= 0) r.drafted += drafted, r.taken += taken, r.steps += steps;
+            }
+            if (pass == 1 && r.membw_gbs > 0 && r.samples.n > 0) {
+                r.membw_gbs = 0;
+                for (int k = 0; k < r.samples.n; k++)
+                    r.membw_gbs += r.bw[k] / r.samples.n;
             }
             stats(&r.samples, n, &r.avg_ts, &r.sd_ts, &r.avg_ns, &r.sd_ns);
             if (!strcmp(a->output, "md"))
