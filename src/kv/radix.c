@@ -272,10 +272,40 @@ static int evictable(const inf_radix *r, const kv_radix_node *n) {
     return 1;
 }
 
-static void collect_leaves(const inf_radix *r, kv_radix_node *n, kv_radix_node **out, int *k) {
-    if (evictable(r, n)) out[(*k)++] = n;
+/* leaves whose every block is the tree's alone (pinned = 0), or leaves some
+ * running sequence still reads a block of (pinned = 1) */
+static void collect_leaves(const inf_radix *r, kv_radix_node *n, kv_radix_node **out, int *k,
+                           int pinned) {
+    if (n != r->root && !n->n_children && evictable(r, n) == !pinned) out[(*k)++] = n;
     for (int i = 0; i < n->n_children; i++)
-        collect_leaves(r, n->children[i], out, k);
+        collect_leaves(r, n->children[i], out, k, pinned);
+}
+
+/* Lets go of the blocks at the end of a pinned leaf that only the tree holds.
+ * A sequence shares a cached path from its start, so what it reads of a leaf
+ * is the leaf's head: the edge keeps the tokens up to the end of the last
+ * block a sequence reads. Without this, one shared block (a request that
+ * attached a prefix ending inside the leaf's first block, before it copies
+ * that block) pins the whole leaf and everything above it. The state at the
+ * leaf's old end no longer belongs to the edge: it goes too. */
+static void trim_leaf(inf_radix *r, kv_radix_node *n) {
+    int keep = 0; /* blocks up to and including the last one read outside the tree */
+    for (int i = 0; i < n->n_blocks; i++)
+        if (r->pool->refcount[n->blocks[i]] != r->tree_refs[n->blocks[i]]) keep = i + 1;
+    if (keep == 0 || keep == n->n_blocks) return;
+    const int end = (first_block(r, n->depth) + keep) * r->pool->block_size;
+    for (int i = keep; i < n->n_blocks; i++)
+        release(r, n->blocks[i]);
+    r->stats.n_evicted_blocks += n->n_blocks - keep;
+    r->stats.n_cached_tokens -= n->depth + n->n_tokens - end;
+    n->n_blocks = keep;
+    n->n_tokens = end - n->depth;
+    if (n->state) {
+        free(n->state);
+        n->state = NULL;
+        r->stats.n_states--;
+        r->stats.n_states_dropped++;
+    }
 }
 
 static int by_last_use(const void *a, const void *b) {
@@ -304,8 +334,15 @@ int inf_radix_evict(inf_radix *r, int n_want) {
             if (!leaves) break;
         }
         int k = 0;
-        collect_leaves(r, r->root, leaves, &k);
-        if (k == 0) break;
+        collect_leaves(r, r->root, leaves, &k, 0);
+        if (k == 0) {
+            /* every leaf is read by a running sequence: their tails, oldest first */
+            collect_leaves(r, r->root, leaves, &k, 1);
+            qsort(leaves, (size_t)k, sizeof *leaves, by_last_use);
+            for (int i = 0; i < k && r->pool->n_free < n_want; i++)
+                trim_leaf(r, leaves[i]);
+            break;
+        }
         qsort(leaves, (size_t)k, sizeof *leaves, by_last_use);
         /* Evict oldest first; a parent left childless joins the next round. */
         for (int i = 0; i < k && r->pool->n_free < n_want; i++)

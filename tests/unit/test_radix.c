@@ -307,6 +307,56 @@ static void test_eviction(void) {
     inf_kv_pool_free(p);
 }
 
+/* A request that attached a prefix ending inside a cached leaf's first block
+ * reads that one block until its first write copies it. The copy needs a
+ * block; when the pool is full, the leaf's other blocks (the tree's alone)
+ * must make room, though the leaf as a whole cannot go. */
+static void test_pinned_leaf_tail(void) {
+    inf_kv_pool *p;
+    inf_radix *r;
+    inf_err e;
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 6, &e) == 0);
+    CHECK(inf_radix_create(&r, p, &e) == 0);
+    int32_t a[16], b[8], c[16];
+    seqn(a, 16, 100); /* 4 blocks, cached */
+    int got;
+    finish(r, start(r, a, 16, &got, &e), a);
+    CHECK_INT(r->stats.n_blocks_held, 4);
+    CHECK_INT(p->n_free, 2);
+    /* b shares a's first 3 tokens: it attaches 2 (all but its last) in a's block 0 */
+    memcpy(b, a, 3 * sizeof *b);
+    inf_kv_seq *sb;
+    CHECK(inf_kv_seq_create(&sb, p, 64, &e) == 0);
+    CHECK_INT(inf_radix_attach(r, sb, b, 2, &e), 2);
+    /* another request takes the 2 free blocks */
+    seqn(c, 8, 900);
+    inf_kv_seq *sc = start(r, c, 8, &got, &e);
+    CHECK_MSG(sc != NULL, "%s", e.msg);
+    CHECK_INT(p->n_free, 0);
+    /* b's prefill copies a's block 0: the room comes from a's blocks 1..3 */
+    CHECK_MSG(inf_kv_seq_reserve(sb, 1, &e) == 0, "%s", e.msg);
+    write_rows(sb, b, 2, 3);
+    sb->n_past = 3;
+    CHECK_INT(first_bad_row(sb, b, 3), -1);
+    CHECK_INT(first_bad_row(sc, c, 8), -1);
+    CHECK_INT(r->stats.n_evicted_blocks, 3);
+    CHECK_INT(r->stats.n_blocks_held, 1);
+    CHECK_INT(r->stats.n_cached_tokens, BS);
+    CHECK_INT(p->n_free, 2);
+    /* the tree still serves a's first block, and only that */
+    inf_kv_seq *q;
+    CHECK(inf_kv_seq_create(&q, p, 64, &e) == 0);
+    CHECK_INT(inf_radix_attach(r, q, a, 15, &e), BS);
+    CHECK_INT(first_bad_row(q, a, BS), -1);
+    inf_kv_seq_free(q);
+    inf_kv_seq_free(sb);
+    inf_kv_seq_free(sc);
+    CHECK(inf_kv_pool_audit(p, &e) == 0);
+    inf_radix_free(r);
+    CHECK(all_free(p));
+    inf_kv_pool_free(p);
+}
+
 /* Many requests with random shared prefixes through a small pool: no
  * error but exhaustion, rows always right, nothing leaked at the end. */
 static void test_random_load(void) {
@@ -438,6 +488,7 @@ int main(void) {
     test_insert_lookup_split();
     test_interleaved_sharing();
     test_eviction();
+    test_pinned_leaf_tail();
     test_random_load();
     return th_report();
 }
