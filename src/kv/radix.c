@@ -325,6 +325,33 @@ static void remove_leaf(inf_radix *r, kv_radix_node *n) {
     node_free_tree(r, n);
 }
 
+/* Where an edge ends inside a block and a child's edge goes on in it, the
+ * child's copy of that block holds the same prefix's rows (its sequence wrote
+ * or copied every row before its end), so the node can read its rows from
+ * there: its own copy, when the tree alone holds it, goes back to the pool.
+ * Without this a running request that attached a path through the child
+ * (and so reads the child's copy) pins the node's copy, which no request
+ * reads. Until the pool has n_want free. */
+static void share_child_blocks(inf_radix *r, kv_radix_node *n, int n_want) {
+    for (int i = 0; i < n->n_children && r->pool->n_free < n_want; i++)
+        share_child_blocks(r, n->children[i], n_want);
+    if (n == r->root || !n->n_children || r->pool->n_free >= n_want) return;
+    const int last = n->n_blocks - 1;
+    const int32_t b = n->blocks[last];
+    if (r->tree_refs[b] != 1 || r->pool->refcount[b] != 1) return;
+    for (int i = 0; i < n->n_children; i++) {
+        const kv_radix_node *c = n->children[i];
+        if (first_block(r, c->depth) == first_block(r, n->depth + n->n_tokens - 1) &&
+            c->blocks[0] != b) {
+            hold(r, c->blocks[0]);
+            n->blocks[last] = c->blocks[0];
+            release(r, b);
+            r->stats.n_evicted_blocks++;
+            return;
+        }
+    }
+}
+
 int inf_radix_evict(inf_radix *r, int n_want) {
     int free0 = r->pool->n_free;
     kv_radix_node **leaves = NULL;
@@ -341,6 +368,7 @@ int inf_radix_evict(inf_radix *r, int n_want) {
             qsort(leaves, (size_t)k, sizeof *leaves, by_last_use);
             for (int i = 0; i < k && r->pool->n_free < n_want; i++)
                 trim_leaf(r, leaves[i]);
+            if (r->pool->n_free < n_want) share_child_blocks(r, r->root, n_want);
             break;
         }
         qsort(leaves, (size_t)k, sizeof *leaves, by_last_use);

@@ -357,6 +357,50 @@ static void test_pinned_leaf_tail(void) {
     inf_kv_pool_free(p);
 }
 
+/* A node whose edge ends inside a block keeps a copy of that block while its
+ * child goes on in another copy (two requests that parted there). When a
+ * running request reads the child's copy, the node's copy, which no request
+ * reads, must give way: the node reads its rows from the child's copy. */
+static void test_shared_straddling_block(void) {
+    inf_kv_pool *p;
+    inf_radix *r;
+    inf_err e;
+    CHECK(inf_kv_pool_create(&p, NL, KVD, KVD / 2, BS, 8, &e) == 0);
+    CHECK(inf_radix_create(&r, p, &e) == 0);
+    int32_t a[8], b[16], d[16];
+    seqn(a, 6, 100);
+    memcpy(b, a, 2 * sizeof *b); /* b parts from a inside block 0 */
+    seqn(b + 2, 8, 700);
+    int got;
+    finish(r, start(r, a, 6, &got, &e), a);
+    finish(r, start(r, b, 6, &got, &e), b);
+    CHECK_INT(r->stats.n_blocks_held, 4); /* a's 2 blocks, b's 2 */
+    seqn(d, 16, 900);
+    inf_kv_seq *sd = start(r, d, 16, &got, &e); /* the other 4 */
+    CHECK_MSG(sd != NULL, "%s", e.msg);
+    CHECK_INT(p->n_free, 0);
+    /* c = b's 6 cached tokens and 4 more: it reads b's 2 blocks, then needs 2 (a copy of b's
+       block 1 and block 2): a's tail gives one, a's copy of block 0 the other */
+    inf_kv_seq *sc = start(r, b, 10, &got, &e);
+    CHECK_MSG(sc != NULL, "%s", e.msg);
+    CHECK_INT(got, 6);
+    CHECK_INT(first_bad_row(sc, b, 10), -1);
+    CHECK_INT(first_bad_row(sd, d, 16), -1);
+    CHECK_INT(p->n_free, 0);
+    /* a's first 2 tokens are still cached, read from b's block 0 */
+    inf_kv_seq_free(sd);
+    inf_kv_seq *q;
+    CHECK(inf_kv_seq_create(&q, p, 64, &e) == 0);
+    CHECK_INT(inf_radix_attach(r, q, a, 5, &e), 2);
+    CHECK_INT(first_bad_row(q, a, 2), -1);
+    inf_kv_seq_free(q);
+    inf_kv_seq_free(sc);
+    CHECK(inf_kv_pool_audit(p, &e) == 0);
+    inf_radix_free(r);
+    CHECK(all_free(p));
+    inf_kv_pool_free(p);
+}
+
 /* Many requests with random shared prefixes through a small pool: no
  * error but exhaustion, rows always right, nothing leaked at the end. */
 static void test_random_load(void) {
@@ -489,6 +533,7 @@ int main(void) {
     test_interleaved_sharing();
     test_eviction();
     test_pinned_leaf_tail();
+    test_shared_straddling_block();
     test_random_load();
     return th_report();
 }
