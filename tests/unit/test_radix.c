@@ -92,6 +92,16 @@ static int all_free(const inf_kv_pool *p) {
     return p->n_free == p->n_blocks && inf_kv_pool_audit(p, &e) == 0;
 }
 
+/* The end of a test: the pool consistent while the tree still holds blocks,
+ * then every block back once the tree is gone. */
+static void end_tree(inf_radix *r, inf_kv_pool *p) {
+    inf_err e;
+    CHECK(inf_kv_pool_audit(p, &e) == 0);
+    inf_radix_free(r);
+    CHECK(all_free(p));
+    inf_kv_pool_free(p);
+}
+
 static void seqn(int32_t *t, int n, int base) {
     for (int i = 0; i < n; i++)
         t[i] = base + i;
@@ -177,11 +187,7 @@ static void test_insert_lookup_split(void) {
     CHECK_INT(inf_kv_pool_used(p), used);
 
     CHECK(r->stats.n_hits > 0 && r->stats.tokens_reused > 0);
-    inf_err ae;
-    CHECK(inf_kv_pool_audit(p, &ae) == 0);
-    inf_radix_free(r);
-    CHECK(all_free(p));
-    inf_kv_pool_free(p);
+    end_tree(r, p);
 }
 
 /* Requests sharing a system prompt run interleaved: each donates while the
@@ -234,9 +240,7 @@ static void test_interleaved_sharing(void) {
         CHECK(p->refcount[b] == r->tree_refs[b]);
     inf_radix_clear(r);
     CHECK_INT(r->stats.n_nodes, 0);
-    CHECK(all_free(p));
-    inf_radix_free(r);
-    inf_kv_pool_free(p);
+    end_tree(r, p);
 }
 
 /* A small pool fills with cached entries: new requests evict the least
@@ -301,10 +305,7 @@ static void test_eviction(void) {
     inf_kv_seq_free(q);
     finish(r, run, t[6]);
     finish(r, big, t[7]);
-    CHECK(inf_kv_pool_audit(p, &e) == 0);
-    inf_radix_free(r);
-    CHECK(all_free(p));
-    inf_kv_pool_free(p);
+    end_tree(r, p);
 }
 
 /* A request that attached a prefix ending inside a cached leaf's first block
@@ -351,10 +352,7 @@ static void test_pinned_leaf_tail(void) {
     inf_kv_seq_free(q);
     inf_kv_seq_free(sb);
     inf_kv_seq_free(sc);
-    CHECK(inf_kv_pool_audit(p, &e) == 0);
-    inf_radix_free(r);
-    CHECK(all_free(p));
-    inf_kv_pool_free(p);
+    end_tree(r, p);
 }
 
 /* A node whose edge ends inside a block keeps a copy of that block while its
@@ -395,10 +393,7 @@ static void test_shared_straddling_block(void) {
     CHECK_INT(first_bad_row(q, a, 2), -1);
     inf_kv_seq_free(q);
     inf_kv_seq_free(sc);
-    CHECK(inf_kv_pool_audit(p, &e) == 0);
-    inf_radix_free(r);
-    CHECK(all_free(p));
-    inf_kv_pool_free(p);
+    end_tree(r, p);
 }
 
 /* Many requests with random shared prefixes through a small pool: no
@@ -453,12 +448,9 @@ static void test_random_load(void) {
     CHECK_INT(bad, 0);
     CHECK(served > 20);
     CHECK(r->stats.n_hits > 10);
-    CHECK(inf_kv_pool_audit(p, &e) == 0);
     for (int b = 0; b < p->n_blocks; b++)
         CHECK(p->refcount[b] == r->tree_refs[b]);
-    inf_radix_free(r);
-    CHECK(all_free(p));
-    inf_kv_pool_free(p);
+    end_tree(r, p);
     (void)refused;
 }
 
@@ -522,9 +514,7 @@ static void test_state_checkpoints(void) {
     inf_radix_clear(r);
     CHECK_INT(r->stats.n_states, 0);
     CHECK_INT(r->stats.n_nodes, 0);
-    inf_radix_free(r);
-    CHECK(all_free(p));
-    inf_kv_pool_free(p);
+    end_tree(r, p);
 }
 
 int main(void) {
