@@ -670,6 +670,13 @@ static json_t *row_json(const row *r, const bench_args *a) {
     return o;
 }
 
+/* the level whose read kernel --membw uses: --isa's, or the CPU's best */
+static inf_isa membw_isa(const bench_args *a) {
+    inf_isa isa = inf_isa_default();
+    if (a->isa && inf_isa_parse(a->isa, &isa)) isa = inf_isa_default();
+    return isa;
+}
+
 /* inf_membw_measure in a child process, so that its buffer (1 GiB or more)
  * stays out of the peak memory (max RSS) the bench reports. The child uses
  * no lock the engine's threads could hold when it forks (they wait on
@@ -776,8 +783,6 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
     fprintf(stderr, "bench: %s on %s, opened and weights prepared in %.2f s\n", path, desc,
             e->t_load_s);
     const double tok_bytes = (double)inf_kv_cache_token_bytes(e->kv);
-    inf_isa bw_isa = inf_isa_default();
-    if (a->isa && inf_isa_parse(a->isa, &bw_isa)) bw_isa = inf_isa_default();
     for (int pass = 0; pass < 2; pass++) {
         const int_list *l = pass == 0 ? &a->prompts : &a->gens;
         for (int i = 0; i < l->n * a->depths.n; i++) {
@@ -811,7 +816,7 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
                     goto done;
                 if (rep >= 0 && pass == 1 && r.membw_gbs > 0) { /* the roof of this moment */
                     inf_membw m = {0};
-                    if (membw_in_child(&m, a->membw_bytes, threads, 2, bw_isa, err)) goto done;
+                    if (membw_in_child(&m, a->membw_bytes, threads, 2, membw_isa(a), err)) goto done;
                     r.bw[r.samples.n] = m.gbs;
                 }
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
@@ -955,9 +960,7 @@ int cmd_bench(int argc, char **argv) {
                 seen |= bw_threads.v[k] == t;
             if (seen || bw_threads.n == MAX_LIST) continue;
             inf_membw m = {0};
-            inf_isa isa = inf_isa_default();
-            if (a.isa && inf_isa_parse(a.isa, &isa)) isa = inf_isa_default();
-            if (membw_in_child(&m, a.membw_bytes, t, a.reps, isa, &err)) {
+            if (membw_in_child(&m, a.membw_bytes, t, a.reps, membw_isa(&a), &err)) {
                 fprintf(stderr, "inferno bench: %s\n", err.msg);
                 json_decref(jrows);
                 json_decref(jttft);
