@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "backend/kernels.h"
 #include "quant/dtype.h"
 
 /* e^x with ~2 ulp error; x <= -104 gives 0, large x gives +inf. */
@@ -25,6 +26,31 @@ static inline __m512 exp512(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
+}
+
+/* The Q6_K kind's sub-group at sp (kernels.h): its 16 values per row as 4
+ * chunks of 6-bit q, chunk i lane r = q[r][4i..4i+3]. */
+static inline __attribute__((always_inline)) void q6k_values(const uint8_t *sp, __m512i q[4]) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i n0 = _mm512_loadu_si512(sp), n1 = _mm512_loadu_si512(sp + 64);
+    const __m512i h = _mm512_loadu_si512(sp + 128);
+    q[0] = _mm512_or_si512(_mm512_and_si512(n0, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+    q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
+                           _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+    q[2] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
+    q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
+                           _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+}
+
+/* The Q6_K kind's super-group at gp: sub-group s's per-row scale d * sc (exact in f32),
+ * d = the group's 16 d as floats */
+static inline __attribute__((always_inline)) __m512 q6k_scale(const uint8_t *gp, int s, __m512 d) {
+    const __m128i sc = _mm_loadu_si128((const __m128i *)(gp + INF_Q6K_SC_OFF + 16 * s));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
+}
+
+static inline __m512 q6k_d(const uint8_t *gp) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q6K_D_OFF)));
 }
 
 /* lanes < left (none when left <= 0, all when left >= 16) */

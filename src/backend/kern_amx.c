@@ -56,8 +56,8 @@ static inline void emit_nibbles(uint8_t *dst, __m512i lo, __m512i hi, __m512 A, 
     emit4(dst + 128, f);
 }
 
-/* One packed panel's integer group(s) covering k 32*kg .. 32*kg+31 -> 1024 bytes of bf16. */
-static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *panel, int64_t kg) {
+/* kernels.h: k 32 kg .. 32 kg + 31 of one packed panel as 1024 bytes of bf16 */
+void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *panel, int64_t kg) {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
     __m512 f[4];
     switch (pk->kind) {
@@ -88,22 +88,14 @@ static void expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pane
         }
         break;
     }
-    case INF_PACK_Q6_K: {
-        const __m512i m30 = _mm512_set1_epi8(0x30);
+    case INF_PACK_Q6_K: { /* sub-groups 2 (kg % 8) and the next of super-group kg / 8 */
+        const uint8_t *gp = panel + (size_t)(kg / 8) * pk->group_bytes;
+        const __m512 d = q6k_d(gp);
         for (int half = 0; half < 2; half++) {
-            const uint8_t *gp = panel + (size_t)(2 * kg + half) * pk->group_bytes;
-            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
-            __m512 B = _mm512_mul_ps(A, _mm512_set1_ps(32.0f));
-            __m512i n0 = _mm512_loadu_si512(gp), n1 = _mm512_loadu_si512(gp + 64);
-            __m512i h = _mm512_loadu_si512(gp + 128);
+            const int sg = 2 * (int)(kg % 8) + half;
+            const __m512 A = q6k_scale(gp, sg, d), B = _mm512_mul_ps(A, _mm512_set1_ps(32.0f));
             __m512i q[4];
-            q[0] = _mm512_or_si512(_mm512_and_si512(n0, m0f),
-                                   _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-            q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
-                                   _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-            q[2] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
-            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
-                                   _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+            q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
             for (int i = 0; i < 4; i++) {
                 for (int j = 0; j < 4; j++)
                     f[j] = _mm512_fmsub_ps(byte_lane(q[i], j), A, B);
@@ -192,7 +184,7 @@ static void amx_matmul(float *y, int64_t ldy, const inf_packed *pk, const inf_xq
                     bsrc[i] = panel;
                 } else {
                     for (int64_t kg = 0; kg < nkg; kg++)
-                        expand_group(bexp[i] + (size_t)kg * 1024, pk, panel, kg);
+                        inf_amx_expand_group(bexp[i] + (size_t)kg * 1024, pk, panel, kg);
                     bsrc[i] = bexp[i];
                 }
             }

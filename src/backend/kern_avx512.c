@@ -158,6 +158,8 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
  * 19). Prompt rows keep 1 and 4 KiB: the far distances cost them 2-4 % pp512
  * there. Set once, when the table is filled; decode_l1 < 0 is no L1 prefetch. */
 #define DECODE_FAR_T 4
+/* a Q6_K super-group (3360 bytes) is prefetched in 16 parts, one per sub-group */
+#define Q6K_PREFETCH 210
 static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
 
 /* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
@@ -201,7 +203,7 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        prefetch_at(gp, gb, l1, l2);
+        if (pk->kind != INF_PACK_Q6_K) prefetch_at(gp, gb, l1, l2); /* Q6_K: per sub-group */
         __m512i ai[4];
 #pragma GCC unroll 4
         for (int t = 0; t < TB; t++)
@@ -263,30 +265,28 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
             break;
         }
         case INF_PACK_Q6_K: {
-            const __m512i m30 = _mm512_set1_epi8(0x30);
-            __m512i n0 = _mm512_loadu_si512(gp), n1 = _mm512_loadu_si512(gp + 64);
-            __m512i h = _mm512_loadu_si512(gp + 128);
-            __m512i q0 = _mm512_or_si512(_mm512_and_si512(n0, m0f),
-                                         _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-            __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
-                                         _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-            __m512i q2 = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));
-            __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f),
-                                         _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+            /* a super-group: 16 sub-groups of 16 k, each with its own scale */
+            const __m512 d = q6k_d(gp);
+            for (int sg = 0; sg < 16; sg++) {
+                prefetch_at(gp + Q6K_PREFETCH * sg, Q6K_PREFETCH, l1, l2);
+                __m512i q[4];
+                q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
+                const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 4
-            for (int t = 0; t < TB; t++) {
-                const int8_t *xg = xqr[t] + 16 * g;
-                ai[t] = _mm512_dpbusd_epi32(ai[t], q0, bcast4(xg));
-                ai[t] = _mm512_dpbusd_epi32(ai[t], q1, bcast4(xg + 4));
-                ai[t] = _mm512_dpbusd_epi32(ai[t], q2, bcast4(xg + 8));
-                ai[t] = _mm512_dpbusd_epi32(ai[t], q3, bcast4(xg + 12));
-            }
-            __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 192)));
+                for (int t = 0; t < TB; t++) {
+                    const int8_t *xg = xqr[t] + 16 * k16;
+                    ai[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], bcast4(xg));
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], q[1], bcast4(xg + 4));
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], q[2], bcast4(xg + 8));
+                    ai[t] = _mm512_dpbusd_epi32(ai[t], q[3], bcast4(xg + 12));
+                }
+                const __m512 A = q6k_scale(gp, sg, d);
 #pragma GCC unroll 4
-            for (int t = 0; t < TB; t++) {
-                __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][g]));
-                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
-                                         _mm512_set1_ps(dr[t][g / 2]), acc[t]);
+                for (int t = 0; t < TB; t++) {
+                    __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][k16]));
+                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                                             _mm512_set1_ps(dr[t][k16 / 2]), acc[t]);
+                }
             }
             break;
         }

@@ -314,37 +314,54 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             break;
         }
         case INF_PACK_Q6_K: {
+            /* a super-group: 16 sub-groups of 16 k, each with its own scale d * sc */
             const __m256i m30 = _mm256_set1_epi8(0x30);
+            __m256 d[2];
+            for (int h = 0; h < NH; h++)
+                d[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q6K_D_OFF + 16 * (h0 + h))));
+#pragma GCC unroll 1
+            for (int sg = 0; sg < 16; sg++) {
+                const uint8_t *sp = gp + INF_Q6K_SUB_BYTES * sg;
+                const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 2
-            for (int h = 0; h < NH; h++) {
-                const __m256i n0 = _mm256_loadu_si256((const __m256i *)(gp + 32 * (h0 + h)));
-                const __m256i n1 = _mm256_loadu_si256((const __m256i *)(gp + 64 + 32 * (h0 + h)));
-                const __m256i hb = _mm256_loadu_si256((const __m256i *)(gp + 128 + 32 * (h0 + h)));
-                const __m256i q0 = _mm256_or_si256(_mm256_and_si256(n0, m0f),
-                                                   _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m0f),
-                                                   _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-                const __m256i q2 =
-                    _mm256_or_si256(_mm256_and_si256(n1, m0f), _mm256_and_si256(hb, m30));
-                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m0f),
-                                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+                for (int h = 0; h < NH; h++) {
+                    const __m256i n0 = _mm256_loadu_si256((const __m256i *)(sp + 32 * (h0 + h)));
+                    const __m256i n1 =
+                        _mm256_loadu_si256((const __m256i *)(sp + 64 + 32 * (h0 + h)));
+                    const __m256i hb =
+                        _mm256_loadu_si256((const __m256i *)(sp + 128 + 32 * (h0 + h)));
+                    const __m256i q0 = _mm256_or_si256(
+                        _mm256_and_si256(n0, m0f), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+                    const __m256i q1 =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m0f),
+                                        _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+                    const __m256i q2 =
+                        _mm256_or_si256(_mm256_and_si256(n1, m0f), _mm256_and_si256(hb, m30));
+                    const __m256i q3 =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m0f),
+                                        _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
 #pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    const int8_t *xg = xqr[t] + 16 * g;
-                    const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, bcast4(xg)),
-                                                         _mm256_maddubs_epi16(q1, bcast4(xg + 4)));
-                    const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(q2, bcast4(xg + 8)),
-                                                         _mm256_maddubs_epi16(q3, bcast4(xg + 12)));
-                    ai[t][h] = _mm256_add_epi32(_mm256_madd_epi16(p01, ones),
-                                                _mm256_madd_epi16(p23, ones));
-                }
-                const __m256 A =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 192 + 16 * (h0 + h))));
+                    for (int t = 0; t < TB; t++) {
+                        const int8_t *xg = xqr[t] + 16 * k16;
+                        const __m256i p01 =
+                            _mm256_add_epi16(_mm256_maddubs_epi16(q0, bcast4(xg)),
+                                             _mm256_maddubs_epi16(q1, bcast4(xg + 4)));
+                        const __m256i p23 =
+                            _mm256_add_epi16(_mm256_maddubs_epi16(q2, bcast4(xg + 8)),
+                                             _mm256_maddubs_epi16(q3, bcast4(xg + 12)));
+                        ai[t][h] = _mm256_add_epi32(_mm256_madd_epi16(p01, ones),
+                                                    _mm256_madd_epi16(p23, ones));
+                    }
+                    const __m128i sc =
+                        _mm_loadl_epi64((const __m128i *)(gp + INF_Q6K_SC_OFF + 16 * sg + 8 * (h0 + h)));
+                    const __m256 A = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
 #pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(32 * sr[t][g]));
-                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A),
-                                                _mm256_set1_ps(dr[t][g / 2]), acc[t][h]);
+                    for (int t = 0; t < TB; t++) {
+                        __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(32 * sr[t][k16]));
+                        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A),
+                                                    _mm256_set1_ps(dr[t][k16 / 2]), acc[t][h]);
+                    }
                 }
             }
             break;

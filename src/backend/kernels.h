@@ -10,7 +10,7 @@
  *
  * Packed weights. For the integer and BF16 types the SIMD levels with VNNI
  * (AVX-512) repack a weight once at load time into panels of 16 output rows.
- * Along k a panel is split into groups (32 weights; 16 for Q6_K); a group
+ * Along k a panel is split into groups (32 weights; 256 for Q6_K); a group
  * holds its quants as 64-byte chunks, each chunk = 16 rows x 4 bytes (lane r
  * of a 512-bit register = row r), followed by the group's per-row scales.
  * One 64-byte chunk times a broadcast 4-byte slice of the activations is one
@@ -23,9 +23,13 @@
  *         then 16 f16 d                                                288 B
  *   Q4_K: Q4_0's nibble layout; then 16 f16 (d*sc) and 16 f16 (dmin*m)
  *         (w = (d*sc) q - dmin*m)                                      320 B
- *   Q6_K: group of 16: 2 nibble chunks (as Q4_0, k 0..7 and 8..15), one
- *         chunk of high bit pairs (lane r byte j: bits 2i..2i+1 = high bits
- *         of k = 4i + j), then 16 f16 (d*sc) (w = (d*sc)(q - 32))     224 B
+ *   Q6_K: a whole super-block, the file's scales as the file has them:
+ *         16 sub-groups of 16 k, sub-group s at 192 s: 2 nibble chunks (as
+ *         Q4_0, k 0..7 and 8..15), one chunk of high bit pairs (lane r
+ *         byte j: bits 2i..2i+1 = high bits of k = 4i + j); then at 3072
+ *         the int8 sub-block scales, 16 bytes (one per row) per sub-group;
+ *         then at 3328 16 f16 d (w = (d*sc)(q - 32), d*sc exact in f32)
+ *                                                                      3360 B
  *   Q5_K: Q4_K's 4 nibble chunks (the low 4 bits), one chunk of fifth bits
  *         (lane r byte j: bit c = bit 4 of q[r][8c+j], bit 4+c = bit 4 of
  *         q[r][8c+4+j]), then 16 f16 (d*sc) and 16 f16 (dmin*m)       384 B
@@ -50,6 +54,10 @@
 #include "quant/dtype.h"
 
 #define INF_PANEL 16   /* output rows per packed panel */
+/* the Q6_K kind's group: 16 sub-groups of 16 k, then their int8 scales, then d */
+#define INF_Q6K_SUB_BYTES 192
+#define INF_Q6K_SC_OFF 3072
+#define INF_Q6K_D_OFF 3328
 #define INF_CHUNK 256  /* k elements dequantized at a time on the generic path */
 #define INF_KV_TILE 64 /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
@@ -76,7 +84,7 @@ typedef enum inf_pack_kind {
 
 typedef struct inf_packed {
     inf_pack_kind kind;
-    int group;          /* k elements per group: 32, or 16 for Q6_K */
+    int group;          /* k elements per group: 32, or 256 for Q6_K */
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
@@ -296,6 +304,12 @@ void inf_kernels_fill_neon(inf_kernels *k);
  * depend on which of the two computes it. Prefill rows use bf16 tiles for
  * every kind instead (faster; see simd.c). */
 bool inf_amx_int8_kind(inf_pack_kind kind);
+
+/* One packed panel's integer weights of k 32 kg .. 32 kg + 31 as an AMX B
+ * tile (1024 bytes of bf16, the BF16 kind's group layout): what prefill on
+ * bf16 tiles multiplies. It uses AVX-512 BF16 instructions and no tile ones,
+ * so tests check it on CPUs without AMX; x86-64 builds only. */
+void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *panel, int64_t kg);
 
 /* AMX self-check: loads the tile configuration, reads it back (STTILECFG) and
  * runs one small BF16 tile product. Returns 0 when both are right. */

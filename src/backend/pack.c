@@ -24,155 +24,163 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * scale B for Q4_K's kind) as f16 bits. Types whose values are small integers
  * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
- * (w = A (q - 32)). Where A is a product of two stored factors (K-quant
- * sub-block scales) it is rounded to f16 once, as for Q4_K and Q6_K. ---- */
+ * (w = d sc (q - 32)). Where A is a product of two stored factors (Q4_K's
+ * and Q5_K's sub-block scales, IQ4_XS's) it is rounded to f16 once; the
+ * Q6_K kind keeps the factors apart (A = d, sc = the sub-block scales). ---- */
 
-typedef void (*fetch_fn)(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B);
+typedef struct fetched {
+    uint8_t q[256]; /* the group's values: 32, or 256 for the Q6_K kind */
+    uint16_t A, B;
+    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16 */
+} fetched;
 
-static void fetch_q8_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+typedef void (*fetch_fn)(const uint8_t *row, int64_t g, fetched *f);
+
+static void fetch_q8_0(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + g;
     for (int k = 0; k < 32; k += 4) { /* + 128 per byte: the sign bit flipped */
         uint32_t v;
         memcpy(&v, b->qs + k, 4);
         v ^= 0x80808080u;
-        memcpy(q + k, &v, 4);
+        memcpy(f->q + k, &v, 4);
     }
-    *A = b->d;
+    f->A = b->d;
 }
 
-static void fetch_q5_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_q5_0(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q5_0 *b = (const inf_block_q5_0 *)row + g;
     for (int k = 0; k < 16; k++) {
         int lo = (b->qs[k] & 0xF) | ((b->qh[k / 8] >> (k % 8)) & 1) << 4;
         int hi = (b->qs[k] >> 4) | ((b->qh[(k + 16) / 8] >> (k % 8)) & 1) << 4;
-        q[k] = (uint8_t)(lo - 16 + 128);
-        q[k + 16] = (uint8_t)(hi - 16 + 128);
+        f->q[k] = (uint8_t)(lo - 16 + 128);
+        f->q[k + 16] = (uint8_t)(hi - 16 + 128);
     }
-    *A = b->d;
+    f->A = b->d;
 }
 
 /* IQ4_NL / IQ4_XS as their 4-bit indices into inf_iq4nl_values (the IQ4 kind) */
-static void fetch_iq4_nl_idx(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_iq4_nl_idx(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_iq4_nl *b = (const inf_block_iq4_nl *)row + g;
     for (int k = 0; k < 16; k++) {
-        q[k] = b->qs[k] & 0xF;
-        q[k + 16] = b->qs[k] >> 4;
+        f->q[k] = b->qs[k] & 0xF;
+        f->q[k + 16] = b->qs[k] >> 4;
     }
-    *A = b->d;
+    f->A = b->d;
 }
 
-static void fetch_iq4_xs_idx(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_iq4_xs_idx(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + g / 8;
     const int s = (int)(g % 8);
     const int ls = ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | ((b->scales_h >> (2 * s)) & 3)
                                                                        << 4;
     const uint8_t *qs = b->qs + 16 * s;
     for (int k = 0; k < 16; k++) {
-        q[k] = qs[k] & 0xF;
-        q[k + 16] = qs[k] >> 4;
+        f->q[k] = qs[k] & 0xF;
+        f->q[k + 16] = qs[k] >> 4;
     }
-    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(ls - 32));
+    f->A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(ls - 32));
 }
 
 /* the same as values + 128 (the Q8_0 kind, for levels without the IQ4 kind) */
-static void fetch_iq4_nl(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
-    fetch_iq4_nl_idx(row, g, q, A, B);
+static void fetch_iq4_nl(const uint8_t *row, int64_t g, fetched *f) {
+    fetch_iq4_nl_idx(row, g, f);
     for (int k = 0; k < 32; k++)
-        q[k] = (uint8_t)(inf_iq4nl_values[q[k]] + 128);
+        f->q[k] = (uint8_t)(inf_iq4nl_values[f->q[k]] + 128);
 }
 
-static void fetch_iq4_xs(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
-    fetch_iq4_xs_idx(row, g, q, A, B);
+static void fetch_iq4_xs(const uint8_t *row, int64_t g, fetched *f) {
+    fetch_iq4_xs_idx(row, g, f);
     for (int k = 0; k < 32; k++)
-        q[k] = (uint8_t)(inf_iq4nl_values[q[k]] + 128);
+        f->q[k] = (uint8_t)(inf_iq4nl_values[f->q[k]] + 128);
 }
 
-static void fetch_q4_0(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_q4_0(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + g;
     for (int k = 0; k < 16; k++) {
-        q[k] = b->qs[k] & 0xF;
-        q[k + 16] = b->qs[k] >> 4;
+        f->q[k] = b->qs[k] & 0xF;
+        f->q[k + 16] = b->qs[k] >> 4;
     }
-    *A = b->d;
+    f->A = b->d;
 }
 
-static void fetch_q4_1(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_q4_1(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q4_1 *b = (const inf_block_q4_1 *)row + g;
     for (int k = 0; k < 16; k++) {
-        q[k] = b->qs[k] & 0xF;
-        q[k + 16] = b->qs[k] >> 4;
+        f->q[k] = b->qs[k] & 0xF;
+        f->q[k + 16] = b->qs[k] >> 4;
     }
-    *A = b->d;
-    *B = (uint16_t)(b->m ^ 0x8000); /* w = d q + m = A q - (-m): a sign flip, exact */
+    f->A = b->d;
+    f->B = (uint16_t)(b->m ^ 0x8000); /* w = d q + m = A q - (-m): a sign flip, exact */
 }
 
-static void fetch_q4_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_q4_K(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q4_K *b = (const inf_block_q4_K *)row + g / 8;
     int sub = (int)(g % 8), sc, m;
     q4k_scale_min(b->scales, sub, &sc, &m);
     const uint8_t *qs = b->qs + 32 * (sub / 2);
     for (int k = 0; k < 32; k++)
-        q[k] = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
-    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
-    *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
+        f->q[k] = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
+    f->A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
+    f->B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
 }
 
-static void fetch_q5_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_q5_K(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q5_K *b = (const inf_block_q5_K *)row + g / 8;
     int sub = (int)(g % 8), sc, m;
     q4k_scale_min(b->scales, sub, &sc, &m);
     const uint8_t *qs = b->qs + 32 * (sub / 2);
     for (int k = 0; k < 32; k++) { /* bit 4 of weight 32 sub + k: bit sub of qh[k] */
         const int lo = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
-        q[k] = (uint8_t)(lo | ((b->qh[k] >> sub) & 1) << 4);
+        f->q[k] = (uint8_t)(lo | ((b->qh[k] >> sub) & 1) << 4);
     }
-    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
-    *B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
+    f->A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
+    f->B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
 }
 
-static void fetch_q5_1(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void fetch_q5_1(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q5_1 *b = (const inf_block_q5_1 *)row + g;
     for (int k = 0; k < 16; k++) {
-        q[k] = (uint8_t)((b->qs[k] & 0xF) | ((b->qh[k / 8] >> (k % 8)) & 1) << 4);
-        q[k + 16] = (uint8_t)((b->qs[k] >> 4) | ((b->qh[(k + 16) / 8] >> (k % 8)) & 1) << 4);
+        f->q[k] = (uint8_t)((b->qs[k] & 0xF) | ((b->qh[k / 8] >> (k % 8)) & 1) << 4);
+        f->q[k + 16] = (uint8_t)((b->qs[k] >> 4) | ((b->qh[(k + 16) / 8] >> (k % 8)) & 1) << 4);
     }
-    *A = b->d;
-    *B = (uint16_t)(b->m ^ 0x8000); /* w = d q + m = A q - (-m): a sign flip, exact */
+    f->A = b->d;
+    f->B = (uint16_t)(b->m ^ 0x8000); /* w = d q + m = A q - (-m): a sign flip, exact */
 }
 
 /* Q5_0 as the Q5_K kind: w = d q - 16 d (16 d is exact in f16) */
-static void fetch_q5_0_k(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
-    fetch_q5_0(row, g, q, A, B);
+static void fetch_q5_0_k(const uint8_t *row, int64_t g, fetched *f) {
+    fetch_q5_0(row, g, f);
     for (int k = 0; k < 32; k++)
-        q[k] = (uint8_t)(q[k] - 128 + 16);
-    *B = inf_f32_to_f16(16.0f * inf_f16_to_f32(*A));
+        f->q[k] = (uint8_t)(f->q[k] - 128 + 16);
+    f->B = inf_f32_to_f16(16.0f * inf_f16_to_f32(f->A));
 }
 
-static void fetch_q6_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
-    const inf_block_q6_K *b = (const inf_block_q6_K *)row + g / 16;
-    int s = (int)(g % 16);
-    for (int i = 0; i < 16; i++) {
-        int k = 16 * s + i, half = k / 128, kk = k % 128, quad = kk / 32, l = kk % 32;
+/* Q6_K and Q3_K, a whole super-block g: A = d, sc = the 16 sub-block scales */
+static void fetch_q6_K(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_q6_K *b = (const inf_block_q6_K *)row + g;
+    for (int k = 0; k < 256; k++) {
+        int half = k / 128, kk = k % 128, quad = kk / 32, l = kk % 32;
         const uint8_t *ql = b->ql + 64 * half, *qh = b->qh + 32 * half;
         int lo = (quad & 1) ? ql[l + 32] : ql[l];
         lo = (quad & 2) ? lo >> 4 : lo & 0xF;
-        q[i] = (uint8_t)(lo | (((qh[l] >> (2 * quad)) & 3) << 4));
+        f->q[k] = (uint8_t)(lo | (((qh[l] >> (2 * quad)) & 3) << 4));
     }
-    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)b->scales[s]);
+    memcpy(f->sc, b->scales, 16);
+    f->A = b->d;
 }
 
-static void fetch_q3_K(const uint8_t *row, int64_t g, uint8_t *q, uint16_t *A, uint16_t *B) {
-    const inf_block_q3_K *b = (const inf_block_q3_K *)row + g / 16;
-    const int s = (int)(g % 16);
-    const int lo4 = s < 8 ? b->scales[s] & 0xF : b->scales[s - 8] >> 4;
-    const int sc = lo4 | ((b->scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
-    for (int i = 0; i < 16; i++) {
-        const int k = 16 * s + i;
+static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_q3_K *b = (const inf_block_q3_K *)row + g;
+    for (int s = 0; s < 16; s++) {
+        const int lo4 = s < 8 ? b->scales[s] & 0xF : b->scales[s - 8] >> 4;
+        f->sc[s] = (int8_t)((lo4 | ((b->scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4) - 32);
+    }
+    for (int k = 0; k < 256; k++) {
         const int low2 = (b->qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
         const int v = low2 - ((b->hmask[k % 32] >> (k / 32)) & 1 ? 0 : 4); /* -4..3 */
-        q[i] = (uint8_t)(v + 32);
+        f->q[k] = (uint8_t)(v + 32);
     }
-    *A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)(sc - 32));
+    f->A = b->d;
 }
 
 /* per type: its kind and fetch, and a second kind for levels that lack the first */
@@ -219,7 +227,7 @@ static const struct {
     size_t bytes;
 } kinds[] = {
     [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544}, [INF_PACK_Q4_0] = {32, 288},
-    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {16, 224}, [INF_PACK_Q5_K] = {32, 384},
+    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {256, 3360}, [INF_PACK_Q5_K] = {32, 384},
     [INF_PACK_IQ4] = {32, 288},
 };
 
@@ -269,6 +277,17 @@ static inline void store32(uint8_t *p, uint32_t v) {
     memcpy(p, &v, 4);
 }
 
+/* Chunks c < n at dst + 64 c of 16 rows' values q[r] + k0: lane r byte j =
+ * q[8c+j] in the low nibble, q[8c+4+j] in the high one (Q4_0's order). */
+static void put_nibbles(uint8_t *dst, const fetched *f, int k0, int n) {
+    for (int c = 0; c < n; c++)
+        for (int r = 0; r < INF_PANEL; r++) {
+            const uint8_t *q = f[r].q + k0 + 8 * c;
+            const uint32_t lo = load32(q), hi = load32(q + 4);
+            store32(dst + 64 * c + 4 * r, (lo & 0x0F0F0F0Fu) | (hi & 0x0F0F0F0Fu) << 4);
+        }
+}
+
 /* One panel's group g: 16 rows' 4-byte slices laid side by side per chunk
  * (kernels.h), 32-bit words at a time. */
 static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch, int64_t pi,
@@ -282,49 +301,54 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
         }
         return;
     }
-    uint8_t q[INF_PANEL][32];
-    uint16_t A[INF_PANEL], B[INF_PANEL];
+    fetched f[INF_PANEL];
     for (int r = 0; r < INF_PANEL; r++)
-        fetch(base + (size_t)r * w->row_bytes, g, q[r], &A[r], &B[r]);
-    size_t qbytes;
-    if (p->kind == INF_PACK_Q8_0) {
+        fetch(base + (size_t)r * w->row_bytes, g, &f[r]);
+    size_t qbytes = 256;
+    switch (p->kind) {
+    case INF_PACK_Q8_0:
         for (int c = 0; c < 8; c++)
             for (int r = 0; r < 16; r++)
-                store32(dst + 64 * c + 4 * r, load32(q[r] + 4 * c));
+                store32(dst + 64 * c + 4 * r, load32(f[r].q + 4 * c));
         qbytes = 512;
-    } else {
-        const int nchunks = p->group / 8;
-        for (int c = 0; c < nchunks; c++)
-            for (int r = 0; r < 16; r++) {
-                const uint32_t lo = load32(q[r] + 8 * c), hi = load32(q[r] + 8 * c + 4);
-                store32(dst + 64 * c + 4 * r, (lo & 0x0F0F0F0Fu) | (hi & 0x0F0F0F0Fu) << 4);
-            }
-        qbytes = 64 * (size_t)nchunks;
-        if (p->kind == INF_PACK_Q5_K) {
-            for (int r = 0; r < 16; r++) {
-                uint32_t h = 0;
-                for (int c = 0; c < 4; c++) {
-                    h |= ((load32(q[r] + 8 * c) >> 4) & 0x01010101u) << c;
-                    h |= ((load32(q[r] + 8 * c + 4) >> 4) & 0x01010101u) << (4 + c);
-                }
-                store32(dst + 256 + 4 * r, h);
-            }
-            qbytes = 320;
-        }
-        if (p->kind == INF_PACK_Q6_K) {
+        break;
+    case INF_PACK_Q6_K:
+        for (int s = 0; s < 16; s++) {
+            uint8_t *sd = dst + INF_Q6K_SUB_BYTES * s;
+            put_nibbles(sd, f, 16 * s, 2);
             /* byte j of lane r: bits 2i..2i+1 = the high bits of k = 4i + j */
             for (int r = 0; r < 16; r++) {
                 uint32_t h = 0;
                 for (int i = 0; i < 4; i++)
-                    h |= ((load32(q[r] + 4 * i) >> 4) & 0x03030303u) << (2 * i);
-                store32(dst + 128 + 4 * r, h);
+                    h |= ((load32(f[r].q + 16 * s + 4 * i) >> 4) & 0x03030303u) << (2 * i);
+                store32(sd + 128 + 4 * r, h);
+                dst[INF_Q6K_SC_OFF + 16 * s + r] = (uint8_t)f[r].sc[s];
             }
-            qbytes = 192;
         }
+        for (int r = 0; r < INF_PANEL; r++)
+            memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
+        return;
+    case INF_PACK_Q5_K:
+        put_nibbles(dst, f, 0, 4);
+        for (int r = 0; r < 16; r++) {
+            uint32_t h = 0;
+            for (int c = 0; c < 4; c++) {
+                h |= ((load32(f[r].q + 8 * c) >> 4) & 0x01010101u) << c;
+                h |= ((load32(f[r].q + 8 * c + 4) >> 4) & 0x01010101u) << (4 + c);
+            }
+            store32(dst + 256 + 4 * r, h);
+        }
+        qbytes = 320;
+        break;
+    default: /* Q4_0, Q4_K, IQ4 */
+        put_nibbles(dst, f, 0, 4);
+        break;
     }
-    memcpy(dst + qbytes, A, sizeof A);
-    if (p->kind == INF_PACK_Q4_K || p->kind == INF_PACK_Q5_K)
-        memcpy(dst + qbytes + sizeof A, B, sizeof B);
+    for (int r = 0; r < INF_PANEL; r++) {
+        memcpy(dst + qbytes + 2 * r, &f[r].A, 2);
+        if (p->kind == INF_PACK_Q4_K || p->kind == INF_PACK_Q5_K)
+            memcpy(dst + qbytes + 32 + 2 * r, &f[r].B, 2);
+    }
 }
 
 void inf_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1) {

@@ -35,9 +35,11 @@ static inline void scale8(uint16_t *out, int stride, uint16_t d, __m256i s) {
 
 /* ---- per type: one unit of a row ------------------------------------------------------------
  * q[U * group] in the kind's unsigned form, A[gi * INF_PANEL] (and B) for the
- * unit's U groups gi, exactly as pack.c's fetch functions give them. */
+ * unit's U groups gi, and for the Q6_K kind ssc[16], the sub-block scales,
+ * exactly as pack.c's fetch functions give them. */
 
-typedef void (*vfetch_fn)(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B);
+typedef void (*vfetch_fn)(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                          int8_t *ssc);
 
 static inline __m256i load256(const void *p) {
     return _mm256_loadu_si256((const __m256i *)p);
@@ -46,7 +48,8 @@ static inline void store256(void *p, __m256i v) {
     _mm256_storeu_si256((__m256i *)p, v);
 }
 
-static void v_q8_0(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_q8_0(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + u;
     store256(q, _mm256_xor_si256(load256(b->qs), _mm256_set1_epi8((char)0x80)));
     A[0] = b->d;
@@ -59,19 +62,22 @@ static inline void nibbles16(uint8_t *q, const uint8_t *qs) {
     _mm_storeu_si128((__m128i *)(q + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m));
 }
 
-static void v_q4_0(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_q4_0(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_q4_0 *b = (const inf_block_q4_0 *)row + u;
     nibbles16(q, b->qs);
     A[0] = b->d;
 }
 
-static void v_iq4_nl(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_iq4_nl(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_iq4_nl *b = (const inf_block_iq4_nl *)row + u;
     nibbles16(q, b->qs);
     A[0] = b->d;
 }
 
-static void v_iq4_xs(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_iq4_xs(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + u;
     int32_t ls[8];
     for (int s = 0; s < 8; s++) {
@@ -93,7 +99,8 @@ static inline void k_scales(const uint8_t *s, int32_t *sc, int32_t *m) {
     }
 }
 
-static void v_q4_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_q4_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_q4_K *b = (const inf_block_q4_K *)row + u;
     const __m256i m4 = _mm256_set1_epi8(0xF);
     for (int i = 0; i < 4; i++) { /* sub-blocks 2i (low nibbles) and 2i + 1 (high) */
@@ -107,7 +114,8 @@ static void v_q4_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
     scale8(B, INF_PANEL, b->dmin, _mm256_loadu_si256((const __m256i *)m));
 }
 
-static void v_q5_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_q5_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_q5_K *b = (const inf_block_q5_K *)row + u;
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1), qh = load256(b->qh);
     for (int sub = 0; sub < 8; sub++) { /* bit 4 of weight 32 sub + k: bit sub of qh[k] */
@@ -123,7 +131,8 @@ static void v_q5_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
     scale8(B, INF_PANEL, b->dmin, _mm256_loadu_si256((const __m256i *)m));
 }
 
-static void v_q6_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B) {
+static void v_q6_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
     const inf_block_q6_K *b = (const inf_block_q6_K *)row + u;
     const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     for (int half = 0; half < 2; half++) {
@@ -142,9 +151,8 @@ static void v_q6_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
         store256(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), h2));
         store256(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), h3));
     }
-    const __m128i s = _mm_loadu_si128((const __m128i *)b->scales);
-    scale8(A, INF_PANEL, b->d, _mm256_cvtepi8_epi32(s));
-    scale8(A + 8 * INF_PANEL, INF_PANEL, b->d, _mm256_cvtepi8_epi32(_mm_srli_si128(s, 8)));
+    memcpy(ssc, b->scales, 16);
+    A[0] = b->d;
 }
 
 /* per weight type: the kind its vector decoder gives and groups per unit */
@@ -156,7 +164,7 @@ static const struct {
     [INF_Q8_0] = {INF_PACK_Q8_0, v_q8_0, 1},    [INF_Q4_0] = {INF_PACK_Q4_0, v_q4_0, 1},
     [INF_IQ4_NL] = {INF_PACK_IQ4, v_iq4_nl, 1}, [INF_IQ4_XS] = {INF_PACK_IQ4, v_iq4_xs, 8},
     [INF_Q4_K] = {INF_PACK_Q4_K, v_q4_K, 8},    [INF_Q5_K] = {INF_PACK_Q5_K, v_q5_K, 8},
-    [INF_Q6_K] = {INF_PACK_Q6_K, v_q6_K, 16},
+    [INF_Q6_K] = {INF_PACK_Q6_K, v_q6_K, 1},
 };
 
 /* ---- writing one group's chunks ------------------------------------------------------------ */
@@ -212,7 +220,7 @@ static inline uint32_t fifth_bits(__m256i v) {
 
 /* One panel's group from q[r] (row r's values of this group) and A, B (16 each). */
 static void emit_group(uint8_t *dst, inf_pack_kind kind, const uint8_t *const q[INF_PANEL],
-                       const uint16_t *A, const uint16_t *B) {
+                       const uint16_t *A, const uint16_t *B, const int8_t (*sc)[16]) {
     size_t qbytes;
     if (kind == INF_PACK_Q8_0) {
         __m256i r[8];
@@ -223,22 +231,28 @@ static void emit_group(uint8_t *dst, inf_pack_kind kind, const uint8_t *const q[
         }
         qbytes = 512;
     } else if (kind == INF_PACK_Q6_K) {
-        /* 16 values: 2 nibble words, then the high bit pairs (byte j, bits
-           2i..2i+1 = bits 4..5 of q[4i+j]) */
-        __m128i w[INF_PANEL];
-        for (int r = 0; r < INF_PANEL; r++) {
-            const __m128i v = _mm_loadu_si128((const __m128i *)q[r]);
-            const __m128i nib = nibble_words(_mm256_castsi128_si256(v));
-            __m128i t = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(3));
-            t = _mm_sllv_epi32(t, _mm_setr_epi32(0, 2, 4, 6));
-            t = _mm_or_si128(t, _mm_unpackhi_epi64(t, t));
-            t = _mm_or_si128(t, _mm_srli_epi64(t, 32));
-            /* words: nibbles of k 0..7, of k 8..15, high pairs */
-            w[r] = _mm_unpacklo_epi64(nib, t);
+        /* 16 sub-groups of 16 values: 2 nibble words, then the high bit pairs
+           (byte j, bits 2i..2i+1 = bits 4..5 of q[4i+j]); then the scales, d */
+        for (int sg = 0; sg < 16; sg++) {
+            __m128i w[INF_PANEL];
+            for (int r = 0; r < INF_PANEL; r++) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(q[r] + 16 * sg));
+                const __m128i nib = nibble_words(_mm256_castsi128_si256(v));
+                __m128i t = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(3));
+                t = _mm_sllv_epi32(t, _mm_setr_epi32(0, 2, 4, 6));
+                t = _mm_or_si128(t, _mm_unpackhi_epi64(t, t));
+                t = _mm_or_si128(t, _mm_srli_epi64(t, 32));
+                /* words: nibbles of k 0..7, of k 8..15, high pairs */
+                w[r] = _mm_unpacklo_epi64(nib, t);
+            }
+            uint8_t *sd = dst + INF_Q6K_SUB_BYTES * sg;
+            for (int j = 0; j < 4; j++)
+                store_4x4(sd + 16 * j, 3, w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
+            for (int r = 0; r < INF_PANEL; r++)
+                dst[INF_Q6K_SC_OFF + 16 * sg + r] = (uint8_t)sc[r][sg];
         }
-        for (int j = 0; j < 4; j++)
-            store_4x4(dst + 16 * j, 3, w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
-        qbytes = 192;
+        memcpy(dst + INF_Q6K_D_OFF, A, INF_PANEL * sizeof(uint16_t));
+        return;
     } else {
         __m128i w[INF_PANEL];
         uint32_t h[INF_PANEL];
@@ -290,14 +304,17 @@ static void a2_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int6
         const int U = vrows[type].unit, group = p->group;
         _Alignas(32) uint8_t q[INF_PANEL][256];
         uint16_t A[16][INF_PANEL], B[16][INF_PANEL]; /* [group of the unit][row] */
+        int8_t sc[INF_PANEL][16];
         const uint8_t *qp[INF_PANEL];
         for (int64_t u = 0; u < p->n_groups / U; u++) {
             for (int r = 0; r < INF_PANEL; r++)
-                vrows[type].fetch(base + (size_t)r * w->row_bytes, u, q[r], &A[0][r], &B[0][r]);
+                vrows[type].fetch(base + (size_t)r * w->row_bytes, u, q[r], &A[0][r], &B[0][r],
+                                  sc[r]);
             for (int gi = 0; gi < U; gi++) {
                 for (int r = 0; r < INF_PANEL; r++)
                     qp[r] = q[r] + group * gi;
-                emit_group(out + (size_t)(u * U + gi) * gb, p->kind, qp, A[gi], B[gi]);
+                emit_group(out + (size_t)(u * U + gi) * gb, p->kind, qp, A[gi], B[gi],
+                           (const int8_t(*)[16])sc);
             }
         }
     }

@@ -142,14 +142,16 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)v);
         }
         break;
-    case INF_PACK_Q6_K:
-        memcpy(&A, gp + 192 + 2 * r, 2);
-        for (int k = 0; k < 16; k++) {
-            const int c = k / 8, j = k % 8;
-            const uint8_t byte = gp[64 * c + 4 * r + j % 4];
+    case INF_PACK_Q6_K: /* a super-group of 16 sub-groups, w = d sc (q - 32) */
+        memcpy(&A, gp + INF_Q6K_D_OFF + 2 * r, 2);
+        for (int k = 0; k < 256; k++) {
+            const uint8_t *sp = gp + INF_Q6K_SUB_BYTES * (k / 16);
+            const int kk = k % 16, c = kk / 8, j = kk % 8;
+            const uint8_t byte = sp[64 * c + 4 * r + j % 4];
             const int lo = j < 4 ? byte & 0xF : byte >> 4;
-            const int hi = (gp[128 + 4 * r + k % 4] >> (2 * (k / 4))) & 3;
-            mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)((lo | hi << 4) - 32));
+            const int hi = (sp[128 + 4 * r + kk % 4] >> (2 * (kk / 4))) & 3;
+            const int8_t sc = (int8_t)gp[INF_Q6K_SC_OFF + 16 * (k / 16) + r];
+            mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)sc * (float)((lo | hi << 4) - 32));
         }
         break;
     default:
@@ -159,8 +161,9 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
 
 /* Packing (load-time scalar code, so it runs on any CPU even where the packed
  * kernels cannot): each type's panels hold its values, exactly where the
- * packed scale is a stored f16, within one f16 rounding where it is a
- * product of two stored factors (K-quant sub-block scales). */
+ * packed scales are the stored ones (and Q6_K's and Q3_K's d * sc is formed
+ * as ggml forms it), within one f16 rounding where a scale is a product of
+ * two stored factors rounded to f16 (Q4_K's, Q5_K's, IQ4_XS's). */
 static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
     inf_weight w = {.t = t,
                     .n_in = t->ne[0],
@@ -173,27 +176,47 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
         return;
     }
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
-                       type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL;
+                       type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL ||
+                       type == INF_Q6_K || type == INF_Q3_K;
     const int64_t n = t->ne[0];
+    float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
+          *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
     int64_t bad = -1;
-    float got[32], mag[32];
-    for (int r = 0; r < INF_PANEL && bad < 0; r++)
-        for (int64_t g = 0; g < pk->n_groups && bad < 0; g++) {
-            unpack_group(pk, g, r, got, mag);
-            for (int k = 0; k < pk->group; k++) {
-                const float v = want[r * n + g * pk->group + k];
-                /* equal as numbers: an offset form (Q5_0 as d q - 16 d) gives +0 where
-                   the reference's d (q - 16) is -0, the same in every product */
-                const bool ok =
-                    exact ? got[k] == v : fabsf(got[k] - v) <= mag[k] * (1.0f / 1024) + 1e-30f;
-                if (!ok) {
-                    bad = r * n + g * pk->group + k;
-                    break;
-                }
-            }
-        }
+    for (int r = 0; r < INF_PANEL; r++)
+        for (int64_t g = 0; g < pk->n_groups; g++)
+            unpack_group(pk, g, r, got + r * n + g * pk->group, mag + r * n + g * pk->group);
+    for (int64_t i = 0; i < INF_PANEL * n && bad < 0; i++) {
+        /* equal as numbers: an offset form (Q5_0 as d q - 16 d) gives +0 where
+           the reference's d (q - 16) is -0, the same in every product */
+        const bool ok = exact ? got[i] == want[i]
+                              : fabsf(got[i] - want[i]) <= mag[i] * (1.0f / 1024) + 1e-30f;
+        if (!ok) bad = i;
+    }
     CHECK_MSG(bad < 0, "%s packed panels: weight [%lld] differs from ggml's",
               inf_dtype_get(type)->name, (long long)bad);
+#if defined(__x86_64__)
+    /* the AMX expansion of the panels into bf16 B tiles (AVX-512 BF16, no tile
+       instructions): each weight within a bf16 rounding of the packed value */
+    const inf_cpu_features *f = inf_cpu_features_get();
+    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512bf16) {
+        _Alignas(64) uint16_t tile[512];
+        bad = -1;
+        for (int64_t kg = 0; kg < n / 32 && bad < 0; kg++) {
+            inf_amx_expand_group((uint8_t *)tile, pk, pk->data, kg);
+            for (int r = 0; r < INF_PANEL; r++)
+                for (int k = 0; k < 32; k++) {
+                    const int64_t i = r * n + 32 * kg + k;
+                    const float v = inf_bf16_to_f32(tile[32 * (k / 2) + 2 * r + k % 2]);
+                    if (fabsf(v - got[i]) > (fabsf(got[i]) + mag[i]) * (1.0f / 256) + 1e-30f)
+                        bad = i;
+                }
+        }
+        CHECK_MSG(bad < 0, "%s AMX bf16 expansion: weight [%lld] differs from the panels'",
+                  inf_dtype_get(type)->name, (long long)bad);
+    }
+#endif
+    free(got);
+    free(mag);
     inf_packed_free(pk);
 }
 
