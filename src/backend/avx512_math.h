@@ -34,7 +34,8 @@ static inline __attribute__((always_inline)) void q6k_values(const uint8_t *sp, 
     const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i n0 = _mm512_loadu_si512(sp), n1 = _mm512_loadu_si512(sp + 64);
     const __m512i h = _mm512_loadu_si512(sp + 128);
-    q[0] = _mm512_or_si512(_mm512_and_si512(n0, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+    q[0] =
+        _mm512_or_si512(_mm512_and_si512(n0, m0f), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
     q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f),
                            _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
     q[2] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(h, m30));

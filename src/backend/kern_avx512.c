@@ -158,8 +158,6 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
  * 19). Prompt rows keep 1 and 4 KiB: the far distances cost them 2-4 % pp512
  * there. Set once, when the table is filled; decode_l1 < 0 is no L1 prefetch. */
 #define DECODE_FAR_T 4
-/* a Q6_K super-group (3360 bytes) is prefetched in 16 parts, one per sub-group */
-#define Q6K_PREFETCH 210
 static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
 
 /* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
@@ -268,7 +266,7 @@ static inline __attribute__((always_inline)) void panel_int(float *y, int64_t ld
             /* a super-group: 16 sub-groups of 16 k, each with its own scale */
             const __m512 d = q6k_d(gp);
             for (int sg = 0; sg < 16; sg++) {
-                prefetch_at(gp + Q6K_PREFETCH * sg, Q6K_PREFETCH, l1, l2);
+                prefetch_at(gp + INF_Q6K_PREFETCH_PART * sg, INF_Q6K_PREFETCH_PART, l1, l2);
                 __m512i q[4];
                 q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
@@ -1093,7 +1091,8 @@ static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *
 }
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
-    if (inf_cpu_features_get()->amd) decode_l1 = -1, decode_l2 = 16384;
+    if (inf_cpu_features_get()->amd) decode_l1 = -1;
+    decode_l2 = inf_decode_l2_ahead();
     k->dot_f32 = a5_dot_f32;
     k->types[INF_F16].dequant = a5_dequant_f16;
     k->types[INF_BF16].dequant = a5_dequant_bf16;

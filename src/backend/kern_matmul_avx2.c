@@ -34,7 +34,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/cpu_features.h"
 #include "backend/kernels.h"
 #include "util/half.h"
 
@@ -109,11 +108,11 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
 
 /* Q6_K panels are whole super-groups: a sub-group's weights, then (3 KiB on)
  * the scales and d of all 16. The hardware prefetchers lose that stream, so
- * decode prefetches each sub-group's share of the bytes (3360 = 16 x 210) into L2
- * q6k_ahead bytes ahead. Without it, one thread read Q6_K panels from DRAM at
- * 17 GB/s against 30-35 with it (AMD Zen 4 under INFERNO_ISA=avx2: 16 KiB
- * ahead read 35, 4 KiB 31-34; Intel CPUs take 4 KiB, as on AVX-512). */
-#define Q6K_PREFETCH 210
+ * decode prefetches each sub-group's share of the group into L2, as the
+ * AVX-512 kernel does and as far ahead. Without it, one thread read Q6_K
+ * panels from DRAM at 17 GB/s against 30-35 with it (AMD Zen 4 under
+ * INFERNO_ISA=avx2; 16 KiB ahead read 35, 4 KiB 31-34). The other kinds keep
+ * their scales in the stream and take no prefetch (measured no faster). */
 static int q6k_ahead = 4096;
 
 static inline __m256i bcast4(const void *p) {
@@ -326,12 +325,16 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         case INF_PACK_Q6_K: {
             /* a super-group: 16 sub-groups of 16 k, each with its own scale d * sc */
             const __m256i m30 = _mm256_set1_epi8(0x30);
+            __m256 d[2];
+            for (int h = 0; h < NH; h++)
+                d[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q6K_D_OFF + 16 * (h0 + h))));
 #pragma GCC unroll 1
             for (int sg = 0; sg < 16; sg++) {
                 const uint8_t *sp = gp + INF_Q6K_SUB_BYTES * sg;
                 if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
-                    for (int l = 0; l < Q6K_PREFETCH; l += 64)
-                        _mm_prefetch((const char *)gp + q6k_ahead + Q6K_PREFETCH * sg + l,
+                    for (int l = 0; l < INF_Q6K_PREFETCH_PART; l += 64)
+                        _mm_prefetch((const char *)gp + q6k_ahead + INF_Q6K_PREFETCH_PART * sg + l,
                                      _MM_HINT_T1);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 2
@@ -363,11 +366,10 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                         ai[t][h] = _mm256_add_epi32(_mm256_madd_epi16(p01, ones),
                                                     _mm256_madd_epi16(p23, ones));
                     }
-                    const __m128i sc =
-                        _mm_loadl_epi64((const __m128i *)(gp + INF_Q6K_SC_OFF + 16 * sg + 8 * (h0 + h)));
-                    const __m256 d = _mm256_cvtph_ps(
-                        _mm_loadu_si128((const __m128i *)(gp + INF_Q6K_D_OFF + 16 * (h0 + h))));
-                    const __m256 A = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+                    const __m128i sc = _mm_loadl_epi64(
+                        (const __m128i *)(gp + INF_Q6K_SC_OFF + 16 * sg + 8 * (h0 + h)));
+                    const __m256 A =
+                        _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
                         __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(32 * sr[t][k16]));
@@ -602,7 +604,7 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
 #undef PANELS_OF
 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
-    if (inf_cpu_features_get()->amd) q6k_ahead = 16384;
+    q6k_ahead = inf_decode_l2_ahead();
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
     k->pack_kinds = INF_PACK_KINDS_ALL;

@@ -53,15 +53,23 @@
 #include "backend/cpu_features.h"
 #include "quant/dtype.h"
 
-#define INF_PANEL 16   /* output rows per packed panel */
+#define INF_PANEL 16 /* output rows per packed panel */
 /* the Q6_K kind's group: 16 sub-groups of 16 k, then their int8 scales, then d */
 #define INF_Q6K_SUB_BYTES 192
 #define INF_Q6K_SC_OFF 3072
 #define INF_Q6K_D_OFF 3328
+/* decode prefetches a Q6_K group in 16 parts of 210 bytes (3360 / 16), one per sub-group */
+#define INF_Q6K_PREFETCH_PART 210
 #define INF_CHUNK 256  /* k elements dequantized at a time on the generic path */
 #define INF_KV_TILE 64 /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
     128 /* query vectors per attention work item: each K/V tile is reused this often */
+
+/* How far ahead decode matmuls prefetch their weight panels into L2 (AVX-512
+ * and AVX2): 16 KiB on AMD, 4 KiB elsewhere (docs/PERFORMANCE.md, issue 19). */
+static inline int inf_decode_l2_ahead(void) {
+    return inf_cpu_features_get()->amd ? 16384 : 4096;
+}
 
 typedef enum inf_pack_kind {
     INF_PACK_BF16 = 1,

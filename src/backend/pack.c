@@ -226,7 +226,7 @@ static const struct {
     int group;
     size_t bytes;
 } kinds[] = {
-    [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544}, [INF_PACK_Q4_0] = {32, 288},
+    [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544},   [INF_PACK_Q4_0] = {32, 288},
     [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {256, 3360}, [INF_PACK_Q5_K] = {32, 384},
     [INF_PACK_IQ4] = {32, 288},
 };

@@ -70,14 +70,14 @@ static void v_q4_0(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
 }
 
 static void v_iq4_nl(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
-                   int8_t *ssc) {
+                     int8_t *ssc) {
     const inf_block_iq4_nl *b = (const inf_block_iq4_nl *)row + u;
     nibbles16(q, b->qs);
     A[0] = b->d;
 }
 
 static void v_iq4_xs(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
-                   int8_t *ssc) {
+                     int8_t *ssc) {
     const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + u;
     int32_t ls[8];
     for (int s = 0; s < 8; s++) {

@@ -188,8 +188,8 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
     for (int64_t i = 0; i < INF_PANEL * n && bad < 0; i++) {
         /* equal as numbers: an offset form (Q5_0 as d q - 16 d) gives +0 where
            the reference's d (q - 16) is -0, the same in every product */
-        const bool ok = exact ? got[i] == want[i]
-                              : fabsf(got[i] - want[i]) <= mag[i] * (1.0f / 1024) + 1e-30f;
+        const bool ok =
+            exact ? got[i] == want[i] : fabsf(got[i] - want[i]) <= mag[i] * (1.0f / 1024) + 1e-30f;
         if (!ok) bad = i;
     }
     CHECK_MSG(bad < 0, "%s packed panels: weight [%lld] differs from ggml's",
