@@ -34,4 +34,15 @@ typedef struct inf_membw {
 int inf_membw_measure(inf_membw *out, size_t bytes, int n_threads, int passes, inf_isa isa,
                       inf_err *err);
 
+/* The same buffer read again and again: bench reads the roof between
+ * repetitions, and mapping, filling and freeing 1 GiB each time disturbed the
+ * decode timed next (tg128 5-10 % slower on a 2-core VM). open maps and
+ * fills it (fill_threads threads); read measures as inf_membw_measure does,
+ * with a pool kept for the next read at the same thread count. */
+typedef struct inf_membw_buf inf_membw_buf;
+int inf_membw_buf_open(inf_membw_buf **out, size_t bytes, int fill_threads, inf_err *err);
+int inf_membw_buf_read(inf_membw_buf *b, inf_membw *out, int n_threads, int passes, inf_isa isa,
+                       inf_err *err);
+void inf_membw_buf_close(inf_membw_buf *b); /* NULL is a no-op */
+
 #endif

@@ -33,6 +33,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -677,58 +678,113 @@ static inf_isa membw_isa(const bench_args *a) {
     return isa;
 }
 
-/* inf_membw_measure in a child process, so that its buffer (1 GiB or more)
- * stays out of the peak memory (max RSS) the bench reports. The child uses
- * no lock the engine's threads could hold when it forks (they wait on
- * atomics and futexes, idle between repetitions) and starts a pool of its
- * own. 0, or -1 with the child's message. */
-static int membw_in_child(inf_membw *m, size_t bytes, int threads, int passes, inf_isa isa,
-                          inf_err *err) {
-    struct {
-        int rc;
-        inf_membw m;
-        inf_err e;
-    } res;
-    int fd[2];
-    if (pipe(fd)) return inf_fail(err, "--membw: pipe: %s", strerror(errno));
+/* --membw's reads, in a child process started before any model loads, so
+ * that its buffer (1 GiB or more) stays out of the peak memory (max RSS) the
+ * bench reports. The child maps and fills the buffer once and keeps it for
+ * every read: a fork of the loaded engine and a fresh 1 GiB before each
+ * repetition made the decode timed next 5-10 % slower on a 2-core VM. The
+ * parent asks over one pipe and reads the answer from another; the child
+ * ends when the request pipe closes. */
+typedef struct membw_helper {
+    pid_t pid;
+    int req, resp; /* the parent's ends; -1 when closed */
+} membw_helper;
+
+typedef struct membw_ask {
+    int threads, passes;
+    inf_isa isa;
+} membw_ask;
+
+typedef struct membw_answer {
+    int rc;
+    inf_membw m;
+    inf_err e;
+} membw_answer;
+
+static bool read_full(int fd, void *p, size_t n) {
+    size_t got = 0;
+    ssize_t r;
+    while (got < n && ((r = read(fd, (char *)p + got, n - got)) > 0 || (r < 0 && errno == EINTR)))
+        got += r > 0 ? (size_t)r : 0;
+    return got == n;
+}
+
+static void membw_child(int req, int resp, size_t bytes, int fill_threads) {
+    membw_answer ans;
+    memset(&ans, 0, sizeof ans);
+    inf_membw_buf *buf = NULL;
+    ans.rc = inf_membw_buf_open(&buf, bytes, fill_threads, &ans.e);
+    membw_ask ask;
+    while (read_full(req, &ask, sizeof ask)) {
+        if (buf) ans.rc = inf_membw_buf_read(buf, &ans.m, ask.threads, ask.passes, ask.isa, &ans.e);
+        if (write(resp, &ans, sizeof ans) != (ssize_t)sizeof ans) break;
+    }
+    inf_membw_buf_close(buf);
+    _exit(0);
+}
+
+static void membw_helper_stop(membw_helper *h) {
+    if (h->req >= 0) close(h->req);
+    if (h->resp >= 0) close(h->resp);
+    h->req = h->resp = -1;
+    int status;
+    if (h->pid > 0)
+        while (waitpid(h->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    h->pid = 0;
+}
+
+static int membw_helper_start(membw_helper *h, size_t bytes, int fill_threads, inf_err *err) {
+    *h = (membw_helper){.pid = 0, .req = -1, .resp = -1};
+    int rq[2], rs[2];
+    if (pipe(rq)) return inf_fail(err, "--membw: pipe: %s", strerror(errno));
+    if (pipe(rs)) {
+        close(rq[0]);
+        close(rq[1]);
+        return inf_fail(err, "--membw: pipe: %s", strerror(errno));
+    }
     fflush(stdout);
+    fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
+        close(rq[0]), close(rq[1]), close(rs[0]), close(rs[1]);
         return inf_fail(err, "--membw: fork: %s", strerror(errno));
     }
     if (pid == 0) {
-        close(fd[0]);
-        memset(&res, 0, sizeof res);
-        res.rc = inf_membw_measure(&res.m, bytes, threads, passes, isa, &res.e);
-        _exit(write(fd[1], &res, sizeof res) == (ssize_t)sizeof res ? 0 : 1);
+        close(rq[1]);
+        close(rs[0]);
+        membw_child(rq[0], rs[1], bytes, fill_threads);
     }
-    close(fd[1]);
-    ssize_t got = 0, r;
-    while (got < (ssize_t)sizeof res &&
-           ((r = read(fd[0], (char *)&res + got, sizeof res - (size_t)got)) > 0 ||
-            (r < 0 && errno == EINTR)))
-        got += r > 0 ? r : 0;
-    close(fd[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (got != (ssize_t)sizeof res)
+    close(rq[0]);
+    close(rs[1]);
+    *h = (membw_helper){.pid = pid, .req = rq[1], .resp = rs[0]};
+    return 0;
+}
+
+static int membw_helper_read(membw_helper *h, inf_membw *m, int threads, int passes, inf_isa isa,
+                             inf_err *err) {
+    membw_ask ask = {.threads = threads, .passes = passes, .isa = isa};
+    membw_answer ans;
+    /* a child that died must give this error, not kill the bench by SIGPIPE */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigaction(SIGPIPE, &ign, &old);
+    bool sent = h->req >= 0 && write(h->req, &ask, sizeof ask) == (ssize_t)sizeof ask;
+    sigaction(SIGPIPE, &old, NULL);
+    if (!sent || !read_full(h->resp, &ans, sizeof ans))
         return inf_fail(err, "--membw: the measuring process ended without a result");
-    if (res.rc) {
-        *err = res.e;
+    if (ans.rc) {
+        *err = ans.e;
         return -1;
     }
-    *m = res.m;
+    *m = ans.m;
     return 0;
 }
 
 /* ---- one model x backend x threads ---- */
 
 static int bench_one(const bench_args *a, const char *path, const char *backend, int threads,
-                     inf_dtype type_k, inf_dtype type_v, double membw_gbs, json_t *jrows,
-                     json_t *jttft, inf_err *err) {
+                     inf_dtype type_k, inf_dtype type_v, membw_helper *mh, double membw_gbs,
+                     json_t *jrows, json_t *jttft, inf_err *err) {
     int max_p = 0, max_n = 0, max_d = 0;
     for (int i = 0; i < a->depths.n; i++)
         max_d = a->depths.v[i] > max_d ? a->depths.v[i] : max_d;
@@ -816,7 +872,7 @@ static int bench_one(const bench_args *a, const char *path, const char *backend,
                     goto done;
                 if (rep >= 0 && pass == 1 && r.membw_gbs > 0) { /* the roof of this moment */
                     inf_membw m = {0};
-                    if (membw_in_child(&m, a->membw_bytes, threads, 2, membw_isa(a), err)) goto done;
+                    if (membw_helper_read(mh, &m, threads, 2, membw_isa(a), err)) goto done;
                     r.bw[r.samples.n] = m.gbs;
                 }
                 if (rep >= 0) r.samples.ns[r.samples.n++] = (double)ns;
@@ -952,6 +1008,17 @@ int cmd_bench(int argc, char **argv) {
      * list; 1 for the simd and scalar backends) */
     int_list bw_threads = {0};
     double bw_gbs[MAX_LIST + 1];
+    membw_helper mh = {.pid = 0, .req = -1, .resp = -1};
+    int fill_threads = 1;
+    for (int ti = 0; ti < a.threads.n; ti++)
+        fill_threads = a.threads.v[ti] > fill_threads ? a.threads.v[ti] : fill_threads;
+    if (a.membw_bytes && membw_helper_start(&mh, a.membw_bytes, fill_threads, &err)) {
+        fprintf(stderr, "inferno bench: %s\n", err.msg);
+        json_decref(jrows);
+        json_decref(jttft);
+        json_decref(jmembw);
+        return 1;
+    }
     for (int bi = 0; a.membw_bytes && bi < a.backends.n; bi++) {
         bool pool = !strcmp(a.backends.v[bi], "pool");
         for (int ti = 0; ti < (pool ? a.threads.n : 1); ti++) {
@@ -960,8 +1027,9 @@ int cmd_bench(int argc, char **argv) {
                 seen |= bw_threads.v[k] == t;
             if (seen || bw_threads.n == MAX_LIST) continue;
             inf_membw m = {0};
-            if (membw_in_child(&m, a.membw_bytes, t, a.reps, membw_isa(&a), &err)) {
+            if (membw_helper_read(&mh, &m, t, a.reps, membw_isa(&a), &err)) {
                 fprintf(stderr, "inferno bench: %s\n", err.msg);
+                membw_helper_stop(&mh);
                 json_decref(jrows);
                 json_decref(jttft);
                 json_decref(jmembw);
@@ -1002,11 +1070,12 @@ int cmd_bench(int argc, char **argv) {
                     for (int k = 0; k < bw_threads.n; k++)
                         if (bw_threads.v[k] == t) gbs = bw_gbs[k];
                     if (bench_one(&a, a.models.v[mi], a.backends.v[bi], t, a.ctk[ki / a.n_ctv],
-                                  a.ctv[ki % a.n_ctv], gbs, jrows, jttft, &err)) {
+                                  a.ctv[ki % a.n_ctv], &mh, gbs, jrows, jttft, &err)) {
                         fprintf(stderr, "inferno bench: %s\n", err.msg);
                         status = 1;
                     }
                 }
+    membw_helper_stop(&mh);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (md) {

@@ -115,20 +115,22 @@ if "$INF" bench -m "$MODEL" -p 16 -n 4 -d 0,40 -r 1 --no-ttft -ctk q8_0 -ctv f16
         if(!ok){console.error(t);process.exit(1)}' "$tmp/bd.json"; then
     ok "bench -d 0,40 -ctk q8_0 -ctv f16: rows at each depth with their K/V types and bytes"
 else bad "bench at depth: $(tail -3 "$tmp/bd.err")"; fi
-# --membw: the read roof per thread count (its 1 GiB buffer in a child process, out of the
-# peak RSS), a json field, and each tgN row's share of it: every repetition against the
-# bandwidth read right after it (samples_membw_gbs), mean and sd; md: the line and a roof column
-if "$INF" bench -m "$MODEL" -p 8 -n 4 -r 2 -t 1 --no-ttft --membw 1G -o json >"$tmp/bw.json" 2>"$tmp/bw.err" &&
+# --membw: the read roof per thread count (its 1 GiB buffer in one child process, kept for
+# every read and out of the peak RSS), a json field, and each tgN row's share of it: every
+# repetition against the bandwidth read right after it (samples_membw_gbs), mean and sd, at
+# each -t; md: the line and a roof column
+if "$INF" bench -m "$MODEL" -p 8 -n 4 -r 2 -t 1,2 --no-ttft --membw 1G -o json >"$tmp/bw.json" 2>"$tmp/bw.err" &&
     node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));
-        const m=j.membw, tg=j.tests.find(r=>r.n_gen===4), pp=j.tests.find(r=>r.n_prompt===8);
-        const bw=tg.samples_membw_gbs, sh=tg.samples_ts.map((t,i)=>tg.step_bytes*t/(bw[i]*1e9));
-        const mean=(sh[0]+sh[1])/2, sd=Math.abs(sh[0]-sh[1])/Math.SQRT2, close=(a,b)=>Math.abs(a-b)<=1e-9*Math.abs(b);
-        const ok=m.length===1&&m[0].n_threads===1&&m[0].bytes===2**30&&m[0].passes===2&&m[0].gbs>0&&
-            bw.length===2&&bw.every(g=>g>0)&&close(tg.membw_gbs,(bw[0]+bw[1])/2)&&tg.step_bytes>0&&
-            close(tg.roof_share,mean)&&close(tg.roof_share_sd,sd)&&
-            !("roof_share" in pp)&&!("samples_membw_gbs" in pp)&&j.peak_rss_bytes<2**30;
-        if(!ok){console.error(JSON.stringify(j.membw),JSON.stringify(tg));process.exit(1)}' "$tmp/bw.json"; then
-    ok "bench --membw 1G -o json: membw [{n_threads, bytes, passes, gbs}], roof_share (mean, sd of each repetition against the read after it) on the tg row only, buffer out of the peak RSS"
+        const m=j.membw, close=(a,b)=>Math.abs(a-b)<=1e-9*Math.abs(b);
+        const row=t=>{const tg=j.tests.find(r=>r.n_gen===4&&r.n_threads===t), pp=j.tests.find(r=>r.n_prompt===8&&r.n_threads===t);
+            const bw=tg.samples_membw_gbs, sh=tg.samples_ts.map((x,i)=>tg.step_bytes*x/(bw[i]*1e9));
+            const mean=(sh[0]+sh[1])/2, sd=Math.abs(sh[0]-sh[1])/Math.SQRT2;
+            return bw.length===2&&bw.every(g=>g>0)&&close(tg.membw_gbs,(bw[0]+bw[1])/2)&&tg.step_bytes>0&&
+                close(tg.roof_share,mean)&&close(tg.roof_share_sd,sd)&&!("roof_share" in pp)&&!("samples_membw_gbs" in pp)};
+        const ok=m.length===2&&m.map(x=>x.n_threads).join()==="1,2"&&m.every(x=>x.bytes===2**30&&x.passes===2&&x.gbs>0)&&
+            row(1)&&row(2)&&j.peak_rss_bytes<2**30;
+        if(!ok){console.error(JSON.stringify(j.membw),JSON.stringify(j.tests));process.exit(1)}' "$tmp/bw.json"; then
+    ok "bench --membw 1G -t 1,2 -o json: membw [{n_threads, bytes, passes, gbs}] per thread count, roof_share (mean, sd of each repetition against the read after it) on the tg rows only, buffer out of the peak RSS"
 else bad "bench --membw json: $(tail -3 "$tmp/bw.err")"; fi
 if "$INF" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --no-ttft --membw 1024M >"$tmp/bw.md" 2>"$tmp/bw.err" &&
     grep -Eq '^memory read: [0-9.]+ GB/s \(1 thread, 1 GiB, best of 1, ' "$tmp/bw.md" &&
