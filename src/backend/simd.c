@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@ typedef struct simd_ctx {
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
     float **thr_scratch;   /* [nth] attention + dequant scratch */
+    struct mm_span *spans; /* [nth] decode matmuls' slices (mm_task) */
     size_t thr_cap;        /* floats */
     float *attn_part;      /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
     size_t attn_part_cap;  /* bytes */
@@ -248,7 +250,37 @@ typedef struct mm_job {
     int64_t units[MM_MAX_W], total;
     int use_amx, bf16_tiles;
     int quant_what;
+    struct mm_span *spans; /* decode: one slice per thread, finished by whoever is free */
+    int64_t step;          /* units a span_take takes */
 } mm_job;
+
+/* Decode rows read each weight once, and one contiguous slice per thread
+ * streams best; but a thread that finishes its slice early (the two halves
+ * of a matmul rarely take the same time on a shared host) would wait. So
+ * slice k is units [lo, hi) in one word: its owner takes MM_STEP_BYTES at a
+ * time from the front, and a thread done with its own takes them from the
+ * back. Each span has a cache line of its own. */
+typedef struct mm_span {
+    _Alignas(64) _Atomic uint64_t lohi;
+} mm_span;
+#define MM_STEP_BYTES (64 << 10)
+
+static bool span_take(mm_span *s, int64_t step, bool back, int64_t *a, int64_t *b) {
+    uint64_t v = atomic_load_explicit(&s->lohi, memory_order_relaxed);
+    for (;;) {
+        uint32_t lo = (uint32_t)(v >> 32), hi = (uint32_t)v;
+        if (lo >= hi) return false;
+        uint32_t n = (int64_t)(hi - lo) < step ? hi - lo : (uint32_t)step;
+        uint64_t nv = back ? (uint64_t)lo << 32 | (hi - n) : (uint64_t)(lo + n) << 32 | hi;
+        /* relaxed: the pool's start and end of the job order the data */
+        if (atomic_compare_exchange_weak_explicit(&s->lohi, &v, nv, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *a = back ? hi - n : lo;
+            *b = back ? hi : lo + n;
+            return true;
+        }
+    }
+}
 
 /* rows [r0, r1) of y from the original rows: dequantize 256 at a time, f32 dots */
 static void generic_rows(const inf_kernels *k, float *y, const float *x, const inf_weight *w, int T,
@@ -282,12 +314,10 @@ static void mm_quant_task(void *arg, int ith, int nth, int tid) {
     if (lo < hi) j->c->k->quantize_x(&j->c->xq, j->x, (int)lo, (int)hi, j->quant_what);
 }
 
-static void mm_task(void *arg, int ith, int nth, int tid) {
-    mm_job *j = arg;
+/* units [lo, hi) of the job's weights, numbered one after the other */
+static void mm_units(const mm_job *j, int64_t lo, int64_t hi, int tid) {
     simd_ctx *c = j->c;
     const inf_kernels *k = c->k;
-    int64_t lo, hi;
-    slice(j->total, ith, nth, &lo, &hi);
     for (int i = 0, start = 0; i < j->nw; start += (int)j->units[i], i++) {
         const inf_packed *pk = j->pk[i];
         int64_t a = lo > start ? lo - start : 0,
@@ -299,6 +329,23 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
                           c->amx_scratch[tid]);
         else
             k->matmul_packed(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, a, b);
+    }
+}
+
+static void mm_task(void *arg, int ith, int nth, int tid) {
+    mm_job *j = arg;
+    simd_ctx *c = j->c;
+    const inf_kernels *k = c->k;
+    int64_t lo, hi;
+    if (j->spans) {
+        while (span_take(&j->spans[ith], j->step, false, &lo, &hi))
+            mm_units(j, lo, hi, tid);
+        for (int v = 1; v < nth; v++)
+            while (span_take(&j->spans[(ith + v) % nth], j->step, true, &lo, &hi))
+                mm_units(j, lo, hi, tid);
+    } else {
+        slice(j->total, ith, nth, &lo, &hi);
+        mm_units(j, lo, hi, tid);
     }
     for (int i = 0; i < j->nw; i++) { /* rows past the last full panel */
         int64_t done = j->pk[i] ? j->pk[i]->n_panels * INF_PANEL : 0, r0, r1;
@@ -399,10 +446,22 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     for (int i = 0; i < nw; i++)
         if (!j.pk[i]) work += ws[i]->n_out / INF_PANEL;
     /* decode rows: one contiguous slice per thread streams best (measured:
-       4 chunks per thread 0.5-2 % slower, 16 about 6 %); a slice a late
-       worker has not claimed is still taken by the caller */
+       4 chunks per thread 0.5-2 % slower, 16 about 6 %), in spans that a
+       thread done with its own finishes from the back (mm_span); a slice a
+       late worker has not claimed is still taken by the caller */
     int n_chunks =
         prefill ? n_chunks_for(c, work) : (int)(work < c->nth ? (work > 0 ? work : 1) : c->nth);
+    if (!prefill && n_chunks > 1 && pk) {
+        size_t unit_bytes = (size_t)pk->n_groups * pk->group_bytes * (j.use_amx ? 2 : 1);
+        j.step = unit_bytes < MM_STEP_BYTES ? (int64_t)(MM_STEP_BYTES / unit_bytes) : 1;
+        j.spans = c->spans;
+        for (int i = 0; i < n_chunks; i++) {
+            int64_t lo, hi;
+            slice(j.total, i, n_chunks, &lo, &hi);
+            atomic_store_explicit(&j.spans[i].lohi, (uint64_t)lo << 32 | (uint64_t)hi,
+                                  memory_order_relaxed);
+        }
+    }
     run(c, mm_task, &j, n_chunks);
 }
 
@@ -920,7 +979,8 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_
     }
     c->amx_scratch = calloc((size_t)c->nth, sizeof *c->amx_scratch);
     c->thr_scratch = calloc((size_t)c->nth, sizeof *c->thr_scratch);
-    if (!c->amx_scratch || !c->thr_scratch) goto fail;
+    c->spans = inf_alloc((size_t)c->nth * sizeof *c->spans);
+    if (!c->amx_scratch || !c->thr_scratch || !c->spans) goto fail;
     snprintf(c->name, sizeof c->name, "%s-%s", pool || c->pool ? "pool" : "simd",
              inf_isa_name(c->k->isa));
     be->name = c->name;
@@ -948,6 +1008,7 @@ fail:
         inf_pool_free(c->pool);
         free(c->amx_scratch);
         free(c->thr_scratch);
+        inf_free(c->spans);
         free(c);
     }
     free(be);
@@ -964,6 +1025,7 @@ void inf_backend_simd_free(inf_backend *be) {
     }
     free(c->amx_scratch);
     free(c->thr_scratch);
+    inf_free(c->spans);
     inf_free(c->attn_part);
     inf_free(c->xq.q);
     inf_free(c->xq.d);

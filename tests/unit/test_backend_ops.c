@@ -210,8 +210,8 @@ static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n
  * batched or what its prefix cache held. */
 /* matmul_n (one pass over x for Q/K/V-like weights): decode rows equal separate
  * matmuls bit for bit; prompt rows stay within the bound and do not depend on the batch. */
-static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T) {
-    const int64_t n_outs[3] = {35, 16, 64};
+static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T, int64_t grow) {
+    const int64_t n_outs[3] = {35 * grow, 16 * grow, 64 * grow};
     void *data[3];
     inf_tensor t[3];
     for (int i = 0; i < 3; i++) {
@@ -881,7 +881,7 @@ int main(void) {
         const inf_dtype t = others[ti];
         const int64_t n_in = inf_dtype_get(t)->block == 256 ? 512 : 160;
         test_embed(bks, nb, t, n_in, 7, 3);
-        test_matmul_n(bks, nb, t, n_in, 21);
+        test_matmul_n(bks, nb, t, n_in, 21, 1);
         const int64_t n_outs[] = {1, 17, 35};
         const int Ts[] = {1, 5, 33};
         for (unsigned b = 0; b < 3; b++)
@@ -893,7 +893,7 @@ int main(void) {
         test_embed(bks, nb, types[ti], blk == 256 ? 512 : 96, 7, 3);
         test_embed(bks, nb, types[ti], blk == 256 ? 768 : 1024, 11, 40);
         for (int T = 1; T <= 40; T += 19)
-            test_matmul_n(bks, nb, types[ti], blk == 256 ? 512 : 256, T);
+            test_matmul_n(bks, nb, types[ti], blk == 256 ? 512 : 256, T, 1);
     }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         inf_dtype t = types[ti];
@@ -908,6 +908,16 @@ int main(void) {
                     test_matmul(bks, nb, t, n_ins[a], n_outs[b], Ts[c]);
                 }
         test_matmul(bks, nb, t, blk == 1 ? 64 : 256, 50, 70); /* > 64 tokens, AMX with a tail */
+    }
+    /* decode rows over many panels: each thread's slice taken in several steps
+     * and, with 3 threads on fewer cores, partly finished from the back by
+     * another thread (simd.c's mm_span), across the weights of a matmul_n too;
+     * every row written, with the single-threaded bits */
+    for (int rep = 0; rep < 4; rep++) {
+        test_matmul(bks, nb, INF_Q4_0, 256, 16 * 200 + 5, 1);
+        test_matmul(bks, nb, INF_BF16, 256, 16 * 150, 2);
+        test_matmul_n(bks, nb, INF_Q4_0, 256, 1, 40);
+        test_matmul_n(bks, nb, INF_Q6_K, 256, 1, 40);
     }
 
     test_batch_invariance(bks, nb, INF_Q8_0);
