@@ -137,9 +137,9 @@ int inf_qwen3_bind_head(const inf_model_file *mf, const inf_backend *be,
     const inf_tensor *norm = inf_model_find(mf, name);
     if (!norm) return inf_fail(err, "%s: tensor output_norm is missing", mf->path);
     /* embed reads rows of the table in place: map its pages now rather than
-       fault them in a row at a time during the first prompt (a tied table's
-       pages are mapped when its head is bound) */
-    if (hp->no_head || !hp->tied_output) inf_model_populate_pages(mf, te);
+       fault them in a row at a time while decoding (a tied head's panels may
+       come from the pack cache, which leaves the table unread) */
+    inf_model_populate_pages(mf, te);
     if (hp->no_head) return blk_bind_vector(output_norm, mf, norm, hp->n_embd, err);
     if (!head) return inf_fail(err, "%s: tensor output is missing", mf->path);
     /* a tied head is the embedding table, which embed reads as stored */
