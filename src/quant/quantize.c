@@ -10,6 +10,10 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "quant/grids.h"
 #include "util/err.h"
 #include "util/half.h"
@@ -28,8 +32,37 @@ static void dequant_f16(float *y, const void *src, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         y[i] = inf_f16_to_f32(h[i]);
 }
+#if defined(__x86_64__)
+/* Eight at a time by F16C, which rounds to nearest even as inf_f32_to_f16
+ * does, subnormals and overflow included; a group with a NaN goes through
+ * inf_f32_to_f16, whose NaN drops the payload. The f16 K/V cache stores every
+ * token's rows through here (28 layers x 2 x 1024 values a qwen3-0.6b token:
+ * about 2 % of its decode, on one thread, as the scalar loop). */
+__attribute__((target("avx,f16c"))) static void quant_f16_f16c(uint16_t *h, const float *x,
+                                                               int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int j = 0; j < 8; j++)
+                h[i + j] = inf_f32_to_f16(x[i + j]);
+            continue;
+        }
+        _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; i++)
+        h[i] = inf_f32_to_f16(x[i]);
+}
+#endif
+
 static void quant_f16(void *dst, const float *x, int64_t n) {
     uint16_t *h = dst; /* [n] */
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+        quant_f16_f16c(h, x, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++)
         h[i] = inf_f32_to_f16(x[i]);
 }

@@ -108,6 +108,53 @@ static void test_q6_K_block(void) {
     CHECK_CLOSE(y, want, 256, 0.0);
 }
 
+/* f16 rows (the f16 K/V cache's stores; F16C eight at a time where the CPU
+ * has it): every value the bits of the scalar conversion, at every length
+ * and offset, over normals, subnormals, halfway cases, overflow, infinities,
+ * zeros and NaNs */
+static void test_f16_rows(void) {
+    enum { N = 1000 };
+    float x[N];
+    uint32_t r = 12345;
+    for (int i = 0; i < N; i++) {
+        r = r * 1664525u + 1013904223u;
+        uint32_t bits = r;
+        switch (i % 8) {
+        case 0: /* f16's range and just past it: exponents 2^-26 .. 2^17 */
+            bits = (r & 0x807fffffu) | ((uint32_t)(101 + (r >> 8) % 43) << 23);
+            break;
+        case 1: /* halfway between two f16 values */
+            bits = (r & 0x807fe000u) | 0x1000u | ((uint32_t)(113 + (r >> 9) % 30) << 23);
+            break;
+        case 2:
+            bits = (r & 0x80000000u) | (i % 3 == 0 ? 0x7f800000u : 0u); /* inf, 0 */
+            break;
+        case 3:
+            bits = (i % 16 == 3) ? 0x7fc00000u | (r & 0x803fffffu) : bits; /* NaN, any bits */
+            break;
+        }
+        memcpy(&x[i], &bits, 4);
+    }
+    uint16_t got[N + 8];
+    for (int off = 0; off < 8; off++)
+        for (int n = 1; n + off <= 80; n++) {
+            memset(got, 0xa5, sizeof got);
+            CHECK_INT(inf_quantize_row(INF_F16, got, x + off, n), 0);
+            int bad = -1;
+            for (int i = 0; i < n && bad < 0; i++)
+                if (got[i] != inf_f32_to_f16(x[off + i])) bad = i;
+            CHECK_MSG(bad < 0 && got[n] == 0xa5a5, "f16 row of %d at %d: [%d] %04x, expected %04x",
+                      n, off, bad, bad >= 0 ? got[bad] : 0,
+                      bad >= 0 ? inf_f32_to_f16(x[off + bad]) : 0);
+        }
+    uint16_t all[N];
+    CHECK_INT(inf_quantize_row(INF_F16, all, x, N), 0);
+    int bad = -1;
+    for (int i = 0; i < N && bad < 0; i++)
+        if (all[i] != inf_f32_to_f16(x[i])) bad = i;
+    CHECK_MSG(bad < 0, "f16 row of %d: [%d] differs from the scalar conversion", N, bad);
+}
+
 static void test_float_rounding(void) {
     uint16_t h[6];
     float x[6] = {1.0f + 0x1p-11f,     /* halfway: ties to even -> 1.0 */
@@ -268,6 +315,7 @@ int main(void) {
     test_q4_K_block();
     test_q6_K_block();
     test_float_rounding();
+    test_f16_rows();
     test_sizes();
     test_round_trips();
     return th_report();
