@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/cpu_features.h"
 #include "quant/grids.h"
 #include "util/err.h"
 #include "util/half.h"
@@ -58,7 +59,7 @@ __attribute__((target("avx,f16c"))) static void quant_f16_f16c(uint16_t *h, cons
 static void quant_f16(void *dst, const float *x, int64_t n) {
     uint16_t *h = dst; /* [n] */
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    if (inf_cpu_features_get()->f16c) { /* with the OS keeping YMM state */
         quant_f16_f16c(h, x, n);
         return;
     }
