@@ -139,16 +139,3 @@ void inf_membw_buf_close(inf_membw_buf *b) {
     if (b->map && b->map != MAP_FAILED) munmap(b->map, b->job.bytes + HUGE_PAGE);
     free(b);
 }
-
-int inf_membw_measure(inf_membw *out, size_t bytes, int n_threads, int passes, inf_isa isa,
-                      inf_err *err) {
-    memset(out, 0, sizeof *out);
-    if (n_threads < 1 || passes < 1)
-        return inf_fail(err, "--membw: threads (%d) and passes (%d) must be at least 1", n_threads,
-                        passes);
-    inf_membw_buf *b;
-    if (inf_membw_buf_open(&b, bytes, n_threads, err)) return -1;
-    int rc = inf_membw_buf_read(b, out, n_threads, passes, isa, err);
-    inf_membw_buf_close(b);
-    return rc;
-}
