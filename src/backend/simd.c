@@ -50,8 +50,8 @@ typedef struct simd_ctx {
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
     float **thr_scratch;   /* [nth] attention + dequant scratch */
-    struct mm_span *spans; /* [nth] decode matmuls' slices (mm_task) */
     size_t thr_cap;        /* floats */
+    struct mm_span *spans; /* [nth] decode matmuls' slices (mm_task) */
     float *attn_part;      /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
     size_t attn_part_cap;  /* bytes */
     inf_attn_impl attn;    /* prefill attention: flash, or materialized (measurement only) */
@@ -455,6 +455,7 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         size_t unit_bytes = (size_t)pk->n_groups * pk->group_bytes * (j.use_amx ? 2 : 1);
         j.step = unit_bytes < MM_STEP_BYTES ? (int64_t)(MM_STEP_BYTES / unit_bytes) : 1;
         j.spans = c->spans;
+        INF_ASSERT(j.total <= UINT32_MAX); /* a span holds two 32-bit unit indices */
         for (int i = 0; i < n_chunks; i++) {
             int64_t lo, hi;
             slice(j.total, i, n_chunks, &lo, &hi);
