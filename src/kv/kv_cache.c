@@ -30,10 +30,13 @@ static void refresh_views(inf_kv_cache *c, int seq) {
             v[l] = c->kv_views[c->kv_index[l]];
             continue;
         }
+        const size_t at = (size_t)seq * (size_t)c->n_rec_layer + (size_t)r++;
         v[l] = (inf_kv_view){.capacity = c->n_ctx,
-                             .state =
-                                 c->states + ((size_t)seq * (size_t)c->n_rec_layer + (size_t)r++) *
-                                                 c->state_floats};
+                             .state = c->states + at * c->state_floats,
+                             .log = c->logs ? c->logs + at * (size_t)c->log_rows * c->log_floats
+                                            : NULL,
+                             .log_from = c->mark_pos ? c->mark_pos[seq] : -1,
+                             .log_rows = c->log_rows};
     }
 }
 
@@ -87,6 +90,21 @@ int inf_kv_cache_create(inf_kv_cache **out, const inf_kv_opts *o, const inf_kv_l
     }
     for (int s = 0; c->snap_pos && s < n_seq; s++)
         c->snap_pos[s] = -1;
+    if (n_rec && lay->log_rows > 0) {
+        /* the logs are written only as far as a step's rows reach */
+        c->log_rows = lay->log_rows;
+        c->log_floats = lay->log_floats;
+        const size_t per_seq = (size_t)n_rec * (size_t)lay->log_rows * lay->log_floats;
+        if (!(c->marks = calloc((size_t)n_seq * (size_t)n_rec * c->state_floats, sizeof(float))) ||
+            !(c->logs = calloc((size_t)n_seq * per_seq, sizeof(float))) ||
+            !(c->mark_pos = malloc((size_t)n_seq * sizeof *c->mark_pos))) {
+            inf_fail(err, "kv cache: out of memory for the rewind logs (%d sequences x %d rows)",
+                     n_seq, lay->log_rows);
+            goto fail;
+        }
+        for (int s = 0; s < n_seq; s++)
+            c->mark_pos[s] = -1;
+    }
     if (o->kind == INF_KV_BASIC) {
         if (!(c->basic = calloc((size_t)n_seq, sizeof *c->basic))) goto oom;
         for (int s = 0; s < n_seq; s++)
@@ -153,6 +171,9 @@ void inf_kv_cache_free(inf_kv_cache *c) {
     free(c->states);
     free(c->snaps);
     free(c->snap_pos);
+    free(c->marks);
+    free(c->logs);
+    free(c->mark_pos);
     free(c);
 }
 
@@ -192,6 +213,7 @@ int inf_kv_cache_match(const inf_kv_cache *c, int seq, const int32_t *prompt, in
 static void truncate_to(inf_kv_cache *c, int seq, int n) {
     if (n >= c->n_past[seq]) return;
     if (c->snap_pos && c->snap_pos[seq] > n) c->snap_pos[seq] = -1;
+    if (c->mark_pos && c->mark_pos[seq] > n) c->mark_pos[seq] = -1;
     if (c->kind == INF_KV_BASIC)
         inf_kv_basic_truncate(c->basic[seq], n);
     else
@@ -283,9 +305,27 @@ void inf_kv_cache_reset(inf_kv_cache *c, int seq) {
     truncate_to(c, seq, 0);
 }
 
-void inf_kv_cache_truncate(inf_kv_cache *c, int seq, int n) {
-    INF_ASSERT(!c->n_rec_layer && n >= 0 && n <= c->n_past[seq]);
+void inf_kv_cache_mark(inf_kv_cache *c, int seq) {
+    if (!c->marks) return;
+    const size_t f = (size_t)c->n_rec_layer * c->state_floats;
+    memcpy(c->marks + (size_t)seq * f, seq_states(c, seq), f * sizeof(float));
+    c->mark_pos[seq] = c->n_past[seq];
+    refresh_views(c, seq);
+}
+
+int inf_kv_cache_truncate(inf_kv_cache *c, int seq, int n) {
+    INF_ASSERT(n >= 0 && n <= c->n_past[seq]);
+    if (!c->n_rec_layer || n == c->n_past[seq]) {
+        truncate_to(c, seq, n);
+        return -1;
+    }
+    /* the callers mark before every step they may cut back (exec.h) */
+    const int from = c->mark_pos ? c->mark_pos[seq] : -1;
+    INF_ASSERT(from >= 0 && from <= n && c->n_past[seq] - from <= c->log_rows);
+    const size_t f = (size_t)c->n_rec_layer * c->state_floats;
+    memcpy(seq_states(c, seq), c->marks + (size_t)seq * f, f * sizeof(float));
     truncate_to(c, seq, n);
+    return from;
 }
 
 size_t inf_kv_cache_token_bytes(const inf_kv_cache *c) {
@@ -293,9 +333,12 @@ size_t inf_kv_cache_token_bytes(const inf_kv_cache *c) {
            (inf_kv_type_bytes(c->type_k, c->kv_dim) + inf_kv_type_bytes(c->type_v, c->kv_dim));
 }
 
-/* Bytes of one sequence's recurrent states (basic: and its snapshot). */
+/* Bytes of one sequence's recurrent states (basic: and its snapshot; with
+ * rewind logs: the mark's states and the log). */
 static size_t state_bytes(const inf_kv_cache *c) {
-    return (size_t)c->n_rec_layer * c->state_floats * sizeof(float) * (c->snaps ? 2 : 1);
+    const size_t one = (size_t)c->n_rec_layer * c->state_floats * sizeof(float);
+    return one * (1 + (c->snaps != NULL) + (c->marks != NULL)) +
+           (size_t)c->n_rec_layer * (size_t)c->log_rows * c->log_floats * sizeof(float);
 }
 
 size_t inf_kv_cache_bytes(const inf_kv_cache *c, int seq) {

@@ -43,6 +43,12 @@ typedef struct inf_kv_layout {
     int kv_dim, head_dim;
     const bool *recurrent; /* [n_layer], or NULL: every layer is attention */
     size_t state_floats;   /* of each recurrent layer */
+    /* Speculative decoding with recurrent layers: rows of the rewind log a
+     * sequence keeps after its mark (inf_kv_cache_mark; 0: none), and the
+     * floats of one row of one recurrent layer (the architecture's layout:
+     * inf_model_log_floats). */
+    int log_rows;
+    size_t log_floats;
 } inf_kv_layout;
 
 /* How to build the caches. Zero-initialized means basic, f32 K and V (the
@@ -66,7 +72,7 @@ typedef struct inf_kv_stats {
     long tree_nodes, tree_tokens, evictions;
     long states, states_dropped; /* recurrent-state checkpoints held, and let go of for newer */
     double state_bytes;          /* bytes of one checkpoint (0: the model keeps no states) */
-    long ref_errors;    /* pool references not accounted for by a sequence or the tree */
+    long ref_errors;             /* pool references not accounted for by a sequence or the tree */
     double block_bytes; /* bytes of one block (K and V, all layers, in the cache's types) */
 } inf_kv_stats;
 
@@ -80,6 +86,11 @@ typedef struct inf_kv_cache {
     float *states;         /* [n_seq][n_rec_layer][state_floats] */
     float *snaps;          /* basic: [n_seq][n_rec_layer][state_floats] a checkpoint each */
     int *snap_pos;         /* basic: [n_seq] where it was taken, or -1 */
+    int log_rows;          /* rewind log rows per sequence (0: none) */
+    size_t log_floats;     /* of one row of one recurrent layer */
+    float *marks;          /* [n_seq][n_rec_layer][state_floats] the states at the mark */
+    float *logs;           /* [n_seq][n_rec_layer][log_rows * log_floats] */
+    int *mark_pos;         /* [n_seq] the mark's position, or -1 */
     inf_kv_view *kv_views; /* [n_kv_layer] scratch: the stores' views */
     inf_dtype type_k, type_v;
     int *n_past;          /* [n_seq] positions 0..n_past-1 hold valid rows */
@@ -145,10 +156,19 @@ void inf_kv_cache_end(inf_kv_cache *c, int seq);
 /* Forgets everything seq holds (after a failed forward). */
 void inf_kv_cache_reset(inf_kv_cache *c, int seq);
 
+/* With recurrent layers and a rewind log (lay->log_rows): a speculative
+ * step starts on seq. Its states now are kept, and the forward pass logs
+ * each row after them (kv_view.h's log), so inf_kv_cache_truncate can go
+ * back to any position from here to log_rows past it. Without: nothing. */
+void inf_kv_cache_mark(inf_kv_cache *c, int seq);
+
 /* Keeps positions 0..n-1 of seq and forgets the rest (n <= what it holds):
- * a speculative step's rejected rows. Only without recurrent layers, whose
- * state stands for all positions at once and cannot be cut back. */
-void inf_kv_cache_truncate(inf_kv_cache *c, int seq, int n);
+ * a speculative step's rejected rows. Returns -1, or with recurrent layers
+ * (where n is less than what seq held) the position p its states went back
+ * to: its mark, at most n, no more than log_rows behind what seq held. The
+ * model then redoes the logged rows p..n-1 (inf_model_replay), which brings
+ * the states to n. */
+int inf_kv_cache_truncate(inf_kv_cache *c, int seq, int n);
 
 /* The per-layer views of seq ([n_layer]); valid until its next reserve. */
 static inline const inf_kv_view *inf_kv_cache_views(const inf_kv_cache *c, int seq) {

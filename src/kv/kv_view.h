@@ -64,6 +64,13 @@ typedef struct inf_kv_view {
      * the architecture lays them out (kv_cache.h's inf_kv_layout). NULL for
      * an attention layer. */
     float *state;
+    /* A recurrent layer in a cache that keeps rewind logs (kv_cache.h's
+     * inf_kv_cache_mark): log_rows rows of the architecture's layout, and
+     * the position row 0 stands for (-1: no mark now). The forward pass
+     * writes there what redoing position p needs, in row p - log_from while
+     * that is in 0..log_rows-1. */
+    float *log;
+    int log_from, log_rows;
 } inf_kv_view;
 
 /* Positions per block of a basic cache (whose capacity is allocated in

@@ -29,6 +29,8 @@ typedef struct inf_arch {
     /* The forward pass, once the batch is checked (model.c). */
     int (*forward)(inf_model *m, const inf_batch *b, const inf_kv_view *kv, float *logits,
                    inf_err *err);
+    /* See inf_model_replay (NULL: the architecture keeps no state). */
+    void (*replay)(inf_model *m, const inf_kv_view *kv, int from, int n);
     /* A Hugging Face folder's tensors as GGUF ones (see inf_model_gguf_plan). */
     int (*gguf_plan)(const inf_model_file *mf, inf_gguf_plan *p, inf_err *err);
     /* See inf_model_facts_get. */

@@ -508,6 +508,40 @@ static void gated_attention(const inf_model *m, qwen35 *w, const inf_batch *b,
     be->add(be, a->x, a->xb, (int64_t)T * E);
 }
 
+/* Row r's conv input, decay and write strength into its sequence's rewind
+ * log (inf_model_log_floats' layout), where the log has a row for it. */
+static void log_row(const inf_hparams *hp, const qwen35_acts *h, const inf_batch *b,
+                    const inf_kv_view *v, int r) {
+    const int i = b->pos[r] - v->log_from, R = v->log_rows, NV = hp->ssm_n_v_heads;
+    if (!v->log || v->log_from < 0 || i < 0 || i >= R) return;
+    const int64_t C = conv_channels(hp);
+    memcpy(v->log + i * C, h->mixed + r * C, (size_t)C * sizeof(float));
+    memcpy(v->log + R * C + (int64_t)i * NV, h->g + (int64_t)r * NV, (size_t)NV * sizeof(float));
+    memcpy(v->log + R * (C + NV) + (int64_t)i * NV, h->beta + (int64_t)r * NV,
+           (size_t)NV * sizeof(float));
+}
+
+/* The delta rule over rows [r, r + n) of h (their conv inputs in mixed, g
+ * and beta set), continuing the states conv_state and delta_state. */
+static void delta_rows(const inf_model *m, qwen35 *w, const delta *d, const float *mixed,
+                       const float *g, const float *beta, float *conv_state, float *delta_state,
+                       int r, int n) {
+    const inf_backend *be = m->be;
+    const inf_hparams *hp = &m->hp;
+    qwen35_acts *h = &w->h;
+    const int64_t C = conv_channels(hp), QK = (int64_t)hp->ssm_n_k_heads * hp->ssm_d_k,
+                  V = (int64_t)hp->ssm_n_v_heads * hp->ssm_d_v;
+    be->ssm_conv(be, h->conv + r * C, mixed, conv_state, d->conv, n, (int)C, hp->ssm_d_conv);
+    for (int t = r; t < r + n; t++) {
+        const float *row = h->conv + (int64_t)t * C;
+        memcpy(h->dq + t * QK, row, (size_t)QK * sizeof(float));
+        memcpy(h->dk + t * QK, row + QK, (size_t)QK * sizeof(float));
+        memcpy(h->dv + t * V, row + 2 * QK, (size_t)V * sizeof(float));
+    }
+    be->gated_delta(be, h->dout + r * V, h->dq + r * QK, h->dk + r * QK, h->dv + r * V, g, beta,
+                    delta_state, n, &w->shape);
+}
+
 /* x += out_proj(gated_norm(delta_rule(conv(in_proj_qkv h)), z)), h = rmsnorm(x);
  * each span continues its sequence's state (zeroed at position 0). */
 static void deltanet(const inf_model *m, qwen35 *w, const inf_batch *b, const inf_kv_view *kv,
@@ -517,8 +551,7 @@ static void deltanet(const inf_model *m, qwen35 *w, const inf_batch *b, const in
     blk_acts *a = &w->acts;
     qwen35_acts *h = &w->h;
     const int T = b->n_rows, E = hp->n_embd, NV = hp->ssm_n_v_heads, K = hp->ssm_d_conv;
-    const int64_t C = conv_channels(hp), QK = (int64_t)hp->ssm_n_k_heads * hp->ssm_d_k,
-                  V = (int64_t)NV * hp->ssm_d_v;
+    const int64_t C = conv_channels(hp), V = (int64_t)NV * hp->ssm_d_v;
 
     be->rmsnorm(be, a->xb, a->x, d->norm, T, E, hp->rms_eps);
     blk_matmul_rows(be, b, (float *const[]){h->mixed, h->z, h->beta, h->g}, a->xb,
@@ -530,25 +563,42 @@ static void deltanet(const inf_model *m, qwen35 *w, const inf_batch *b, const in
     }
     for (int r = 0, n; r < T; r += n) {
         n = blk_span_len(b, r);
-        float *conv_state = kv[(int64_t)b->seq[r] * hp->n_layer + l].state;
-        float *delta_state = conv_state + (size_t)(K - 1) * (size_t)C;
+        const inf_kv_view *v = &kv[(int64_t)b->seq[r] * hp->n_layer + l];
+        float *conv_state = v->state, *delta_state = conv_state + (size_t)(K - 1) * (size_t)C;
         if (b->pos[r] == 0) memset(conv_state, 0, w->state_floats * sizeof(float));
-        be->ssm_conv(be, h->conv + r * C, h->mixed + r * C, conv_state, d->conv, n, (int)C, K);
-        for (int t = r; t < r + n; t++) {
-            const float *row = h->conv + (int64_t)t * C;
-            memcpy(h->dq + t * QK, row, (size_t)QK * sizeof(float));
-            memcpy(h->dk + t * QK, row + QK, (size_t)QK * sizeof(float));
-            memcpy(h->dv + t * V, row + 2 * QK, (size_t)V * sizeof(float));
-        }
-        be->gated_delta(be, h->dout + r * V, h->dq + r * QK, h->dk + r * QK, h->dv + r * V,
-                        h->g + (int64_t)r * NV, h->beta + (int64_t)r * NV, delta_state, n,
-                        &w->shape);
+        for (int t = r; t < r + n; t++)
+            log_row(hp, h, b, v, t);
+        delta_rows(m, w, d, h->mixed + r * C, h->g + (int64_t)r * NV, h->beta + (int64_t)r * NV,
+                   conv_state, delta_state, r, n);
     }
     be->rmsnorm(be, h->dout, h->dout, d->out_norm, T * NV, hp->ssm_d_v, hp->rms_eps);
     be->swiglu(be, h->dout, h->z, h->dout, (int64_t)T * V);
     blk_matmul_rows(be, b, (float *const[]){a->xb}, h->dout, (const inf_weight *const[]){&d->out},
                     1);
     be->add(be, a->x, a->xb, (int64_t)T * E);
+}
+
+/* Redoes rows from..n-1 of each DeltaNet layer's state from its log (the
+ * rows the forward pass ran them as: the ops give the same bits in pieces
+ * as at once), max_rows at a time through the activations' rows. */
+static void replay(inf_model *m, const inf_kv_view *kv, int from, int n) {
+    qwen35 *w = m->w;
+    const inf_hparams *hp = &m->hp;
+    const int64_t C = conv_channels(hp), NV = hp->ssm_n_v_heads;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const qwen35_layer *L = &w->layers[l];
+        const inf_kv_view *v = &kv[l];
+        if (!L->recurrent) continue;
+        INF_ASSERT(v->log && v->log_from == from && n - from <= v->log_rows);
+        const int64_t R = v->log_rows;
+        float *conv_state = v->state, *delta_state = conv_state + (hp->ssm_d_conv - 1) * C;
+        if (from == 0) memset(conv_state, 0, w->state_floats * sizeof(float));
+        for (int i = 0, k; i < n - from; i += k) {
+            k = n - from - i < m->max_rows ? n - from - i : m->max_rows;
+            delta_rows(m, w, &L->d, v->log + i * C, v->log + R * C + i * NV,
+                       v->log + R * (C + NV) + i * NV, conv_state, delta_state, 0, k);
+        }
+    }
 }
 
 /* After blk_ffn_moe (x holds the routed experts' sum, a->xb still the normed
@@ -617,6 +667,7 @@ const inf_arch inf_arch_qwen35 = {
     .create = create,
     .free_model = free_model,
     .forward = forward,
+    .replay = replay,
     .gguf_plan = inf_qwen35_gguf_plan,
     .facts = facts,
 };
@@ -629,6 +680,7 @@ const inf_arch inf_arch_qwen35moe = {
     .create = create,
     .free_model = free_model,
     .forward = forward,
+    .replay = replay,
     .gguf_plan = inf_qwen35_gguf_plan,
     .facts = facts,
 };

@@ -203,6 +203,16 @@ size_t inf_model_state_floats(const inf_hparams *hp) {
            (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_d_k * (size_t)hp->ssm_d_v;
 }
 
+size_t inf_model_log_floats(const inf_hparams *hp) {
+    if (!inf_model_state_floats(hp)) return 0;
+    return 2 * (size_t)hp->ssm_n_k_heads * (size_t)hp->ssm_d_k +
+           (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_d_v + 2 * (size_t)hp->ssm_n_v_heads;
+}
+
+void inf_model_replay(inf_model *m, const inf_kv_view *kv, int from, int n) {
+    if (m->arch->replay && n > from) m->arch->replay(m, kv, from, n);
+}
+
 int inf_model_kv_layers(const inf_hparams *hp) {
     int n = 0;
     for (int l = 0; l < hp->n_layer && l < INF_MAX_LAYERS; l++)

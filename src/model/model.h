@@ -68,6 +68,21 @@ void inf_model_free(inf_model *m);
  * delta-rule state [n_v_heads][d_k][d_v]. The KV cache keeps it beside the
  * attention layers' K/V (kv_view.h's state). */
 size_t inf_model_state_floats(const inf_hparams *hp);
+/* Floats of one row of a recurrent layer's rewind log (kv_cache.h's
+ * inf_kv_cache_mark; 0 without recurrent layers): what redoing the row's
+ * update of the state takes, a Gated DeltaNet layer's conv input
+ * [2 * n_k_heads * d_k + n_v_heads * d_v] and its decay and write strength
+ * [n_v_heads] each. A layer's log of R rows holds R conv inputs, then R
+ * decays, then R strengths. */
+size_t inf_model_log_floats(const inf_hparams *hp);
+
+/* Brings one sequence's recurrent states (kv: its views, [n_layer]) from
+ * position from to n by redoing the rows from..n-1 its views' logs hold
+ * (from its mark on): after the KV cache cut a speculative step back to the
+ * mark (inf_kv_cache_truncate). The states get the bits decoding those rows
+ * gave them. Nothing is allocated. */
+void inf_model_replay(inf_model *m, const inf_kv_view *kv, int from, int n);
+
 /* The layers that hold K/V rows (not recurrent). */
 int inf_model_kv_layers(const inf_hparams *hp);
 
@@ -93,8 +108,8 @@ typedef struct inf_batch {
      * speculative step's verification rows: each computed with the kernels
      * of the decode step it stands for, so its logits are those bits. */
     const uint8_t *decode;
-    float *hidden;         /* out [n_hidden][n_embd]: the INF_OUT_HIDDEN rows in batch order (NULL
-                              when no row asks) */
+    float *hidden; /* out [n_hidden][n_embd]: the INF_OUT_HIDDEN rows in batch order (NULL
+                      when no row asks) */
 } inf_batch;
 
 /* Runs the model over the batch. kv[s * n_layer + l] is sequence s's cache

@@ -43,7 +43,11 @@ static void ex_seq_reset(void *ctx, int seq) {
     inf_kv_cache_reset(((inf_engine *)ctx)->kv, seq);
 }
 static void ex_seq_truncate(void *ctx, int seq, int n) {
-    inf_kv_cache_truncate(((inf_engine *)ctx)->kv, seq, n);
+    inf_engine *e = ctx;
+    inf_exec_truncate_kv(e->model, e->kv, seq, n);
+}
+static void ex_seq_mark(void *ctx, int seq) {
+    inf_kv_cache_mark(((inf_engine *)ctx)->kv, seq);
 }
 static void ex_kv_stats(void *ctx, inf_kv_stats *st) {
     inf_kv_cache_stats(((inf_engine *)ctx)->kv, st);
@@ -100,8 +104,8 @@ static double ex_sampler_uniform(void *s) {
     return inf_sampler_uniform(s);
 }
 
-/* The drafter: -md opens the draft model; a model whose recurrent layers
- * keep a state cannot speculate (its state cannot be cut back). */
+/* The drafter: -md opens the draft model. (A model with recurrent layers
+ * speculates through the rewind logs its caches then keep.) */
 static int open_spec(inf_engine *e, const inf_engine_opts *o, int n_seq, int n_ctx, int max_rows,
                      inf_err *err) {
     inf_spec_kind kind = o->spec_kind;
@@ -115,11 +119,6 @@ static int open_spec(inf_engine *e, const inf_engine_opts *o, int n_seq, int n_c
     if (inf_spec_check(&e->ex.spec, err)) return -1;
     e->ex.spec_kind = kind;
     if (kind == INF_SPEC_NONE) return 0;
-    if (e->kv->n_rec_layer)
-        return inf_fail(err,
-                        "speculative decoding: %s has recurrent layers (Gated DeltaNet), whose "
-                        "state cannot be cut back to the drafts the model takes; not supported",
-                        o->model_path);
     if (kind == INF_SPEC_DRAFT) {
         if (inf_draft_open(&e->draft, o->draft_path, e->be, e->mf, n_seq, n_ctx, max_rows, &o->kv,
                            err))
@@ -267,11 +266,8 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
     inf_backend_set_pack_cache(e->be, NULL);
     engine_pack_close(pc, o->pack, mrc == 0, e->pack_note, sizeof e->pack_note);
     if (mrc) goto fail;
-    const inf_kv_layout lay = {.n_layer = hp->n_layer,
-                               .kv_dim = hp->n_head_kv * hp->head_dim,
-                               .head_dim = hp->head_dim,
-                               .recurrent = hp->recurrent,
-                               .state_floats = inf_model_state_floats(hp)};
+    const bool spec = o->spec_kind != INF_SPEC_NONE || o->draft_path;
+    const inf_kv_layout lay = inf_exec_kv_layout(hp, spec);
     if (inf_kv_cache_create(&e->kv, &kv, &lay, n_seq, n_ctx, err)) goto fail;
     snprintf(e->name, sizeof e->name, "%s", e->mf->name ? e->mf->name : o->model_path);
     inf_sampler_params sampling;
@@ -302,7 +298,8 @@ int inf_engine_open(inf_engine **out, const inf_engine_opts *o, inf_err *err) {
         .seq_checkpoint = ex_seq_checkpoint,
         .seq_end = ex_seq_end,
         .seq_reset = ex_seq_reset,
-        .seq_truncate = e->kv->n_rec_layer ? NULL : ex_seq_truncate,
+        .seq_truncate = !e->kv->n_rec_layer || e->kv->log_rows ? ex_seq_truncate : NULL,
+        .seq_mark = e->kv->n_rec_layer ? ex_seq_mark : NULL,
         .kv_stats = o->kv.kind == INF_KV_PAGED ? ex_kv_stats : NULL,
         .tokenize = ex_tokenize,
         .piece = ex_piece,

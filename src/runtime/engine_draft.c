@@ -19,6 +19,22 @@ int inf_exec_forward_kv(inf_model *m, inf_kv_cache *kv, const inf_exec_batch *b,
     return 0;
 }
 
+void inf_exec_truncate_kv(inf_model *m, inf_kv_cache *kv, int seq, int n) {
+    const int from = inf_kv_cache_truncate(kv, seq, n);
+    if (from >= 0) inf_model_replay(m, inf_kv_cache_views(kv, seq), from, n);
+}
+
+inf_kv_layout inf_exec_kv_layout(const inf_hparams *hp, bool spec) {
+    const size_t log = inf_model_log_floats(hp);
+    return (inf_kv_layout){.n_layer = hp->n_layer,
+                           .kv_dim = hp->n_head_kv * hp->head_dim,
+                           .head_dim = hp->head_dim,
+                           .recurrent = hp->recurrent,
+                           .state_floats = inf_model_state_floats(hp),
+                           .log_rows = spec && log ? INF_SPEC_MAX_DRAFT + 1 : 0,
+                           .log_floats = log};
+}
+
 static int dr_forward(void *ctx, const inf_exec_batch *b, float *logits, inf_err *err) {
     inf_draft *d = ctx;
     return inf_exec_forward_kv(d->model, d->kv, b, logits, err);
@@ -30,7 +46,11 @@ static int dr_seq_reserve(void *ctx, int seq, int n_new, inf_err *err) {
     return inf_kv_cache_reserve(((inf_draft *)ctx)->kv, seq, n_new, err);
 }
 static void dr_seq_truncate(void *ctx, int seq, int n) {
-    inf_kv_cache_truncate(((inf_draft *)ctx)->kv, seq, n);
+    inf_draft *d = ctx;
+    inf_exec_truncate_kv(d->model, d->kv, seq, n);
+}
+static void dr_seq_mark(void *ctx, int seq) {
+    inf_kv_cache_mark(((inf_draft *)ctx)->kv, seq);
 }
 static void dr_seq_end(void *ctx, int seq) {
     inf_kv_cache_end(((inf_draft *)ctx)->kv, seq);
@@ -73,14 +93,6 @@ int inf_draft_open(inf_draft **out, const char *path, const inf_backend *be,
     }
     const inf_hparams *hp = &d->mf->hp;
     if (check_vocab(target, d->mf, path, err)) goto fail;
-    for (int l = 0; l < hp->n_layer && l < INF_MAX_LAYERS; l++)
-        if (hp->recurrent[l]) {
-            inf_fail(err,
-                     "-md %s: a model with recurrent layers (layer %d) cannot draft: its "
-                     "state cannot be cut back to the tokens the model took",
-                     path, l);
-            goto fail;
-        }
     if (hp->no_head) {
         inf_fail(err, "-md %s: an embedding model (no output head) cannot draft", path);
         goto fail;
@@ -94,8 +106,7 @@ int inf_draft_open(inf_draft **out, const char *path, const inf_backend *be,
         inf_fail_ctx(err, "-md %s", path);
         goto fail;
     }
-    const inf_kv_layout lay = {
-        .n_layer = hp->n_layer, .kv_dim = hp->n_head_kv * hp->head_dim, .head_dim = hp->head_dim};
+    const inf_kv_layout lay = inf_exec_kv_layout(hp, true);
     inf_kv_opts o = {.kind = INF_KV_BASIC, .type_k = kv->type_k, .type_v = kv->type_v};
     if ((o.type_k == INF_Q8_0 || o.type_v == INF_Q8_0) && hp->head_dim % INF_QK8_0)
         o.type_k = o.type_v = INF_F16; /* the draft's bits only change its guesses */
@@ -115,6 +126,7 @@ int inf_draft_open(inf_draft **out, const char *path, const inf_backend *be,
                        .seq_begin = dr_seq_begin,
                        .seq_reserve = dr_seq_reserve,
                        .seq_truncate = dr_seq_truncate,
+                       .seq_mark = d->kv->n_rec_layer ? dr_seq_mark : NULL,
                        .seq_end = dr_seq_end,
                        .seq_reset = dr_seq_reset};
     *out = d;

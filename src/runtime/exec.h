@@ -108,8 +108,14 @@ typedef struct inf_exec {
     void (*seq_end)(void *ctx, int seq);
     void (*seq_reset)(void *ctx, int seq);
     /* seq_truncate (NULL: the model cannot, its recurrent layers keep a
-     * state): keep positions 0..n-1 of seq, forget the rest. */
+     * state and the caches keep no rewind log): keep positions 0..n-1 of
+     * seq, forget the rest.
+     * seq_mark (NULL: not needed): a speculative step starts on seq; with
+     *   recurrent layers seq_truncate may then cut back to any position from
+     *   what seq holds now to INF_SPEC_MAX_DRAFT + 1 rows past it, and only
+     *   there (the state is kept here and the rows after it logged). */
     void (*seq_truncate)(void *ctx, int seq, int n);
+    void (*seq_mark)(void *ctx, int seq);
     void (*kv_stats)(void *ctx, inf_kv_stats *st);
 
     /* Text -> ids (malloc'd *ids), with the model's BOS rule. parse_special:

@@ -585,6 +585,7 @@ static int build_batch(inf_sched *s) {
             inf_spec_kept(s->spec, sl->id, sl->n_cache + 1, 0);
         }
         if (k == 0 && !reserve(s, sl, 1)) continue;
+        if (k > 0 && e->seq_mark) e->seq_mark(e->ctx, sl->id);
         sl->n_spec = k;
         spec_left -= k;
         for (int j = 0; j <= k; j++) {

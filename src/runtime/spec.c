@@ -271,7 +271,9 @@ static int propose_draft(inf_spec *sp, int slot, float p_min, int max) {
         if (t < 0) break;
         ss->draft[k++] = t;
         if (k == max) break;
-        /* the draft's cache takes the drafted token, for the next one */
+        /* the draft's cache takes the drafted token, for the next one (and
+           gives it back if refused) */
+        if (k == 1 && d->seq_mark) d->seq_mark(d->ctx, slot);
         if (draft_run(sp, slot, &ss->draft[k - 1], ss->n_hist + k - 1, 1)) break;
     }
     return k;

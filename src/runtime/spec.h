@@ -22,9 +22,10 @@
  * Every output token is then distributed as p exactly, and more drafts are
  * taken than by picking and comparing; the seed makes it reproducible.
  *
- * The rows past the first refusal leave the caches again (seq_truncate), so
- * a model whose recurrent layers keep a state (the Qwen3.5 hybrids) cannot
- * speculate. Everything here runs on the scheduler thread. */
+ * The rows past the first refusal leave the caches again (seq_truncate; a
+ * model whose recurrent layers keep a state, the Qwen3.5 hybrids, goes back
+ * to the step's mark and redoes the rows kept: exec.h's seq_mark).
+ * Everything here runs on the scheduler thread. */
 #ifndef INF_RUNTIME_SPEC_H
 #define INF_RUNTIME_SPEC_H
 

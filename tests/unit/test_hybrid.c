@@ -13,6 +13,8 @@
  * - a chat's next turn, which leaves the cached tokens just before the
  *   prompt's end, resumes from the checkpoint its prefill paused for
  *   (basic: the slot's snapshot; paged: the tree's) and equals a cold run.
+ * - a speculative step cut back (inf_kv_cache_mark, truncate, the model's
+ *   replay) leaves the states decoding only the kept rows would have.
  * On the scalar backend and the best SIMD level. Needs the generated models
  * (scripts/make-models.sh). */
 #include <stdlib.h>
@@ -209,6 +211,92 @@ static void test_batched(inf_model *m) {
     free(lg);
 }
 
+/* Rows tokens[0..n) after what sequence 0 of kv holds, in one call: decode
+ * rows (a speculative step's verification) or a prompt span; the last row's
+ * logits into lg. */
+static int feed_rows(inf_model *m, inf_kv_cache *kv, const int32_t *tokens, int n, bool decode,
+                     float *lg) {
+    int32_t pos[64], seq[64] = {0};
+    uint8_t dec[64];
+    inf_err err;
+    INF_ASSERT(n <= 64);
+    if (inf_kv_cache_reserve(kv, 0, n, &err)) return -1;
+    for (int j = 0; j < n; j++)
+        pos[j] = kv->n_past[0] + j, dec[j] = decode;
+    inf_batch b = {.n_rows = n, .tokens = tokens, .pos = pos, .seq = seq, .decode = dec};
+    if (inf_model_forward(m, &b, kv->views, 1, lg, &err)) return -1;
+    for (int j = 0; j < n; j++)
+        inf_kv_cache_commit(kv, 0, pos[j], tokens[j]);
+    return 0;
+}
+
+/* Speculative steps cut back: after a mark, rows fed (as one verification
+ * call of decode rows, or one row a call as a draft model feeds its drafts)
+ * then cut back to the mark or past it, the model redoing the logged rows
+ * (more than one call's rows: in pieces). Every later logit equals decoding
+ * only the kept rows, bit for bit. Without the replay (states left at the
+ * mark, or at the rows fed) the logits differ. */
+static void test_rewind(inf_model *m, const inf_kv_opts *o) {
+    const inf_hparams *hp = &m->hp;
+    inf_err err;
+    inf_kv_cache *kv;
+    inf_kv_layout lay = {.n_layer = hp->n_layer,
+                         .kv_dim = hp->n_head_kv * hp->head_dim,
+                         .head_dim = hp->head_dim,
+                         .recurrent = hp->recurrent,
+                         .state_floats = inf_model_state_floats(hp),
+                         .log_rows = 40,
+                         .log_floats = inf_model_log_floats(hp)};
+    CHECK(lay.log_floats > 0);
+    CHECK(inf_kv_cache_create(&kv, o, &lay, 1, N_CTX, &err) == 0);
+    kv_run ref;
+    CHECK(kv_run_open(&ref, m, o, N_CTX, &err) == 0);
+    float *lg = malloc((size_t)V * sizeof(float));
+    int32_t p[14], rows[40];
+    fill(p, 14, 21);
+    CHECK(inf_kv_cache_begin(kv, 0, p, 14, 0) == 0 && feed_rows(m, kv, p, 14, false, lg) == 0);
+    CHECK(kv_run_prefill(&ref, p, 14, &err) == 0);
+    /* (rows fed, rows kept, one call) per step; the model takes 16 rows a
+       call, so 30 rows replay in two pieces */
+    const int steps[][3] = {{5, 2, 1}, {9, 0, 1},   {1, 1, 1},   {4, 1, 0},
+                            {3, 3, 1}, {16, 15, 1}, {33, 30, 0}, {6, 2, 0}};
+    int salt = 30, same_all = 1;
+    for (size_t st = 0; st < sizeof steps / sizeof steps[0]; st++) {
+        const int fed = steps[st][0], kept = steps[st][1];
+        const bool one_call = steps[st][2];
+        fill(rows, fed, salt++);
+        const int at = kv->n_past[0];
+        inf_kv_cache_mark(kv, 0);
+        bool ok = true;
+        if (one_call) {
+            ok = feed_rows(m, kv, rows, fed, true, lg) == 0;
+        } else {
+            for (int j = 0; j < fed && ok; j++)
+                ok = feed_rows(m, kv, rows + j, 1, false, lg) == 0;
+        }
+        CHECK(ok);
+        const int from = inf_kv_cache_truncate(kv, 0, at + kept);
+        CHECK_INT(from, kept == fed ? -1 : at);
+        if (from >= 0) inf_model_replay(m, inf_kv_cache_views(kv, 0), from, at + kept);
+        CHECK_INT(kv->n_past[0], at + kept);
+        /* the plain run decodes the kept rows one by one */
+        for (int j = 0; j < kept; j++)
+            CHECK(kv_run_feed(&ref, rows + j, 1, &err) == 0);
+        /* the next token, on both */
+        int32_t next = (int32_t)((st * 53 + 11) % (size_t)V);
+        CHECK(feed_rows(m, kv, &next, 1, true, lg) == 0);
+        CHECK(kv_run_feed(&ref, &next, 1, &err) == 0);
+        same_all &= !memcmp(lg, ref.logits, (size_t)V * sizeof(float));
+        CHECK_MSG(!memcmp(lg, ref.logits, (size_t)V * sizeof(float)),
+                  "%s step %zu (%d fed, %d kept): logits differ from decoding the kept rows",
+                  o ? "paged" : "basic", st, fed, kept);
+    }
+    CHECK(same_all);
+    kv_run_close(&ref);
+    inf_kv_cache_free(kv);
+    free(lg);
+}
+
 static void run_model(const char *path) {
     inf_model_file *mf;
     inf_err err;
@@ -229,6 +317,8 @@ static void run_model(const char *path) {
         test_next_turn(m, NULL);
         test_next_turn(m, &(inf_kv_opts){.kind = INF_KV_PAGED, .block_size = 16});
         test_batched(m);
+        test_rewind(m, NULL);
+        test_rewind(m, &(inf_kv_opts){.kind = INF_KV_PAGED, .block_size = 16});
         inf_model_free(m);
     }
     inf_backend_simd_free(simd);

@@ -2,8 +2,10 @@
  * same model:
  * - greedy output with --spec ngram and with a draft model (-md) is the same
  *   tokens with the same logprobs, bit for bit, over many prompts, on a dense
- *   and a MoE model, basic and paged caches, two slots at once; with drafts
- *   refused often (a Q4_0 draft) and taken often (Q8_0, n-gram loops);
+ *   and a MoE model and the Qwen3.5 hybrids (dense, MoE; drafted by hybrids),
+ *   basic and paged caches, two slots at once; with drafts refused often (a
+ *   Q4_0 draft) and taken often (Q8_0, n-gram loops); n-gram drafts on the
+ *   hybrids under a grammar (their random text never repeats itself);
  * - sampled output at a seed is the same tokens too when drafts are compared
  *   (n-gram, greedy drafts, a grammar);
  * - a draft model that samples (rejection sampling): the first two tokens'
@@ -12,7 +14,7 @@
  * - the limits: max_tokens, the context's end, a stop string ending a reply
  *   inside a verified step, and the cache a speculative request leaves behind
  *   (the next request's logprobs over it are plain decoding's);
- * - refusals: a model with recurrent layers, a draft of another kind.
+ * - refusals: a draft that is not there, a drafter without a draft, bad knobs.
  * Needs the generated models (scripts/make-models.sh). */
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +27,8 @@
 
 #define DENSE "models/tiny-bf16.gguf"
 #define MOE "models/tiny-moe-f32.gguf"
+#define HYBRID "models/tiny-qwen35-f32.gguf"
+#define HYBRID_MOE "models/tiny-qwen35-moe-f32.gguf"
 #define MAXT 96
 /* Seeds of the rejection-sampling test and prompts of the greedy ones;
  * under ASan a run of their code paths, without the statistics. */
@@ -222,6 +226,41 @@ static void test_seeded(void) {
     inf_engine_close(ngram);
 }
 
+/* N-gram drafts on a model whose greedy text never repeats itself (the
+ * random hybrids): under a grammar of a few short words the text does, so
+ * drafts are found, and some refused. Greedy output against plain decoding. */
+static void test_ngram_grammar(const char *model, inf_kv_kind kv) {
+    inf_engine *plain = open_engine(model, INF_SPEC_NONE, NULL, 0, 0, 1, kv, 256);
+    inf_engine *ngram = open_engine(model, INF_SPEC_NGRAM, NULL, 8, 0, 1, kv, 256);
+    CHECK(plain && ngram);
+    if (!plain || !ngram) return;
+    int ok = 0, drafted = 0, taken = 0;
+    for (int i = 0; i < PROMPTS / 2; i++) {
+        int32_t p[40];
+        int n = make_prompt(i * 5 + 2, p);
+        out a, b;
+        for (int m = 0; m < 2; m++) {
+            inf_gen_params g = greedy(48);
+            static const char gbnf[] = "root ::= (\"ab \" | \"cd \" | \"ab cd \" | \"x\")+";
+            inf_err err;
+            CHECK(inf_gram_compile(&g.grammar, gbnf, sizeof gbnf - 1, "root", &err) == 0);
+            gen(m ? ngram : plain, p, n, g, m ? &b : &a);
+        }
+        ok += same(&a, &b) && a.n > 0; /* the grammar may end it early */
+        CHECK_MSG(same(&a, &b), "%s ngram, grammar, prompt %d: speculative output differs", model,
+                  i);
+        drafted += b.draft_n;
+        taken += b.draft_acc;
+    }
+    CHECK_INT(ok, PROMPTS / 2);
+    CHECK_MSG(drafted > 0 && taken > 0 && taken < drafted,
+              "%s ngram, grammar: %d drafted, %d taken", model, drafted, taken);
+    fprintf(stderr, "  %s ngram, grammar, %s: %d drafted, %d taken\n", model, inf_kv_kind_name(kv),
+            drafted, taken);
+    inf_engine_close(plain);
+    inf_engine_close(ngram);
+}
+
 /* The joint distribution of the first two sampled tokens (temperature 1,
  * top-k 4) with a sampling Q4_0 draft for the BF16 model, over many seeds,
  * against the model's own: p(t1) from the prompt's logits, p(t2 | t1) from
@@ -369,9 +408,9 @@ static void test_rejection_sampling(void) {
 
 /* max_tokens, the context's end, a stop string inside a verified step, and
  * the cache left behind. */
-static void test_limits(inf_kv_kind kv) {
-    inf_engine *plain = open_engine(DENSE, INF_SPEC_NONE, NULL, 0, 0, 1, kv, 64);
-    inf_engine *spec = open_engine(DENSE, INF_SPEC_DRAFT, "models/tiny-q8_0.gguf", 6, 0, 1, kv, 64);
+static void test_limits(const char *model, const char *draft, inf_kv_kind kv) {
+    inf_engine *plain = open_engine(model, INF_SPEC_NONE, NULL, 0, 0, 1, kv, 64);
+    inf_engine *spec = open_engine(model, INF_SPEC_DRAFT, draft, 6, 0, 1, kv, 64);
     CHECK(plain && spec);
     if (!plain || !spec) return;
     int32_t p[30];
@@ -387,8 +426,8 @@ static void test_limits(inf_kv_kind kv) {
     gen(plain, p, n, greedy(-1), &a);
     gen(spec, p, n, greedy(-1), &b);
     CHECK_MSG(same(&a, &b) && a.n == 64 - n + 1 && b.finish == INF_FINISH_LENGTH,
-              "%s: %d and %d tokens, prompt %d, finish %d", inf_kv_kind_name(kv), a.n, b.n, n,
-              b.finish);
+              "%s %s: %d and %d tokens, prompt %d, finish %d", model, inf_kv_kind_name(kv), a.n,
+              b.n, n, b.finish);
     /* a stop string from the middle of the plain text */
     size_t len = strlen(a.text);
     if (len > 20) {
@@ -413,7 +452,8 @@ static void test_limits(inf_kv_kind kv) {
         out ca, cb;
         gen(plain, q, m, greedy(8), &ca);
         gen(spec, q, m, greedy(8), &cb);
-        CHECK(same(&ca, &cb) && ca.n == 8);
+        CHECK_MSG(same(&ca, &cb) && ca.n == 8, "%s %s: the next request differs", model,
+                  inf_kv_kind_name(kv));
     }
     inf_engine_close(plain);
     inf_engine_close(spec);
@@ -422,16 +462,7 @@ static void test_limits(inf_kv_kind kv) {
 static void test_refusals(void) {
     inf_engine *e = NULL;
     inf_err err;
-    inf_engine_opts o = {.model_path = "models/tiny-qwen35-f32.gguf",
-                         .n_seq = 1,
-                         .n_ctx = 64,
-                         .spec_kind = INF_SPEC_NGRAM};
-    CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "recurrent"));
-    o = (inf_engine_opts){
-        .model_path = DENSE, .n_seq = 1, .n_ctx = 64, .draft_path = "models/tiny-qwen35-f32.gguf"};
-    CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "-md") &&
-          strstr(err.msg, "recurrent"));
-    o = (inf_engine_opts){
+    inf_engine_opts o = {
         .model_path = DENSE, .n_seq = 1, .n_ctx = 64, .draft_path = "models/no-such-draft.gguf"};
     CHECK(inf_engine_open(&e, &o, &err) == -1 && strstr(err.msg, "no-such-draft"));
     o = (inf_engine_opts){
@@ -462,10 +493,20 @@ int main(void) {
     test_greedy(DENSE, INF_SPEC_DRAFT, "models/tiny-q4_0.gguf", 3, INF_KV_BASIC, true);
     test_greedy(MOE, INF_SPEC_NGRAM, NULL, 6, INF_KV_PAGED, false);
     test_greedy(MOE, INF_SPEC_DRAFT, "models/tiny-moe-q8_0.gguf", 4, INF_KV_BASIC, true);
+    /* the hybrids, drafted by hybrids: refused drafts' rows leave the
+       DeltaNet states, the target's and the draft's */
+    test_greedy(HYBRID, INF_SPEC_DRAFT, "models/tiny-qwen35-q4_k_m.gguf", 4, INF_KV_BASIC, true);
+    test_greedy(HYBRID, INF_SPEC_DRAFT, "models/tiny-qwen35-q8_0.gguf", 16, INF_KV_PAGED, true);
+    test_greedy(HYBRID_MOE, INF_SPEC_DRAFT, "models/tiny-qwen35-moe-q8_0.gguf", 6, INF_KV_PAGED,
+                true);
+    test_ngram_grammar(HYBRID, INF_KV_BASIC);
+    test_ngram_grammar(HYBRID_MOE, INF_KV_PAGED);
     test_seeded();
     test_rejection_sampling();
-    test_limits(INF_KV_BASIC);
-    test_limits(INF_KV_PAGED);
+    test_limits(DENSE, "models/tiny-q8_0.gguf", INF_KV_BASIC);
+    test_limits(DENSE, "models/tiny-q8_0.gguf", INF_KV_PAGED);
+    test_limits(HYBRID, "models/tiny-qwen35-q8_0.gguf", INF_KV_BASIC);
+    test_limits(HYBRID, "models/tiny-qwen35-q8_0.gguf", INF_KV_PAGED);
     test_refusals();
     printf("%d passed, %d failed\n", th_passed, th_failed);
     return th_failed != 0;
