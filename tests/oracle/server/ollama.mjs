@@ -107,7 +107,9 @@ await test('ollama: chat, whole, equals /v1/chat/completions', async () => {
 
 await test('ollama: chat, streamed, equals whole', async () => {
   const s = await collect(await ollama.chat({ model: MODEL, messages: convo, options: GREEDY, think: false, stream: true }));
-  check(s.lines.length > 2, 'several lines', s.lines.length);
+  // the server frames what the reply has gained since its last frame, so a
+  // loaded host may put the whole text in one line before the done one
+  check(s.lines.length >= 2 && s.lines[0].message?.content, 'a text line, then the done line', s.lines.length);
   check(s.lines.slice(0, -1).every((l) => l.done === false), 'done false before the last');
   checkEq(s.last.done, true, 'the last is done');
   checkEq(s.content, whole.message.content, 'streamed text = whole text');
@@ -131,7 +133,7 @@ await test('ollama: generate, whole and streamed, = chat with one user turn', as
   checkEq(g.done, true, 'done');
   checkEq(g.eval_count, whole.eval_count, 'eval_count');
   const s = await collect(await ollama.generate({ model: MODEL, prompt, system: 'You answer briefly.', options: GREEDY, think: false, stream: true }));
-  check(s.lines.length > 2, 'several lines');
+  check(s.lines.length >= 2 && s.lines[0].response, 'a text line, then the done line', s.lines.length);
   checkEq(s.content, g.response, 'streamed = whole');
   checkEq(s.last.done_reason, g.done_reason, 'done_reason');
   // raw: the prompt as is, as /v1/completions takes it
