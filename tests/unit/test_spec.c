@@ -178,6 +178,17 @@ static void test_greedy(const char *model, inf_spec_kind kind, const char *draft
     inf_engine_close(spec);
 }
 
+/* Greedy under grammar gbnf, max tokens: plainly into *a, speculating into *b. */
+static void gen_grammar(inf_engine *plain, inf_engine *spec, const int32_t *prompt, int n, int max,
+                        const char *gbnf, out *a, out *b) {
+    for (int m = 0; m < 2; m++) {
+        inf_gen_params g = greedy(max);
+        inf_err err;
+        CHECK(inf_gram_compile(&g.grammar, gbnf, strlen(gbnf), "root", &err) == 0);
+        gen(m ? spec : plain, prompt, n, g, m ? b : a);
+    }
+}
+
 /* Sampling at a seed, drafts compared (n-gram; a greedy draft model under a
  * grammar falls back to comparing too): the same tokens as plain sampling. */
 static void test_seeded(void) {
@@ -211,13 +222,7 @@ static void test_seeded(void) {
         int32_t p[40];
         int n = make_prompt(i * 5 + 1, p);
         out a, b;
-        for (int m = 0; m < 2; m++) {
-            inf_gen_params g = greedy(24);
-            static const char gbnf[] = "root ::= [a-z ]+";
-            inf_err err;
-            CHECK(inf_gram_compile(&g.grammar, gbnf, sizeof gbnf - 1, "root", &err) == 0);
-            gen(m ? ngram : plain, p, n, g, m ? &b : &a);
-        }
+        gen_grammar(plain, ngram, p, n, 24, "root ::= [a-z ]+", &a, &b);
         gram_ok += same(&a, &b) && a.n == 24 &&
                    strspn(a.text, "abcdefghijklmnopqrstuvwxyz ") == strlen(a.text);
     }
@@ -239,13 +244,8 @@ static void test_ngram_grammar(const char *model, inf_kv_kind kv) {
         int32_t p[40];
         int n = make_prompt(i * 5 + 2, p);
         out a, b;
-        for (int m = 0; m < 2; m++) {
-            inf_gen_params g = greedy(48);
-            static const char gbnf[] = "root ::= (\"ab \" | \"cd \" | \"ab cd \" | \"x\")+";
-            inf_err err;
-            CHECK(inf_gram_compile(&g.grammar, gbnf, sizeof gbnf - 1, "root", &err) == 0);
-            gen(m ? ngram : plain, p, n, g, m ? &b : &a);
-        }
+        gen_grammar(plain, ngram, p, n, 48, "root ::= (\"ab \" | \"cd \" | \"ab cd \" | \"x\")+",
+                    &a, &b);
         ok += same(&a, &b) && a.n > 0; /* the grammar may end it early */
         CHECK_MSG(same(&a, &b), "%s ngram, grammar, prompt %d: speculative output differs", model,
                   i);
