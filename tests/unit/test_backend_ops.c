@@ -908,6 +908,13 @@ int main(void) {
                     test_matmul(bks, nb, t, n_ins[a], n_outs[b], Ts[c]);
                 }
         test_matmul(bks, nb, t, blk == 1 ? 64 : 256, 50, 70); /* > 64 tokens, AMX with a tail */
+        /* decode rows along panels past 24 KiB, whose groups also load x
+           further on (kern_avx512.c's x_touch); Q8_0's 16384 past the most
+           positions, Q6_K's touching super-groups */
+        for (int T = 1; T <= 4; T += 3) {
+            test_matmul(bks, nb, t, 4096, 35, T);
+            if (t == INF_Q8_0 || t == INF_Q6_K) test_matmul(bks, nb, t, 16384, 17, T);
+        }
     }
     /* decode rows over many panels: each thread's slice taken in several steps
      * and, with 3 threads on fewer cores, partly finished from the back by
