@@ -73,8 +73,42 @@ static void dequant_bf16(float *y, const void *src, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         y[i] = inf_bf16_to_f32(h[i]);
 }
+#if defined(__x86_64__)
+/* Eight at a time by AVX2 integer ops, inf_f32_to_bf16's rounding to nearest
+ * even; a group with a NaN goes through inf_f32_to_bf16. The bf16 K/V cache
+ * stores every token's rows through here. */
+__attribute__((target("avx2"))) static void quant_bf16_avx2(uint16_t *h, const float *x,
+                                                            int64_t n) {
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int j = 0; j < 8; j++)
+                h[i + j] = inf_f32_to_bf16(x[i + j]);
+            continue;
+        }
+        __m256i u = _mm256_castps_si256(v);
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, lsb)), 16);
+        /* no saturation: a sum past 32 bits would be a NaN's */
+        __m256i p = _mm256_permutevar8x32_epi32(_mm256_packus_epi32(r, r), order);
+        _mm_storeu_si128((__m128i *)(h + i), _mm256_castsi256_si128(p));
+    }
+    for (; i < n; i++)
+        h[i] = inf_f32_to_bf16(x[i]);
+}
+#endif
+
 static void quant_bf16(void *dst, const float *x, int64_t n) {
     uint16_t *h = dst; /* [n] */
+#if defined(__x86_64__)
+    if (inf_cpu_features_get()->avx2) {
+        quant_bf16_avx2(h, x, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++)
         h[i] = inf_f32_to_bf16(x[i]);
 }
@@ -90,19 +124,73 @@ static void dequant_q8_0(float *y, const void *src, int64_t n) {
     }
 }
 
+static void quant_q8_0_block(inf_block_q8_0 *b, const float *xb) {
+    float amax = 0.0f;
+    for (int j = 0; j < INF_QK8_0; j++)
+        amax = fmaxf(amax, fabsf(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = d ? 1.0f / d : 0.0f;
+    b->d = inf_f32_to_f16(d);
+    for (int j = 0; j < INF_QK8_0; j++)
+        b->qs[j] = (int8_t)roundf(xb[j] * id);
+}
+
+#if defined(__x86_64__)
+/* A block of 32 in four vectors, with quant_q8_0_block's bits: the same
+ * max, scale and product, and roundf's halves away from zero as a
+ * truncation of v + copysign(0.5 - 2^-25, v), exact for |v| < 2^23 (here
+ * |v| <= 127). A block with a NaN, or a scale too small to invert, goes
+ * through quant_q8_0_block. The q8_0
+ * K/V cache stores every token's rows through here. */
+__attribute__((target("avx2"))) static void quant_q8_0_avx2(inf_block_q8_0 *b, const float *x,
+                                                            int64_t nb) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f - 0x1p-25f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t i = 0; i < nb; i++) {
+        const float *xb = x + i * INF_QK8_0;
+        __m256 v[4], m = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+        for (int c = 0; c < 4; c++) {
+            v[c] = _mm256_loadu_ps(xb + 8 * c);
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[c], v[c], _CMP_UNORD_Q));
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[c]));
+        }
+        if (_mm256_movemask_ps(nan)) {
+            quant_q8_0_block(&b[i], xb);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        const float d = _mm_cvtss_f32(m4) / 127.0f;
+        const float id = d ? 1.0f / d : 0.0f;
+        if (isinf(id)) { /* d subnormal: products past int8, whose conversion C leaves open */
+            quant_q8_0_block(&b[i], xb);
+            continue;
+        }
+        b[i].d = inf_f32_to_f16(d);
+        __m256i q[4];
+        for (int c = 0; c < 4; c++) {
+            __m256 t = _mm256_mul_ps(v[c], _mm256_set1_ps(id));
+            t = _mm256_add_ps(t, _mm256_or_ps(half, _mm256_and_ps(sign, t)));
+            q[c] = _mm256_cvttps_epi32(t); /* truncation */
+        }
+        __m256i p =
+            _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)b[i].qs, _mm256_permutevar8x32_epi32(p, order));
+    }
+}
+#endif
+
 static void quant_q8_0(void *dst, const float *x, int64_t n) {
     inf_block_q8_0 *b = dst; /* [n/32] */
-    for (int64_t i = 0; i < n / INF_QK8_0; i++) {
-        const float *xb = x + i * INF_QK8_0;
-        float amax = 0.0f;
-        for (int j = 0; j < INF_QK8_0; j++)
-            amax = fmaxf(amax, fabsf(xb[j]));
-        const float d = amax / 127.0f;
-        const float id = d ? 1.0f / d : 0.0f;
-        b[i].d = inf_f32_to_f16(d);
-        for (int j = 0; j < INF_QK8_0; j++)
-            b[i].qs[j] = (int8_t)roundf(xb[j] * id);
+#if defined(__x86_64__)
+    if (inf_cpu_features_get()->avx2) {
+        quant_q8_0_avx2(b, x, n / INF_QK8_0);
+        return;
     }
+#endif
+    for (int64_t i = 0; i < n / INF_QK8_0; i++)
+        quant_q8_0_block(&b[i], x + i * INF_QK8_0);
 }
 
 /* ---- Q4_0: w = d * (nibble - 8); byte j holds weights j (low) and j+16 (high) ---- */

@@ -155,6 +155,103 @@ static void test_f16_rows(void) {
     CHECK_MSG(bad < 0, "f16 row of %d: [%d] differs from the scalar conversion", N, bad);
 }
 
+/* bf16 rows (the bf16 K/V cache's stores; AVX2 eight at a time where the
+ * CPU has it): the bits of inf_f32_to_bf16 at every length and offset, over
+ * halfway cases both ways, infinities, zeros, subnormals and NaNs */
+static void test_bf16_rows(void) {
+    enum { N = 1000 };
+    float x[N];
+    uint32_t r = 777;
+    for (int i = 0; i < N; i++) {
+        r = r * 1664525u + 1013904223u;
+        uint32_t bits = r;
+        switch (i % 8) {
+        case 1: /* halfway between two bf16 values, odd or even below */
+            bits = (r & 0xffff0000u) | 0x8000u;
+            break;
+        case 2:
+            bits = (r & 0x80000000u) | (i % 3 == 0 ? 0x7f800000u : 0u); /* inf, 0 */
+            break;
+        case 3:
+            bits = (i % 16 == 3) ? 0x7f800001u | (r & 0x807fffffu) : bits; /* NaN, any bits */
+            break;
+        case 4: /* rounds up into the next binade, or to infinity */
+            bits = (r & 0xff800000u) | 0x7fffffu;
+            break;
+        case 5: /* subnormal */
+            bits &= 0x807fffffu;
+            break;
+        }
+        memcpy(&x[i], &bits, 4);
+    }
+    uint16_t got[N + 8];
+    for (int off = 0; off < 8; off++)
+        for (int n = 1; n + off <= 80; n++) {
+            memset(got, 0xa5, sizeof got);
+            CHECK_INT(inf_quantize_row(INF_BF16, got, x + off, n), 0);
+            int bad = -1;
+            for (int i = 0; i < n && bad < 0; i++)
+                if (got[i] != inf_f32_to_bf16(x[off + i])) bad = i;
+            CHECK_MSG(bad < 0 && got[n] == 0xa5a5, "bf16 row of %d at %d: [%d] %04x, expected %04x",
+                      n, off, bad, bad >= 0 ? got[bad] : 0,
+                      bad >= 0 ? inf_f32_to_bf16(x[off + bad]) : 0);
+        }
+}
+
+/* ggml's reference Q8_0 block, written out here: the oracle for the rows below */
+static void ref_q8_0_block(inf_block_q8_0 *b, const float *x) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++)
+        amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+    b->d = inf_f32_to_f16(d);
+    for (int j = 0; j < 32; j++)
+        b->qs[j] = (int8_t)roundf(x[j] * id);
+}
+
+/* q8_0 rows (the q8_0 K/V cache's stores; AVX2 a block at a time where the
+ * CPU has it): ggml's reference bytes for blocks of random scales, products
+ * exactly halfway between integers (rounded away from zero), zeros, signed
+ * zeros, subnormals and one value of each block at the maximum; a block with a
+ * NaN gets the reference's scale */
+static void test_q8_0_rows(void) {
+    enum { NB = 64 };
+    float x[NB * 32 + 8];
+    uint32_t r = 4242;
+    for (int i = 0; i < NB * 32 + 8; i++) {
+        r = r * 1664525u + 1013904223u;
+        const int blk = i / 32;
+        float v = ((float)(r >> 8) / 16777216.0f - 0.5f) * ldexpf(1.0f, blk % 24 - 12);
+        switch (blk % 6) {
+        case 1: /* amax 127 gives d = 1 and id = 1: every k + 0.5 is a tie */
+            v = (float)((int)(r >> 9) % 254 - 127) + ((r & 1) ? 0.5f : 0.0f);
+            if (i % 32 == 5) v = (r & 2) ? 127.0f : -127.0f;
+            break;
+        case 2:
+            v = (i % 32 == 7) ? -0.0f : 0.0f; /* an all-zero block: d = 0 */
+            break;
+        case 3:
+            v *= 0x1p-140f; /* subnormals */
+            break;
+        }
+        x[i] = v;
+    }
+    x[4 * 32 + 9] = NAN;
+    inf_block_q8_0 got[NB], want[NB];
+    for (int off = 0; off < 8; off++) {
+        CHECK_INT(inf_quantize_row(INF_Q8_0, got, x + off, NB * 32), 0);
+        for (int b = 0; b < NB; b++)
+            ref_q8_0_block(&want[b], x + off + 32 * b);
+        int bad = -1;
+        for (int b = 0; b < NB && bad < 0; b++) {
+            const int has_nan =
+                off <= 9 && 4 * 32 + 9 - off >= 32 * b && 4 * 32 + 9 - off < 32 * b + 32;
+            if (got[b].d != want[b].d || (!has_nan && memcmp(got[b].qs, want[b].qs, 32))) bad = b;
+        }
+        CHECK_MSG(bad < 0, "q8_0 row at offset %d: block %d differs from the reference", off, bad);
+    }
+}
+
 static void test_float_rounding(void) {
     uint16_t h[6];
     float x[6] = {1.0f + 0x1p-11f,     /* halfway: ties to even -> 1.0 */
@@ -316,6 +413,8 @@ int main(void) {
     test_q6_K_block();
     test_float_rounding();
     test_f16_rows();
+    test_bf16_rows();
+    test_q8_0_rows();
     test_sizes();
     test_round_trips();
     return th_report();
