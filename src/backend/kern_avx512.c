@@ -167,8 +167,8 @@ static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
  * bytes / X_TOUCH_SPAN rounded up, which keeps every x line's reuse distance
  * near X_TOUCH_SPAN; the sums do not change. Measured on AMD Zen 4 (2
  * threads, 28 layers of decode matmuls, alternated in one process against no
- * touches, GB/s): Q8_0 at qwen3-0.6b's shapes o 47.0 -> 51.7, down 45.8 ->
- * 53.6; Q8_0 n_in 2048 49.4 -> 52.7, 4096 47.0 -> 50.7; Q4_K 4096 41.9 ->
+ * touches, GB/s): Q8_0 at qwen3-0.6b's shapes o 49.1 -> 52.0, down 48.7 ->
+ * 54.5; Q8_0 n_in 2048 49.4 -> 52.7, 4096 49.0 -> 53.8; Q4_K 4096 41.9 ->
  * 46.0; BF16 n_in 1024 (m = 2) +7 %, but at 4096 m = 4 lost 6 % and m = 8
  * 12 %, so BF16 stops at 2 (docs/PERFORMANCE.md, issue 19). */
 #define X_TOUCH_SPAN (16 << 10)
