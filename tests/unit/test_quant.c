@@ -108,6 +108,25 @@ static void test_q6_K_block(void) {
     CHECK_CLOSE(y, want, 256, 0.0);
 }
 
+/* rows of a 16-bit float type t: every value the bits of the scalar
+ * conversion conv, at every length up to 80 and offset up to 7, and nothing
+ * written past the row */
+static void check_half_rows(inf_dtype t, const char *name, uint16_t (*conv)(float),
+                            const float *x) {
+    uint16_t got[88];
+    for (int off = 0; off < 8; off++)
+        for (int n = 1; n + off <= 80; n++) {
+            memset(got, 0xa5, sizeof got);
+            CHECK_INT(inf_quantize_row(t, got, x + off, n), 0);
+            int bad = -1;
+            for (int i = 0; i < n && bad < 0; i++)
+                if (got[i] != conv(x[off + i])) bad = i;
+            CHECK_MSG(bad < 0 && got[n] == 0xa5a5, "%s row of %d at %d: [%d] %04x, expected %04x",
+                      name, n, off, bad, bad >= 0 ? got[bad] : 0,
+                      bad >= 0 ? conv(x[off + bad]) : 0);
+        }
+}
+
 /* f16 rows (the f16 K/V cache's stores; F16C eight at a time where the CPU
  * has it): every value the bits of the scalar conversion, at every length
  * and offset, over normals, subnormals, halfway cases, overflow, infinities,
@@ -135,18 +154,7 @@ static void test_f16_rows(void) {
         }
         memcpy(&x[i], &bits, 4);
     }
-    uint16_t got[N + 8];
-    for (int off = 0; off < 8; off++)
-        for (int n = 1; n + off <= 80; n++) {
-            memset(got, 0xa5, sizeof got);
-            CHECK_INT(inf_quantize_row(INF_F16, got, x + off, n), 0);
-            int bad = -1;
-            for (int i = 0; i < n && bad < 0; i++)
-                if (got[i] != inf_f32_to_f16(x[off + i])) bad = i;
-            CHECK_MSG(bad < 0 && got[n] == 0xa5a5, "f16 row of %d at %d: [%d] %04x, expected %04x",
-                      n, off, bad, bad >= 0 ? got[bad] : 0,
-                      bad >= 0 ? inf_f32_to_f16(x[off + bad]) : 0);
-        }
+    check_half_rows(INF_F16, "f16", inf_f32_to_f16, x);
     uint16_t all[N];
     CHECK_INT(inf_quantize_row(INF_F16, all, x, N), 0);
     int bad = -1;
@@ -184,18 +192,7 @@ static void test_bf16_rows(void) {
         }
         memcpy(&x[i], &bits, 4);
     }
-    uint16_t got[N + 8];
-    for (int off = 0; off < 8; off++)
-        for (int n = 1; n + off <= 80; n++) {
-            memset(got, 0xa5, sizeof got);
-            CHECK_INT(inf_quantize_row(INF_BF16, got, x + off, n), 0);
-            int bad = -1;
-            for (int i = 0; i < n && bad < 0; i++)
-                if (got[i] != inf_f32_to_bf16(x[off + i])) bad = i;
-            CHECK_MSG(bad < 0 && got[n] == 0xa5a5, "bf16 row of %d at %d: [%d] %04x, expected %04x",
-                      n, off, bad, bad >= 0 ? got[bad] : 0,
-                      bad >= 0 ? inf_f32_to_bf16(x[off + bad]) : 0);
-        }
+    check_half_rows(INF_BF16, "bf16", inf_f32_to_bf16, x);
 }
 
 /* ggml's reference Q8_0 block, written out here: the oracle for the rows below */
