@@ -216,6 +216,8 @@ struct inf_sched {
     float *hidden;            /* [n_slots][n_embd] embedding rows of a step (n_embd > 0) */
     inf_gram_vocab *gvocab;   /* the vocabulary's byte trie, built at the first grammar */
     inf_spec *spec;           /* speculative decoding's drafting state (NULL: off) */
+    int32_t *eog;             /* [n_eog] the vocabulary's end-of-generation ids */
+    int n_eog;
 };
 
 /* Drafted rows one step may verify, over all slots (the logits buffer holds
@@ -420,7 +422,7 @@ static bool end_with(ending *end, inf_finish fin, inf_task_status status, const 
 }
 
 /* The slot's next token from its logits row: the request's bias, its
- * observer, the copy logprobs read, then its sampler through its grammar;
+ * observer, the ban of ignore_eos, the copy logprobs read, then its sampler through its grammar;
  * for draft di of a stochastic slot (di >= 0), the speculative verdict.
  * -1 when the slot must end (*end says how). */
 static int32_t pick(inf_sched *s, slot *sl, float *logits, int di, ending *end) {
@@ -435,6 +437,9 @@ static int32_t pick(inf_sched *s, slot *sl, float *logits, int di, ending *end) 
     for (int i = 0; i < t->p.n_logit_bias; i++) /* ids checked at submit */
         logits[t->p.logit_bias[i].id] += t->p.logit_bias[i].bias;
     if (t->p.on_logits) t->p.on_logits(t->p.ud, logits, e->n_vocab);
+    if (t->p.ignore_eos) /* as llama.cpp: never picked, rather than emitted as text */
+        for (int i = 0; i < s->n_eog; i++)
+            logits[s->eog[i]] = -INFINITY;
     if (t->p.logprobs) memcpy(s->scratch, logits, (size_t)e->n_vocab * sizeof *logits);
     if (sl->con.state != CONSTRAIN_OFF) {
         sample_ctx sc = {s, sl};
@@ -464,7 +469,7 @@ static bool emit(inf_sched *s, slot *sl, int32_t id, ending *end) {
     bool oom = false;
     pthread_mutex_lock(&t->mu);
     t->n_gen++;
-    if (!t->p.ignore_eos && e->is_eog(e->ctx, id)) {
+    if (e->is_eog(e->ctx, id)) { /* never under ignore_eos: pick bans them */
         fin = INF_FINISH_STOP;
     } else {
         if (t->p.logprobs && t->n_lp < t->cap_lp) {
@@ -853,8 +858,13 @@ int inf_sched_create(inf_sched **out, const inf_exec *ex, int prefill_chunk, inf
     if (ex->n_embd > 0)
         s->hidden = malloc((size_t)s->n_slots * (size_t)ex->n_embd * sizeof *s->hidden);
     s->info = calloc((size_t)s->n_slots, sizeof *s->info);
-    bool ok = s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want && s->dec &&
-              s->row_slot && s->logits && s->scratch && s->gscratch &&
+    for (int32_t id = 0; id < ex->n_vocab; id++)
+        s->n_eog += ex->is_eog(ex->ctx, id);
+    s->eog = malloc((size_t)(s->n_eog > 0 ? s->n_eog : 1) * sizeof *s->eog);
+    for (int32_t id = 0, i = 0; s->eog && id < ex->n_vocab; id++)
+        if (ex->is_eog(ex->ctx, id)) s->eog[i++] = id;
+    bool ok = s->eog && s->slots && s->info && s->queue && s->tok && s->pos && s->seq && s->want &&
+              s->dec && s->row_slot && s->logits && s->scratch && s->gscratch &&
               (ex->n_embd <= 0 || s->hidden);
     for (int i = 0; ok && i < s->n_slots; i++)
         s->slots[i].id = s->info[i].id = i;
@@ -899,6 +909,7 @@ void inf_sched_free(inf_sched *s) {
     free(s->scratch);
     free(s->gscratch);
     free(s->hidden);
+    free(s->eog);
     inf_gram_vocab_free(s->gvocab);
     inf_spec_free(s->spec);
     pthread_mutex_destroy(&s->mu);

@@ -60,7 +60,7 @@ typedef struct inf_gen_params {
     int n_logit_bias;
     bool logprobs;
     int top_logprobs; /* 0..INF_MAX_TOP_LOGPROBS */
-    bool ignore_eos;  /* end-of-generation tokens do not stop */
+    bool ignore_eos;  /* end-of-generation tokens are never picked (banned) */
     bool no_reuse;    /* prefill the whole prompt, reusing no cached prefix (bench) */
     /* Embed rather than generate: the task's result is the last prompt
      * token's final-normed hidden state (inf_task.embd, not normalized);

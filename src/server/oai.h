@@ -100,7 +100,7 @@ typedef struct srv_request {
     bool stream, include_usage;
     bool logprobs;
     int top_logprobs;           /* 0..INF_MAX_TOP_LOGPROBS */
-    bool ignore_eos;            /* llama.cpp's extension: end-of-generation tokens do not stop */
+    bool ignore_eos;            /* llama.cpp's extension: end-of-generation tokens are banned */
     inf_logit_bias *logit_bias; /* [n_logit_bias] owned; ids checked by srv_request_check_vocab */
     int n_logit_bias;
     /* response_format json_object / json_schema, or llama.cpp's `grammar` /

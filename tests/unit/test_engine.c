@@ -163,6 +163,34 @@ static void test_limits_and_sampling(void) {
     CHECK(t && (t->finish == INF_FINISH_STOP || t->n_gen == 12));
     inf_task_release(t);
 
+    /* An EOG token biased far above the rest: it ends the reply at once,
+     * and under ignore_eos it is banned (as llama.cpp does), never emitted
+     * as text: the run goes to its length, though the logits the observer
+     * sees (the model's, biased) still rank it first. */
+    const int32_t eog = inf_tok_eos(e->tok) >= 0 ? inf_tok_eos(e->tok) : inf_tok_eot(e->tok);
+    CHECK(eog >= 0 && inf_tok_is_eog(e->tok, eog));
+    const inf_logit_bias push = {eog, 1000.0f};
+    p = greedy(6);
+    p.logit_bias = &push;
+    p.n_logit_bias = 1;
+    p.ignore_eos = false;
+    t = gen(e, prompt, 20, p, NULL);
+    CHECK(t && t->finish == INF_FINISH_STOP && t->n_gen == 1);
+    inf_task_release(t);
+    p.ignore_eos = true;
+    capture banned = cap_new(6, e->ex.n_vocab);
+    t = gen(e, prompt, 20, p, &banned);
+    CHECK(t && t->finish == INF_FINISH_LENGTH && t->n_gen == 6 && banned.n == 6);
+    char piece[64];
+    int np = e->ex.piece(e->ex.ctx, eog, piece, sizeof piece - 1);
+    piece[np > 0 ? np : 0] = 0;
+    CHECK_MSG(np > 0 && t && t->text.data && !strstr(t->text.data, piece),
+              "ignore_eos emitted \"%s\" as text", piece);
+    for (int i = 0; i < banned.n; i++)
+        CHECK(banned.rows[(size_t)i * e->ex.n_vocab + eog] > 500.0f);
+    free(banned.rows);
+    inf_task_release(t);
+
     /* Seeded sampling repeats itself; a random seed is drawn and reported. */
     inf_gen_params s = inf_gen_defaults();
     s.sampling.temp = 1.5f;
