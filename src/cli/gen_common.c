@@ -49,7 +49,7 @@ static void usage(FILE *f, const char *cmd, bool want_prompt) {
         "  -s, --seed N              sampling seed (default random)\n"
         "  --raw                     no chat template: feed the prompt as is\n"
         "  --no-think                chat template with enable_thinking=false\n"
-        "  --ignore-eos              do not stop at end-of-generation tokens\n"
+        "  --ignore-eos              never end at an end-of-generation token (they are banned)\n"
         "  --dump-logits FILE.npy    write the logits of each sampled token [steps, vocab]\n"
         "  --token-ids 1,2,3         the prompt as token ids (implies --raw)\n"
         "  --verbose-prompt          print the prompt's token ids to stderr\n"
