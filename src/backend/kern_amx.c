@@ -428,5 +428,6 @@ void inf_kernels_fill_amx(inf_kernels *k) {
     if (inf_amx_selftest() != 0) return;
     k->matmul_amx = amx_matmul;
     k->amx_scratch_bytes = amx_scratch_bytes;
+    k->pack_kinds = INF_PACK_KINDS_AMX;
     inf_kernels_fill_amx_attn(k);
 }

@@ -216,6 +216,25 @@ touch_int(const x_touch *xt, int64_t g, int64_t n_groups, const int k, const int
     }
 }
 
+/* The 6-bit scales and mins of sub-block j for 16 rows (one byte each) from
+ * the Q4_KS kind's 12 planes P (ggml's packing of Q4_K's scales[12]). */
+static inline __attribute__((always_inline)) void q4ks_scale_min(const uint8_t *P, int j,
+                                                                 __m128i *sc, __m128i *m) {
+    const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0xF), m30 = _mm_set1_epi8(0x30);
+#define PLANE(i) _mm_loadu_si128((const __m128i *)(P + 16 * (i)))
+    if (j < 4) {
+        *sc = _mm_and_si128(PLANE(j), m6);
+        *m = _mm_and_si128(PLANE(j + 4), m6);
+    } else { /* low 4 bits from plane j + 4, high 2 from the top of planes j - 4 and j */
+        const __m128i lo = PLANE(j + 4);
+        *sc = _mm_or_si128(_mm_and_si128(lo, m4),
+                           _mm_and_si128(_mm_srli_epi16(PLANE(j - 4), 2), m30));
+        *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m4),
+                          _mm_and_si128(_mm_srli_epi16(PLANE(j), 2), m30));
+    }
+#undef PLANE
+}
+
 /* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
 static inline __m512i iq4_table_u8(void) {
     const __m128i v = _mm_loadu_si128((const __m128i *)inf_iq4nl_values);
@@ -256,8 +275,9 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        if (pk->kind != INF_PACK_Q6_K) prefetch_at(gp, gb, l1, l2); /* Q6_K: per sub-group */
-        if (xt->m && pk->kind == INF_PACK_Q6_K)
+        const bool super = pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS;
+        if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
+        if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
         else if (xt->m)
             touch_int(xt, g, pk->n_groups, 32, xqr, sr, dr, TB);
@@ -343,6 +363,50 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][k16]));
                     acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
                                              _mm512_set1_ps(dr[t][k16 / 2]), acc[t]);
+                }
+            }
+            break;
+        }
+        case INF_PACK_Q4_KS: {
+            /* a super-group: 8 sub-groups of 32 k as the Q4_K kind's, their
+               A = d*sc and B = dmin*m formed from the file's scale bytes */
+            const __m512 d =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q4KS_D_OFF)));
+            const __m512 dmin =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q4KS_DMIN_OFF)));
+#pragma GCC unroll 8
+            for (int sg = 0; sg < 8; sg++) {
+                prefetch_at(gp + INF_Q4KS_PREFETCH_PART * sg, INF_Q4KS_PREFETCH_PART, l1, l2);
+                __m128i sc, m;
+                q4ks_scale_min(gp + INF_Q4KS_SC_OFF, sg, &sc, &m);
+                const __m512 A = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+                const __m512 B = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+                const uint8_t *sp = gp + INF_Q4KS_SUB_BYTES * sg;
+                const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
+                __m512i ah[4];
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    ai[t] = ah[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) {
+                    __m512i w = _mm512_loadu_si512(sp + 64 * c);
+                    __m512i lo = _mm512_and_si512(w, m0f);
+                    __m512i hi16 = _mm512_andnot_si512(m0f, w);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * k32 + 8 * c));
+                        ah[t] =
+                            _mm512_dpbusd_epi32(ah[t], hi16, bcast4(xqr[t] + 32 * k32 + 8 * c + 4));
+                    }
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    ai[t] = _mm512_add_epi32(ai[t], _mm512_srai_epi32(ah[t], 4));
+                    int32_t s = sr[t][2 * k32] + sr[t][2 * k32 + 1];
+                    __m512 dx = _mm512_set1_ps(dr[t][k32]);
+                    acc[t] =
+                        _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
+                    acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][k32] * (float)s), acc[t]);
                 }
             }
             break;

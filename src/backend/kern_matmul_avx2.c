@@ -598,6 +598,8 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
     case INF_PACK_IQ4:
         PANELS_OF(INF_PACK_IQ4);
         break;
+    case INF_PACK_Q4_KS: /* not in this level's pack_kinds */
+        break;
     }
 }
 
@@ -607,7 +609,7 @@ void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     q6k_ahead = inf_decode_l2_ahead();
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
-    k->pack_kinds = INF_PACK_KINDS_ALL;
+    k->pack_kinds = INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS); /* Q4_K as Q4_K */
     k->quantize_x = a2_quantize_x;
     k->matmul_packed = a2_matmul_packed;
 }

@@ -35,11 +35,18 @@
  *         q[r][8c+4+j]), then 16 f16 (d*sc) and 16 f16 (dmin*m)       384 B
  *   IQ4:  Q4_0's layout of IQ4_NL/IQ4_XS's 4-bit indices into
  *         inf_iq4nl_values, then 16 f16 d (IQ4_XS: d * (ls - 32))      288 B
+ *   Q4_KS: Q4_K at the file's size, a whole super-block: 8 sub-groups of
+ *         32 k, sub-group s at 256 s in Q4_0's nibble layout; then at 2048
+ *         the file's 12 scale bytes as 12 planes of 16 (byte j of row r at
+ *         2048 + 16 j + r); then at 2240 16 f16 d, at 2272 16 f16 dmin
+ *         (w = (d*sc) q - dmin*m, both products exact in f32)        2304 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
- * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing.
+ * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
+ * the Q4_K kind where Q4_KS is (AVX2, and AMX, whose int8 tiles read the
+ * Q4_K kind).
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -60,8 +67,14 @@
 #define INF_Q6K_D_OFF 3328
 /* decode prefetches a Q6_K group in 16 parts of 210 bytes (3360 / 16), one per sub-group */
 #define INF_Q6K_PREFETCH_PART 210
-#define INF_CHUNK 256  /* k elements dequantized at a time on the generic path */
-#define INF_KV_TILE 64 /* keys per flash-attention tile */
+/* the Q4_KS kind's group: 8 sub-groups of 32 k, the 12 scale planes, d, dmin */
+#define INF_Q4KS_SUB_BYTES 256
+#define INF_Q4KS_SC_OFF 2048
+#define INF_Q4KS_D_OFF 2240
+#define INF_Q4KS_DMIN_OFF 2272
+#define INF_Q4KS_PREFETCH_PART 288 /* 2304 / 8, one per sub-group */
+#define INF_CHUNK 256              /* k elements dequantized at a time on the generic path */
+#define INF_KV_TILE 64             /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
     128 /* query vectors per attention work item: each K/V tile is reused this often */
 
@@ -79,6 +92,7 @@ typedef enum inf_pack_kind {
     INF_PACK_Q6_K,
     INF_PACK_Q5_K,
     INF_PACK_IQ4,
+    INF_PACK_Q4_KS,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -88,11 +102,14 @@ typedef enum inf_pack_kind {
      INF_PACK_KIND_BIT(INF_PACK_Q4_0) | INF_PACK_KIND_BIT(INF_PACK_Q4_K) |                         \
      INF_PACK_KIND_BIT(INF_PACK_Q6_K))
 #define INF_PACK_KINDS_ALL                                                                         \
-    (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4))
+    (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4) |    \
+     INF_PACK_KIND_BIT(INF_PACK_Q4_KS))
+/* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS */
+#define INF_PACK_KINDS_AMX (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
-    int group;          /* k elements per group: 32, or 256 for Q6_K */
+    int group;          /* k elements per group: 32, or 256 for Q6_K and Q4_KS */
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */

@@ -26,12 +26,13 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
  * (w = d sc (q - 32)). Where A is a product of two stored factors (Q4_K's
  * and Q5_K's sub-block scales, IQ4_XS's) it is rounded to f16 once; the
- * Q6_K kind keeps the factors apart (A = d, sc = the sub-block scales). ---- */
+ * Q6_K and Q4_KS kinds keep the factors apart (A = d, sc = the sub-block
+ * scales; Q4_KS: B = dmin, sc = the file's packed scale bytes). ---- */
 
 typedef struct fetched {
-    uint8_t q[256]; /* the group's values: 32, or 256 for the Q6_K kind */
+    uint8_t q[256]; /* the group's values: 32, or 256 for the Q6_K and Q4_KS kinds */
     uint16_t A, B;
-    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16 */
+    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16; Q4_KS: the file's 12 scale bytes */
 } fetched;
 
 typedef void (*fetch_fn)(const uint8_t *row, int64_t g, fetched *f);
@@ -124,6 +125,19 @@ static void fetch_q4_K(const uint8_t *row, int64_t g, fetched *f) {
     f->B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
 }
 
+/* Q4_K as the Q4_KS kind, a whole super-block g: A = d, B = dmin, the scale bytes as they are */
+static void fetch_q4_K_sb(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_q4_K *b = (const inf_block_q4_K *)row + g;
+    for (int k = 0; k < 256;
+         k++) { /* sub-block s = k / 32: nibble s % 2 of qs[32 (s / 2) + k % 32] */
+        const uint8_t byte = b->qs[32 * (k / 64) + k % 32];
+        f->q[k] = (k / 32) % 2 ? byte >> 4 : byte & 0xF;
+    }
+    memcpy(f->sc, b->scales, 12);
+    f->A = b->d;
+    f->B = b->dmin;
+}
+
 static void fetch_q5_K(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q5_K *b = (const inf_block_q5_K *)row + g / 8;
     int sub = (int)(g % 8), sc, m;
@@ -199,7 +213,7 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_IQ4_XS] = {INF_PACK_IQ4, fetch_iq4_xs_idx, INF_PACK_Q8_0, fetch_iq4_xs},
     [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
     [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},
-    [INF_Q4_K] = {INF_PACK_Q4_K, fetch_q4_K},
+    [INF_Q4_K] = {INF_PACK_Q4_KS, fetch_q4_K_sb, INF_PACK_Q4_K, fetch_q4_K},
     [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},
     [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
     [INF_Q5_K] = {INF_PACK_Q5_K, fetch_q5_K},
@@ -226,9 +240,9 @@ static const struct {
     int group;
     size_t bytes;
 } kinds[] = {
-    [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544},   [INF_PACK_Q4_0] = {32, 288},
-    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {256, 3360}, [INF_PACK_Q5_K] = {32, 384},
-    [INF_PACK_IQ4] = {32, 288},
+    [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544},    [INF_PACK_Q4_0] = {32, 288},
+    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
+    [INF_PACK_IQ4] = {32, 288},   [INF_PACK_Q4_KS] = {256, 2304},
 };
 
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
@@ -327,6 +341,16 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
         }
         for (int r = 0; r < INF_PANEL; r++)
             memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
+        return;
+    case INF_PACK_Q4_KS:
+        for (int s = 0; s < 8; s++)
+            put_nibbles(dst + INF_Q4KS_SUB_BYTES * s, f, 32 * s, 4);
+        for (int r = 0; r < INF_PANEL; r++) {
+            for (int j = 0; j < 12; j++)
+                dst[INF_Q4KS_SC_OFF + 16 * j + r] = (uint8_t)f[r].sc[j];
+            memcpy(dst + INF_Q4KS_D_OFF + 2 * r, &f[r].A, 2);
+            memcpy(dst + INF_Q4KS_DMIN_OFF + 2 * r, &f[r].B, 2);
+        }
         return;
     case INF_PACK_Q5_K:
         put_nibbles(dst, f, 0, 4);

@@ -35,8 +35,9 @@ static inline void scale8(uint16_t *out, int stride, uint16_t d, __m256i s) {
 
 /* ---- per type: one unit of a row ------------------------------------------------------------
  * q[U * group] in the kind's unsigned form, A[gi * INF_PANEL] (and B) for the
- * unit's U groups gi, and for the Q6_K kind ssc[16], the sub-block scales,
- * exactly as pack.c's fetch functions give them. */
+ * unit's U groups gi, and for the Q6_K kind ssc[16], the sub-block scales
+ * (Q4_KS: the file's 12 scale bytes), exactly as pack.c's fetch functions
+ * give them. */
 
 typedef void (*vfetch_fn)(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
                           int8_t *ssc);
@@ -99,15 +100,30 @@ static inline void k_scales(const uint8_t *s, int32_t *sc, int32_t *m) {
     }
 }
 
-static void v_q4_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
-                   int8_t *ssc) {
-    const inf_block_q4_K *b = (const inf_block_q4_K *)row + u;
+/* Q4_K's 256 values, sub-block s at q + 32 s */
+static inline void q4k_values(uint8_t *q, const inf_block_q4_K *b) {
     const __m256i m4 = _mm256_set1_epi8(0xF);
     for (int i = 0; i < 4; i++) { /* sub-blocks 2i (low nibbles) and 2i + 1 (high) */
         const __m256i v = load256(b->qs + 32 * i);
         store256(q + 64 * i, _mm256_and_si256(v, m4));
         store256(q + 64 * i + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
     }
+}
+
+/* as the Q4_KS kind: d, dmin and the scale bytes as they are */
+static void v_q4_K_sb(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                      int8_t *ssc) {
+    const inf_block_q4_K *b = (const inf_block_q4_K *)row + u;
+    q4k_values(q, b);
+    memcpy(ssc, b->scales, 12);
+    A[0] = b->d;
+    B[0] = b->dmin;
+}
+
+static void v_q4_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                   int8_t *ssc) {
+    const inf_block_q4_K *b = (const inf_block_q4_K *)row + u;
+    q4k_values(q, b);
     int32_t sc[8], m[8];
     k_scales(b->scales, sc, m);
     scale8(A, INF_PANEL, b->d, _mm256_loadu_si256((const __m256i *)sc));
@@ -155,17 +171,27 @@ static void v_q6_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
     A[0] = b->d;
 }
 
-/* per weight type: the kind its vector decoder gives and groups per unit */
-static const struct {
+/* the vector decoders: a weight type, the kind it gives, groups per unit */
+typedef struct vrow {
+    inf_dtype type;
     inf_pack_kind kind;
     vfetch_fn fetch;
     int unit;
-} vrows[INF_DTYPE_COUNT] = {
-    [INF_Q8_0] = {INF_PACK_Q8_0, v_q8_0, 1},    [INF_Q4_0] = {INF_PACK_Q4_0, v_q4_0, 1},
-    [INF_IQ4_NL] = {INF_PACK_IQ4, v_iq4_nl, 1}, [INF_IQ4_XS] = {INF_PACK_IQ4, v_iq4_xs, 8},
-    [INF_Q4_K] = {INF_PACK_Q4_K, v_q4_K, 8},    [INF_Q5_K] = {INF_PACK_Q5_K, v_q5_K, 8},
-    [INF_Q6_K] = {INF_PACK_Q6_K, v_q6_K, 1},
+} vrow;
+
+static const vrow vrows[] = {
+    {INF_Q8_0, INF_PACK_Q8_0, v_q8_0, 1},     {INF_Q4_0, INF_PACK_Q4_0, v_q4_0, 1},
+    {INF_IQ4_NL, INF_PACK_IQ4, v_iq4_nl, 1},  {INF_IQ4_XS, INF_PACK_IQ4, v_iq4_xs, 8},
+    {INF_Q4_K, INF_PACK_Q4_KS, v_q4_K_sb, 1}, {INF_Q4_K, INF_PACK_Q4_K, v_q4_K, 8},
+    {INF_Q5_K, INF_PACK_Q5_K, v_q5_K, 8},     {INF_Q6_K, INF_PACK_Q6_K, v_q6_K, 1},
 };
+
+/* the decoder of type into kind, or NULL */
+static const vrow *vrow_for(inf_dtype type, inf_pack_kind kind) {
+    for (size_t i = 0; i < sizeof vrows / sizeof vrows[0]; i++)
+        if (vrows[i].type == type && vrows[i].kind == kind) return &vrows[i];
+    return NULL;
+}
 
 /* ---- writing one group's chunks ------------------------------------------------------------ */
 
@@ -253,6 +279,23 @@ static void emit_group(uint8_t *dst, inf_pack_kind kind, const uint8_t *const q[
         }
         memcpy(dst + INF_Q6K_D_OFF, A, INF_PANEL * sizeof(uint16_t));
         return;
+    } else if (kind == INF_PACK_Q4_KS) {
+        /* 8 sub-groups of 32 values as Q4_0's nibble words; then the scale
+           bytes as planes of 16 rows, d, dmin */
+        for (int s = 0; s < 8; s++) {
+            __m128i w[INF_PANEL];
+            for (int r = 0; r < INF_PANEL; r++)
+                w[r] = nibble_words(load256(q[r] + 32 * s));
+            for (int j = 0; j < 4; j++)
+                store_4x4(dst + INF_Q4KS_SUB_BYTES * s + 16 * j, 4, w[4 * j], w[4 * j + 1],
+                          w[4 * j + 2], w[4 * j + 3]);
+        }
+        for (int r = 0; r < INF_PANEL; r++)
+            for (int j = 0; j < 12; j++)
+                dst[INF_Q4KS_SC_OFF + 16 * j + r] = (uint8_t)sc[r][j];
+        memcpy(dst + INF_Q4KS_D_OFF, A, INF_PANEL * sizeof(uint16_t));
+        memcpy(dst + INF_Q4KS_DMIN_OFF, B, INF_PANEL * sizeof(uint16_t));
+        return;
     } else {
         __m128i w[INF_PANEL];
         uint32_t h[INF_PANEL];
@@ -286,9 +329,8 @@ static void bf16_group(uint8_t *dst, const uint8_t *base, size_t row_bytes, int6
 }
 
 static void a2_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1) {
-    const inf_dtype type = w->t->type;
-    const int vec = type < INF_DTYPE_COUNT && vrows[type].fetch && vrows[type].kind == p->kind;
-    if (p->kind != INF_PACK_BF16 && !vec) {
+    const vrow *vr = vrow_for(w->t->type, p->kind);
+    if (p->kind != INF_PACK_BF16 && !vr) {
         inf_pack_panels(p, w, pi0, pi1); /* no decoder here: the scalar reference */
         return;
     }
@@ -301,15 +343,14 @@ static void a2_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int6
                 bf16_group(out + (size_t)g * gb, base, w->row_bytes, g);
             continue;
         }
-        const int U = vrows[type].unit, group = p->group;
+        const int U = vr->unit, group = p->group;
         _Alignas(32) uint8_t q[INF_PANEL][256];
         uint16_t A[16][INF_PANEL], B[16][INF_PANEL]; /* [group of the unit][row] */
         int8_t sc[INF_PANEL][16];
         const uint8_t *qp[INF_PANEL];
         for (int64_t u = 0; u < p->n_groups / U; u++) {
             for (int r = 0; r < INF_PANEL; r++)
-                vrows[type].fetch(base + (size_t)r * w->row_bytes, u, q[r], &A[0][r], &B[0][r],
-                                  sc[r]);
+                vr->fetch(base + (size_t)r * w->row_bytes, u, q[r], &A[0][r], &B[0][r], sc[r]);
             for (int gi = 0; gi < U; gi++) {
                 for (int r = 0; r < INF_PANEL; r++)
                     qp[r] = q[r] + group * gi;

@@ -142,6 +142,23 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)v);
         }
         break;
+    case INF_PACK_Q4_KS: /* a super-group of 8 sub-groups, w = (d sc) q - dmin m */
+        memcpy(&A, gp + INF_Q4KS_D_OFF + 2 * r, 2);
+        memcpy(&B, gp + INF_Q4KS_DMIN_OFF + 2 * r, 2);
+        for (int k = 0; k < 256; k++) {
+            const int s = k / 32, c = k % 32 / 8, j = k % 8;
+            const uint8_t byte = gp[INF_Q4KS_SUB_BYTES * s + 64 * c + 4 * r + j % 4];
+            const int q = j < 4 ? byte & 0xF : byte >> 4;
+            uint8_t sb[12]; /* the file's scale bytes, as ggml unpacks them */
+            for (int i = 0; i < 12; i++)
+                sb[i] = gp[INF_Q4KS_SC_OFF + 16 * i + r];
+            const int sc = s < 4 ? sb[s] & 63 : (sb[s + 4] & 0xF) | (sb[s - 4] >> 6) << 4;
+            const int m = s < 4 ? sb[s + 4] & 63 : (sb[s + 4] >> 4) | (sb[s] >> 6) << 4;
+            const float d1 = inf_f16_to_f32(A) * (float)sc, m1 = inf_f16_to_f32(B) * (float)m;
+            w[k] = d1 * (float)q - m1;
+            mag[k] = fabsf(d1 * (float)q) + fabsf(m1);
+        }
+        break;
     case INF_PACK_Q6_K: /* a super-group of 16 sub-groups, w = d sc (q - 32) */
         memcpy(&A, gp + INF_Q6K_D_OFF + 2 * r, 2);
         for (int k = 0; k < 256; k++) {
@@ -160,24 +177,27 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
 }
 
 /* Packing (load-time scalar code, so it runs on any CPU even where the packed
- * kernels cannot): each type's panels hold its values, exactly where the
- * packed scales are the stored ones (and Q6_K's and Q3_K's d * sc is formed
- * as ggml forms it), within one f16 rounding where a scale is a product of
- * two stored factors rounded to f16 (Q4_K's, Q5_K's, IQ4_XS's). */
-static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
+ * kernels cannot) under kinds (a mask of INF_PACK_KIND_BIT): each type's
+ * panels hold its values, exactly where the packed scales are the stored
+ * ones (and Q6_K's and Q3_K's d * sc, the Q4_KS kind's d * sc and dmin * m
+ * are formed as ggml forms them), within one f16 rounding where a scale is a
+ * product of two stored factors rounded to f16 (Q4_K's as the Q4_K kind,
+ * Q5_K's, IQ4_XS's). */
+static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, unsigned kinds) {
     inf_weight w = {.t = t,
                     .n_in = t->ne[0],
                     .n_out = t->ne[1],
                     .row_bytes = inf_dtype_row_bytes(type, t->ne[0])};
     inf_packed *pk = NULL;
-    CHECK(inf_pack_weight(&pk, &w) == 0);
+    CHECK(inf_pack_alloc(&pk, &w, kinds) == 0);
+    if (pk) inf_pack_panels(pk, &w, 0, pk->n_panels);
     if (!pk || pk->kind == INF_PACK_BF16) {
         inf_packed_free(pk);
         return;
     }
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
                        type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL ||
-                       type == INF_Q6_K || type == INF_Q3_K;
+                       type == INF_Q6_K || type == INF_Q3_K || pk->kind == INF_PACK_Q4_KS;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
@@ -192,13 +212,15 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want) {
             exact ? got[i] == want[i] : fabsf(got[i] - want[i]) <= mag[i] * (1.0f / 1024) + 1e-30f;
         if (!ok) bad = i;
     }
-    CHECK_MSG(bad < 0, "%s packed panels: weight [%lld] differs from ggml's",
-              inf_dtype_get(type)->name, (long long)bad);
+    CHECK_MSG(bad < 0, "%s packed panels (kinds %#x): weight [%lld] differs from ggml's",
+              inf_dtype_get(type)->name, kinds, (long long)bad);
 #if defined(__x86_64__)
     /* the AMX expansion of the panels into bf16 B tiles (AVX-512 BF16, no tile
-       instructions): each weight within a bf16 rounding of the packed value */
+       instructions), for the kinds the AMX level packs: each weight within a
+       bf16 rounding of the packed value */
     const inf_cpu_features *f = inf_cpu_features_get();
-    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512bf16) {
+    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512bf16 &&
+        (INF_PACK_KINDS_AMX & INF_PACK_KIND_BIT(pk->kind))) {
         _Alignas(64) uint16_t tile[512];
         bad = -1;
         for (int64_t kg = 0; kg < n / 32 && bad < 0; kg++) {
@@ -263,7 +285,8 @@ static void check_type(const char *dir, const char *file, inf_dtype type, lvl *l
                     .data = q->data,
                     .nbytes = rb * (size_t)rows};
 
-    check_pack(type, &t, want);
+    check_pack(type, &t, want, INF_PACK_KINDS_ALL);
+    check_pack(type, &t, want, INF_PACK_KINDS_BASE); /* Q4_K as the Q4_K kind, IQ4 as Q8_0 */
 
     /* embedding rows */
     int32_t ids[5] = {0, (int32_t)rows - 1, 3, 17, 3};
