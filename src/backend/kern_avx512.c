@@ -10,6 +10,7 @@
 #include "backend/cpu_features.h"
 #include "backend/kernels.h"
 #include "backend/delta.h"
+#include "backend/q4ks_scales.h"
 #include "util/err.h"
 #include "util/half.h"
 
@@ -214,25 +215,6 @@ touch_int(const x_touch *xt, int64_t g, int64_t n_groups, const int k, const int
             if (h % (512 / k) == 0) touch(dr[t] + k / 32 * h);
         }
     }
-}
-
-/* The 6-bit scales and mins of sub-block j for 16 rows (one byte each) from
- * the Q4_KS kind's 12 planes P (ggml's packing of Q4_K's scales[12]). */
-static inline __attribute__((always_inline)) void q4ks_scale_min(const uint8_t *P, int j,
-                                                                 __m128i *sc, __m128i *m) {
-    const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0xF), m30 = _mm_set1_epi8(0x30);
-#define PLANE(i) _mm_loadu_si128((const __m128i *)(P + 16 * (i)))
-    if (j < 4) {
-        *sc = _mm_and_si128(PLANE(j), m6);
-        *m = _mm_and_si128(PLANE(j + 4), m6);
-    } else { /* low 4 bits from plane j + 4, high 2 from the top of planes j - 4 and j */
-        const __m128i lo = PLANE(j + 4);
-        *sc = _mm_or_si128(_mm_and_si128(lo, m4),
-                           _mm_and_si128(_mm_srli_epi16(PLANE(j - 4), 2), m30));
-        *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m4),
-                          _mm_and_si128(_mm_srli_epi16(PLANE(j), 2), m30));
-    }
-#undef PLANE
 }
 
 /* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */

@@ -5,7 +5,7 @@
  * AVX2 has no VPDPBUSD; its integer product is VPMADDUBSW (u8 x s8, adjacent
  * pairs summed into saturating i16) followed by VPMADDWD against ones (pairs
  * of i16 into i32). The kinds are laid out so that no i16 ever saturates:
- *   - 4-bit kinds (Q4_0, Q4_K): a pair is at most 2 * 15 * 127 = 3810, so the
+ *   - 4-bit kinds (Q4_0, Q4_K, Q4_KS): a pair is at most 2 * 15 * 127 = 3810, so the
  *     i16 sums of a whole 32-weight group (8 pairs per lane) stay exact below
  *     32767 and one VPMADDWD per group finishes them;
  *   - Q6_K's 6-bit values: a pair is at most 16002, two pairs are summed;
@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "backend/kernels.h"
+#include "backend/q4ks_scales.h"
 #include "util/half.h"
 
 /* ---- activation quantization (what the scalar reference does, in vectors) ----------------- */
@@ -106,14 +107,14 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
 
 /* ---- packed matmul ------------------------------------------------------------------------ */
 
-/* Q6_K panels are whole super-groups: a sub-group's weights, then (3 KiB on)
- * the scales and d of all 16. The hardware prefetchers lose that stream, so
- * decode prefetches each sub-group's share of the group into L2, as the
- * AVX-512 kernel does and as far ahead. Without it, one thread read Q6_K
+/* Q6_K and Q4_KS panels are whole super-groups: a sub-group's weights, then
+ * (3 or 2 KiB on) the scales of all of them. The hardware prefetchers lose
+ * that stream, so decode prefetches each sub-group's share of the group into
+ * L2, as the AVX-512 kernel does and as far ahead. Without it, one thread read Q6_K
  * panels from DRAM at 17 GB/s against 30-35 with it (AMD Zen 4 under
  * INFERNO_ISA=avx2; 16 KiB ahead read 35, 4 KiB 31-34). The other kinds keep
  * their scales in the stream and take no prefetch (measured no faster). */
-static int q6k_ahead = 4096;
+static int super_ahead = 4096;
 
 static inline __m256i bcast4(const void *p) {
     int32_t v;
@@ -239,6 +240,69 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
+        case INF_PACK_Q4_KS: {
+            /* a super-group: 8 sub-groups of 32 k as the Q4_K kind's, their
+               A = d*sc and B = dmin*m formed from the file's scale bytes */
+            __m256 d[2], dmin[2];
+            for (int h = 0; h < NH; h++) {
+                d[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q4KS_D_OFF + 16 * (h0 + h))));
+                dmin[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q4KS_DMIN_OFF + 16 * (h0 + h))));
+            }
+#pragma GCC unroll 1
+            for (int sg = 0; sg < 8; sg++) {
+                const uint8_t *sp = gp + INF_Q4KS_SUB_BYTES * sg;
+                if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
+                    for (int l = 0; l < INF_Q4KS_PREFETCH_PART; l += 64)
+                        _mm_prefetch((const char *)gp + super_ahead + INF_Q4KS_PREFETCH_PART * sg +
+                                         l,
+                                     _MM_HINT_T1);
+                const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
+                __m256i s[4][2];
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    for (int h = 0; h < NH; h++)
+                        s[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+                for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+                    for (int h = 0; h < NH; h++) {
+                        const __m256i w =
+                            _mm256_loadu_si256((const __m256i *)(sp + 64 * c + 32 * (h0 + h)));
+                        const __m256i lo = _mm256_and_si256(w, m0f);
+                        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f);
+#pragma GCC unroll 4
+                        for (int t = 0; t < TB; t++) {
+                            const int8_t *xc = xqr[t] + 32 * k32 + 8 * c;
+                            s[t][h] =
+                                _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(lo, bcast4(xc)));
+                            s[t][h] =
+                                _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
+                        }
+                    }
+                }
+                __m128i sc, m;
+                q4ks_scale_min(gp + INF_Q4KS_SC_OFF, sg, &sc, &m);
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m128i sch = h0 + h ? _mm_srli_si128(sc, 8) : sc,
+                                  mh = h0 + h ? _mm_srli_si128(m, 8) : m;
+                    const __m256 A =
+                        _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sch)));
+                    const __m256 B =
+                        _mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mh)));
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        acc[t][h] = _mm256_fmadd_ps(
+                            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[t][h], ones)), A),
+                            _mm256_set1_ps(dr[t][k32]), acc[t][h]);
+                        acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][k32]), acc[t][h]);
+                    }
+                }
+            }
+            break;
+        }
         case INF_PACK_Q5_K: {
             /* 5-bit values: a pair is at most 2 * 31 * 127, so the two pairs of
                a chunk's low and high weights are summed in i16, then widened */
@@ -334,7 +398,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 const uint8_t *sp = gp + INF_Q6K_SUB_BYTES * sg;
                 if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
                     for (int l = 0; l < INF_Q6K_PREFETCH_PART; l += 64)
-                        _mm_prefetch((const char *)gp + q6k_ahead + INF_Q6K_PREFETCH_PART * sg + l,
+                        _mm_prefetch((const char *)gp + super_ahead + INF_Q6K_PREFETCH_PART * sg +
+                                         l,
                                      _MM_HINT_T1);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 2
@@ -598,7 +663,8 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
     case INF_PACK_IQ4:
         PANELS_OF(INF_PACK_IQ4);
         break;
-    case INF_PACK_Q4_KS: /* not in this level's pack_kinds */
+    case INF_PACK_Q4_KS:
+        PANELS_OF(INF_PACK_Q4_KS);
         break;
     }
 }
@@ -606,10 +672,10 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
 #undef PANELS_OF
 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
-    q6k_ahead = inf_decode_l2_ahead();
+    super_ahead = inf_decode_l2_ahead();
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
-    k->pack_kinds = INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS); /* Q4_K as Q4_K */
+    k->pack_kinds = INF_PACK_KINDS_ALL;
     k->quantize_x = a2_quantize_x;
     k->matmul_packed = a2_matmul_packed;
 }

@@ -45,8 +45,7 @@
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
- * the Q4_K kind where Q4_KS is (AVX2, and AMX, whose int8 tiles read the
- * Q4_K kind).
+ * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind).
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
