@@ -94,7 +94,9 @@ int main(void) {
         /* integer types quantize the activations to 8 bits; in a MoE model that can
            flip a near-tie between two experts, which moves the logits more than the
            rounding itself (tiny-moe-q4_k_m with llama.cpp's 8-expert mix: 0.054 on
-           AVX2, 0.19 with its Q5_K tensors on the f32 path) */
+           AVX2 with Q4_K's sub-block scales rounded to f16, 0.19 with them exact as
+           the Q4_KS kind has them, or with its Q5_K tensors on the f32 path; the
+           dense Q4_K files moved the other way, 0.0136 -> 0.0112) */
         const bool moe = !strncmp(types[ti], "moe-", 4);
         /* the hybrid's logits move more under the 8-bit activations' rounding
            than the dense model's (tiny-qwen35: 0.04 of the range for Q8_0, 0.093
@@ -104,7 +106,8 @@ int main(void) {
         const bool hybrid = !strncmp(types[ti], "qwen35-", 7);
         double tol = exact_types                  ? 1e-3
                      : !strcmp(types[ti], "bf16") ? 1e-2
-                     : moe || hybrid              ? 1.5e-1
+                     : moe                        ? 2.5e-1
+                     : hybrid                     ? 1.5e-1
                                                   : 4e-2;
         for (unsigned li = 0; li < sizeof levels / sizeof *levels; li++) {
             if (inf_isa_clamp(levels[li]) != levels[li]) continue;
