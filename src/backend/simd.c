@@ -248,7 +248,8 @@ typedef struct mm_job {
     const inf_weight *w[MM_MAX_W];
     const inf_packed *pk[MM_MAX_W];
     int64_t units[MM_MAX_W], total;
-    int use_amx, bf16_tiles;
+    bool use_amx[MM_MAX_W]; /* weight i on AMX tiles (else the VNNI/BF16 dot kernels) */
+    int any_amx, bf16_tiles;
     int quant_what;
     struct mm_span *spans; /* decode: one slice per thread, finished by whoever is free */
     int64_t step;          /* units a span_take takes */
@@ -323,7 +324,7 @@ static void mm_units(const mm_job *j, int64_t lo, int64_t hi, int tid) {
         int64_t a = lo > start ? lo - start : 0,
                 b = hi - start < j->units[i] ? hi - start : j->units[i];
         if (!pk || a >= b) continue;
-        if (j->use_amx) /* whole pairs of panels per slice keep the tiles full */
+        if (j->use_amx[i]) /* whole pairs of panels per slice keep the tiles full */
             k->matmul_amx(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, 2 * a,
                           2 * b < pk->n_panels ? 2 * b : pk->n_panels, j->bf16_tiles,
                           c->amx_scratch[tid]);
@@ -356,10 +357,11 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
     }
 }
 
-/* y[i] = x . w[i]^T for nw weights that share x. Packed weights of one kind
- * share the quantized x; the outputs equal nw separate calls bit for bit.
- * Decode rows (prefill = 0) run on the VNNI/BF16 dot kernels, or on AMX int8
- * tiles from AMX_MIN_T rows for the kinds where that gives the same bits;
+/* y[i] = x . w[i]^T for nw weights that share x. Packed weights whose kinds
+ * read the same form of x (all BF16, or all integer kinds, which may differ)
+ * share it; the outputs equal nw separate calls bit for bit. Decode rows
+ * (prefill = 0) run on the VNNI/BF16 dot kernels, or on AMX int8 tiles from
+ * AMX_MIN_T rows for the kinds where that gives the same bits (per weight);
  * prompt rows (prefill = 1) run on AMX bf16 tiles for every kind (integer
  * panels expanded to bf16), about 1.4x faster than int8 tiles, which must
  * leave the tile after every 32-weight block to apply its scale. */
@@ -375,16 +377,17 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         j.w[i] = ws[i];
         j.pk[i] = c->k->has_packed ? ws[i]->packed : NULL;
         INF_ASSERT(ws[i]->n_in == ws[0]->n_in && (!j.pk[i]) == (!pk) &&
-                   (!pk || j.pk[i]->kind == pk->kind));
+                   (!pk || (j.pk[i]->kind == INF_PACK_BF16) == (pk->kind == INF_PACK_BF16)));
+        j.use_amx[i] = pk && c->k->matmul_amx &&
+                       (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(j.pk[i]->kind)));
+        j.any_amx |= j.use_amx[i];
     }
     if (pk) {
         int64_t n = ws[0]->n_in;
         int T32 = (T + 31) & ~31;
-        j.use_amx =
-            c->k->matmul_amx && (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(pk->kind)));
-        j.bf16_tiles = j.use_amx && prefill;
+        j.bf16_tiles = j.any_amx && prefill; /* prefill: every weight on AMX */
         bool bf = pk->kind == INF_PACK_BF16 || j.bf16_tiles;
-        j.quant_what = bf ? INF_XQ_BF16 : INF_XQ_INT8 | (j.use_amx ? INF_XQ_TILES : 0);
+        j.quant_what = bf ? INF_XQ_BF16 : INF_XQ_INT8 | (j.any_amx ? INF_XQ_TILES : 0);
         if (grow(c, (void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n, T) ||
             grow(c, (void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32),
                  T) ||
@@ -402,10 +405,10 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
             grow(c, (void **)&c->xq.qT, &c->xq_qT_cap, (size_t)T32 * (size_t)n, T))
             return;
         c->xq.n = n;
-        if (j.use_amx) {
+        if (j.any_amx) {
             size_t need = 0;
             for (int i = 0; i < nw; i++) {
-                size_t b = c->k->amx_scratch_bytes(j.pk[i]);
+                size_t b = j.use_amx[i] ? c->k->amx_scratch_bytes(j.pk[i]) : 0;
                 need = b > need ? b : need;
             }
             if (need > c->amx_cap) {
@@ -439,7 +442,7 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
             mm_quant_task(&j, 0, 1, 0);
     }
     for (int i = 0; i < nw; i++) {
-        j.units[i] = j.pk[i] ? (j.use_amx ? (j.pk[i]->n_panels + 1) / 2 : j.pk[i]->n_panels) : 0;
+        j.units[i] = j.pk[i] ? (j.use_amx[i] ? (j.pk[i]->n_panels + 1) / 2 : j.pk[i]->n_panels) : 0;
         j.total += j.units[i];
     }
     int64_t work = j.total;
@@ -452,7 +455,7 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     int n_chunks =
         prefill ? n_chunks_for(c, work) : (int)(work < c->nth ? (work > 0 ? work : 1) : c->nth);
     if (!prefill && n_chunks > 1 && pk) {
-        size_t unit_bytes = (size_t)pk->n_groups * pk->group_bytes * (j.use_amx ? 2 : 1);
+        size_t unit_bytes = (size_t)pk->n_groups * pk->group_bytes * (j.use_amx[0] ? 2 : 1);
         j.step = unit_bytes < MM_STEP_BYTES ? (int64_t)(MM_STEP_BYTES / unit_bytes) : 1;
         j.spans = c->spans;
         INF_ASSERT(j.total <= UINT32_MAX); /* a span holds two 32-bit unit indices */
@@ -475,10 +478,10 @@ static void simd_matmul_n(const inf_backend *be, float *const *ys, const float *
                           const inf_weight *const *ws, int nw, int T, int prefill) {
     simd_ctx *c = ctx_of(be);
     bool together = nw <= MM_MAX_W && c->k->has_packed && ws[0]->packed;
-    for (int i = 1; i < nw && together; i++)
-        together =
-            ws[i]->packed && ws[i]->n_in == ws[0]->n_in &&
-            ((const inf_packed *)ws[i]->packed)->kind == ((const inf_packed *)ws[0]->packed)->kind;
+    const bool bf0 = together && ((const inf_packed *)ws[0]->packed)->kind == INF_PACK_BF16;
+    for (int i = 1; i < nw && together; i++) /* one form of x: all BF16, or all integer kinds */
+        together = ws[i]->packed && ws[i]->n_in == ws[0]->n_in &&
+                   (((const inf_packed *)ws[i]->packed)->kind == INF_PACK_BF16) == bf0;
     if (together) {
         mm_run(c, ys, x, ws, nw, T, prefill);
         return;

@@ -208,17 +208,20 @@ static void test_matmul(bk *bks, int nb, inf_dtype type, int64_t n_in, int64_t n
  * (AMX prefill and VNNI decode compute the same integers and scale them in
  * the same order), so a server's output does not depend on what else it
  * batched or what its prefix cache held. */
-/* matmul_n (one pass over x for Q/K/V-like weights): decode rows equal separate
+/* matmul_n (one pass over x for Q/K/V-like weights of types tw[3], which may
+ * differ, as Q4_K_M's Q4_K q and k and Q6_K v do): decode rows equal separate
  * matmuls bit for bit; prompt rows stay within the bound and do not depend on the batch. */
-static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T, int64_t grow) {
+static void test_matmul_n_of(bk *bks, int nb, const inf_dtype tw[3], int64_t n_in, int T,
+                             int64_t grow) {
     const int64_t n_outs[3] = {35 * grow, 16 * grow, 64 * grow};
+    const inf_dtype type = tw[2]; /* the prompt rows' weight */
     void *data[3];
     inf_tensor t[3];
     for (int i = 0; i < 3; i++) {
         size_t rb;
-        data[i] = make_weight_data(type, n_in, n_outs[i], &rb);
+        data[i] = make_weight_data(tw[i], n_in, n_outs[i], &rb);
         t[i] = (inf_tensor){.name = "w",
-                            .type = type,
+                            .type = tw[i],
                             .n_dims = 2,
                             .ne = {n_in, n_outs[i], 1, 1},
                             .data = data[i],
@@ -236,7 +239,7 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T, 
             w[i] = (inf_weight){.t = &t[i],
                                 .n_in = n_in,
                                 .n_out = n_outs[i],
-                                .row_bytes = inf_dtype_row_bytes(type, n_in)};
+                                .row_bytes = inf_dtype_row_bytes(tw[i], n_in)};
             CHECK(be->prepare_weight(be, &w[i]) == 0);
             ys[i] = galloc((size_t)T * n_outs[i]);
             sep[i] = malloc(sizeof(float) * (size_t)T * n_outs[i]);
@@ -272,7 +275,7 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T, 
                       bks[b].label);
             CHECK_MSG(!memcmp(ys[i], sep[i], sizeof(float) * (size_t)T * n_outs[i]),
                       "%s matmul_n %s n_in=%lld T=%d: weight %d differs from matmul", bks[b].label,
-                      inf_dtype_get(type)->name, (long long)n_in, T, i);
+                      inf_dtype_get(tw[i])->name, (long long)n_in, T, i);
             gfree(ys[i]);
             free(sep[i]);
             be->release_weight(be, &w[i]);
@@ -281,6 +284,10 @@ static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T, 
     free(x);
     for (int i = 0; i < 3; i++)
         free(data[i]);
+}
+
+static void test_matmul_n(bk *bks, int nb, inf_dtype type, int64_t n_in, int T, int64_t grow) {
+    test_matmul_n_of(bks, nb, (const inf_dtype[3]){type, type, type}, n_in, T, grow);
 }
 
 static void test_batch_invariance(bk *bks, int nb, inf_dtype type) {
@@ -894,6 +901,15 @@ int main(void) {
         test_embed(bks, nb, types[ti], blk == 256 ? 768 : 1024, 11, 40);
         for (int T = 1; T <= 40; T += 19)
             test_matmul_n(bks, nb, types[ti], blk == 256 ? 512 : 256, T, 1);
+    }
+    /* weights of different integer kinds in one pass (Q4_K_M's q, k and v;
+     * three kinds), decode rows, 4 and prompt rows, and along many panels */
+    const inf_dtype mixes[][3] = {{INF_Q4_K, INF_Q4_K, INF_Q6_K}, {INF_Q8_0, INF_Q5_K, INF_Q4_0}};
+    for (unsigned m = 0; m < sizeof mixes / sizeof *mixes; m++) {
+        const int Ts[] = {1, 4, 21};
+        for (unsigned i = 0; i < sizeof Ts / sizeof *Ts; i++)
+            test_matmul_n_of(bks, nb, mixes[m], 512, Ts[i], 1);
+        test_matmul_n_of(bks, nb, mixes[m], 512, 1, 40);
     }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         inf_dtype t = types[ti];
