@@ -19,6 +19,7 @@
 #include "backend/amx_tiles.h"
 #include "backend/avx512_math.h"
 #include "backend/kernels.h"
+#include "backend/q4ks_scales.h"
 
 /* tiles 0-3: C (16 x 16 f32), 4-5: A (16 tokens x 32 bf16), 6-7: B (16 k pairs x 16 outputs) */
 const inf_tile_config inf_amx_cfg_16x64 __attribute__((aligned(64))) = {
@@ -113,6 +114,30 @@ void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pan
         __m512i H = _mm512_loadu_si512(gp + 256), L = _mm512_slli_epi16(H, 4);
         for (int c = 0; c < 4; c++) {
             __m512i w = _mm512_loadu_si512(gp + 64 * c);
+            __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10)),
+                    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
+                                         _mm512_and_si512(H, m10));
+            L = _mm512_srli_epi16(L, 1);
+            H = _mm512_srli_epi16(H, 1);
+            emit_nibbles(dst + 256 * c, lo, hi, A, B);
+        }
+        break;
+    }
+    case INF_PACK_Q5_KS: { /* sub-group kg % 8 of super-group kg / 8 */
+        const uint8_t *gp = panel + (size_t)(kg / 8) * pk->group_bytes;
+        const uint8_t *sp = gp + INF_Q5KS_SUB_BYTES * (kg % 8);
+        __m128i sc, m;
+        q4ks_scale_min(gp + INF_Q5KS_SC_OFF, (int)(kg % 8), &sc, &m);
+        const __m512 A = _mm512_mul_ps(
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_D_OFF))),
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+        const __m512 B = _mm512_mul_ps(
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_DMIN_OFF))),
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+        const __m512i m10 = _mm512_set1_epi8(0x10);
+        __m512i H = _mm512_loadu_si512(sp + 256), L = _mm512_slli_epi16(H, 4);
+        for (int c = 0; c < 4; c++) {
+            __m512i w = _mm512_loadu_si512(sp + 64 * c);
             __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10)),
                     hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
                                          _mm512_and_si512(H, m10));

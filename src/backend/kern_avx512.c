@@ -257,7 +257,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        const bool super = pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS;
+        const bool super =
+            pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS || pk->kind == INF_PACK_Q5_KS;
         if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
         if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
@@ -388,6 +389,53 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     __m512 dx = _mm512_set1_ps(dr[t][k32]);
                     acc[t] =
                         _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
+                    acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][k32] * (float)s), acc[t]);
+                }
+            }
+            break;
+        }
+        case INF_PACK_Q5_KS: {
+            /* a super-group: 8 sub-groups of 32 k as the Q5_K kind's, their
+               A and B formed as Q4_KS's */
+            const __m512 d =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_D_OFF)));
+            const __m512 dmin =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_DMIN_OFF)));
+            const __m512i m10 = _mm512_set1_epi8(0x10);
+#pragma GCC unroll 8
+            for (int sg = 0; sg < 8; sg++) {
+                prefetch_at(gp + INF_Q5KS_PREFETCH_PART * sg, INF_Q5KS_PREFETCH_PART, l1, l2);
+                __m128i sc, m;
+                q4ks_scale_min(gp + INF_Q5KS_SC_OFF, sg, &sc, &m);
+                const __m512 A = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+                const __m512 B = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+                const uint8_t *sp = gp + INF_Q5KS_SUB_BYTES * sg;
+                const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
+                __m512i H = _mm512_loadu_si512(sp + 256), L = _mm512_slli_epi16(H, 4);
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    ai[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) {
+                    __m512i w = _mm512_loadu_si512(sp + 64 * c);
+                    __m512i lo =
+                        _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10));
+                    __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
+                                                 _mm512_and_si512(H, m10));
+                    L = _mm512_srli_epi16(L, 1);
+                    H = _mm512_srli_epi16(H, 1);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * k32 + 8 * c));
+                        ai[t] =
+                            _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * k32 + 8 * c + 4));
+                    }
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    int32_t s = sr[t][2 * k32] + sr[t][2 * k32 + 1];
+                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
+                                             _mm512_set1_ps(dr[t][k32]), acc[t]);
                     acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][k32] * (float)s), acc[t]);
                 }
             }

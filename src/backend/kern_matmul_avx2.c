@@ -9,8 +9,8 @@
  *     i16 sums of a whole 32-weight group (8 pairs per lane) stay exact below
  *     32767 and one VPMADDWD per group finishes them;
  *   - Q6_K's 6-bit values: a pair is at most 16002, two pairs are summed;
- *     Q5_K's 5-bit ones (4 nibble chunks and a chunk of fifth bits, a kind
- *     only this level packs) likewise;
+ *     Q5_K's and Q5_KS's 5-bit ones (4 nibble chunks and a chunk of fifth
+ *     bits) likewise;
  *   - IQ4 (IQ4_NL/IQ4_XS indices, looked up into their signed values) uses
  *     Q8_0's sign trick;
  *   - Q8_0 keeps q + 128 (up to 255): instead the sign is moved onto the
@@ -107,8 +107,8 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
 
 /* ---- packed matmul ------------------------------------------------------------------------ */
 
-/* Q6_K and Q4_KS panels are whole super-groups: a sub-group's weights, then
- * (3 or 2 KiB on) the scales of all of them. The hardware prefetchers lose
+/* Q6_K, Q4_KS and Q5_KS panels are whole super-groups: a sub-group's
+ * weights, then (2-3 KiB on) the scales of all of them. The hardware prefetchers lose
  * that stream, so decode prefetches each sub-group's share of the group into
  * L2, as the AVX-512 kernel does and as far ahead. Without it, one thread read Q6_K
  * panels from DRAM at 17 GB/s against 30-35 with it (AMD Zen 4 under
@@ -297,6 +297,79 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                         acc[t][h] = _mm256_fmadd_ps(
                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[t][h], ones)), A),
                             _mm256_set1_ps(dr[t][k32]), acc[t][h]);
+                        acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][k32]), acc[t][h]);
+                    }
+                }
+            }
+            break;
+        }
+        case INF_PACK_Q5_KS: {
+            /* a super-group: 8 sub-groups of 32 k as the Q5_K kind's (below),
+               their A and B formed as Q4_KS's */
+            const __m256i m10 = _mm256_set1_epi8(0x10);
+            __m256 d[2], dmin[2];
+            for (int h = 0; h < NH; h++) {
+                d[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q5KS_D_OFF + 16 * (h0 + h))));
+                dmin[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q5KS_DMIN_OFF + 16 * (h0 + h))));
+            }
+#pragma GCC unroll 1
+            for (int sg = 0; sg < 8; sg++) {
+                const uint8_t *sp = gp + INF_Q5KS_SUB_BYTES * sg;
+                if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
+                    for (int l = 0; l < INF_Q5KS_PREFETCH_PART; l += 64)
+                        _mm_prefetch((const char *)gp + super_ahead + INF_Q5KS_PREFETCH_PART * sg +
+                                         l,
+                                     _MM_HINT_T1);
+                const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
+                __m256i L[2], H[2];
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    for (int h = 0; h < NH; h++)
+                        ai[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    H[h] = _mm256_loadu_si256((const __m256i *)(sp + 256 + 32 * (h0 + h)));
+                    L[h] = _mm256_slli_epi16(H[h], 4);
+                }
+#pragma GCC unroll 1
+                for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+                    for (int h = 0; h < NH; h++) {
+                        const __m256i w =
+                            _mm256_loadu_si256((const __m256i *)(sp + 64 * c + 32 * (h0 + h)));
+                        const __m256i lo =
+                            _mm256_or_si256(_mm256_and_si256(w, m0f), _mm256_and_si256(L[h], m10));
+                        const __m256i hi =
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w, 4), m0f),
+                                            _mm256_and_si256(H[h], m10));
+                        L[h] = _mm256_srli_epi16(L[h], 1);
+                        H[h] = _mm256_srli_epi16(H[h], 1);
+#pragma GCC unroll 4
+                        for (int t = 0; t < TB; t++) {
+                            const int8_t *xc = xqr[t] + 32 * k32 + 8 * c;
+                            const __m256i p =
+                                _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xc)),
+                                                 _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
+                            ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(p, ones));
+                        }
+                    }
+                }
+                __m128i sc, m;
+                q4ks_scale_min(gp + INF_Q5KS_SC_OFF, sg, &sc, &m);
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m128i sch = h0 + h ? _mm_srli_si128(sc, 8) : sc,
+                                  mh = h0 + h ? _mm_srli_si128(m, 8) : m;
+                    const __m256 A =
+                        _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sch)));
+                    const __m256 B =
+                        _mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mh)));
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
+                                                    _mm256_set1_ps(dr[t][k32]), acc[t][h]);
                         acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][k32]), acc[t][h]);
                     }
                 }
@@ -665,6 +738,9 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         break;
     case INF_PACK_Q4_KS:
         PANELS_OF(INF_PACK_Q4_KS);
+        break;
+    case INF_PACK_Q5_KS:
+        PANELS_OF(INF_PACK_Q5_KS);
         break;
     }
 }

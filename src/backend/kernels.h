@@ -40,6 +40,10 @@
  *         the file's 12 scale bytes as 12 planes of 16 (byte j of row r at
  *         2048 + 16 j + r); then at 2240 16 f16 d, at 2272 16 f16 dmin
  *         (w = (d*sc) q - dmin*m, both products exact in f32)        2304 B
+ *   Q5_KS: Q5_K at the file's size, the same way: 8 sub-groups of 32 k
+ *         at 320 s in the Q5_K kind's layout (4 nibble chunks, a chunk of
+ *         fifth bits); then at 2560 the 12 scale planes, at 2752 16 f16 d,
+ *         at 2784 16 f16 dmin                                          2816 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
@@ -72,6 +76,12 @@
 #define INF_Q4KS_D_OFF 2240
 #define INF_Q4KS_DMIN_OFF 2272
 #define INF_Q4KS_PREFETCH_PART 288 /* 2304 / 8, one per sub-group */
+/* the Q5_KS kind's group: the same with the Q5_K kind's 320-byte sub-groups */
+#define INF_Q5KS_SUB_BYTES 320
+#define INF_Q5KS_SC_OFF 2560
+#define INF_Q5KS_D_OFF 2752
+#define INF_Q5KS_DMIN_OFF 2784
+#define INF_Q5KS_PREFETCH_PART 352 /* 2816 / 8 */
 #define INF_CHUNK 256              /* k elements dequantized at a time on the generic path */
 #define INF_KV_TILE 64             /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
@@ -92,6 +102,7 @@ typedef enum inf_pack_kind {
     INF_PACK_Q5_K,
     INF_PACK_IQ4,
     INF_PACK_Q4_KS,
+    INF_PACK_Q5_KS,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -102,13 +113,13 @@ typedef enum inf_pack_kind {
      INF_PACK_KIND_BIT(INF_PACK_Q6_K))
 #define INF_PACK_KINDS_ALL                                                                         \
     (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4) |    \
-     INF_PACK_KIND_BIT(INF_PACK_Q4_KS))
+     INF_PACK_KIND_BIT(INF_PACK_Q4_KS) | INF_PACK_KIND_BIT(INF_PACK_Q5_KS))
 /* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS */
 #define INF_PACK_KINDS_AMX (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
-    int group;          /* k elements per group: 32, or 256 for Q6_K and Q4_KS */
+    int group;          /* k elements per group: 32, or 256 for Q6_K, Q4_KS and Q5_KS */
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */

@@ -26,13 +26,14 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
  * (w = d sc (q - 32)). Where A is a product of two stored factors (Q4_K's
  * and Q5_K's sub-block scales, IQ4_XS's) it is rounded to f16 once; the
- * Q6_K and Q4_KS kinds keep the factors apart (A = d, sc = the sub-block
- * scales; Q4_KS: B = dmin, sc = the file's packed scale bytes). ---- */
+ * Q6_K, Q4_KS and Q5_KS kinds keep the factors apart (A = d, sc = the
+ * sub-block scales; Q4_KS and Q5_KS: B = dmin, sc = the file's packed scale
+ * bytes). ---- */
 
 typedef struct fetched {
-    uint8_t q[256]; /* the group's values: 32, or 256 for the Q6_K and Q4_KS kinds */
+    uint8_t q[256]; /* the group's values: 32, or 256 for the super-block kinds */
     uint16_t A, B;
-    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16; Q4_KS: the file's 12 scale bytes */
+    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16; Q4_KS, Q5_KS: the file's 12 scale bytes */
 } fetched;
 
 typedef void (*fetch_fn)(const uint8_t *row, int64_t g, fetched *f);
@@ -138,17 +139,18 @@ static void fetch_q4_K_sb(const uint8_t *row, int64_t g, fetched *f) {
     f->B = b->dmin;
 }
 
-static void fetch_q5_K(const uint8_t *row, int64_t g, fetched *f) {
-    const inf_block_q5_K *b = (const inf_block_q5_K *)row + g / 8;
-    int sub = (int)(g % 8), sc, m;
-    q4k_scale_min(b->scales, sub, &sc, &m);
-    const uint8_t *qs = b->qs + 32 * (sub / 2);
-    for (int k = 0; k < 32; k++) { /* bit 4 of weight 32 sub + k: bit sub of qh[k] */
-        const int lo = (sub & 1) ? qs[k] >> 4 : qs[k] & 0xF;
-        f->q[k] = (uint8_t)(lo | ((b->qh[k] >> sub) & 1) << 4);
+/* Q5_K as the Q5_KS kind, the same way */
+static void fetch_q5_K_sb(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_q5_K *b = (const inf_block_q5_K *)row + g;
+    for (int k = 0; k < 256; k++) { /* bit 4 of weight 32 sub + l: bit sub of qh[l] */
+        const int sub = k / 32, l = k % 32;
+        const uint8_t byte = b->qs[32 * (sub / 2) + l];
+        const int lo = sub % 2 ? byte >> 4 : byte & 0xF;
+        f->q[k] = (uint8_t)(lo | ((b->qh[l] >> sub) & 1) << 4);
     }
-    f->A = inf_f32_to_f16(inf_f16_to_f32(b->d) * (float)sc);
-    f->B = inf_f32_to_f16(inf_f16_to_f32(b->dmin) * (float)m);
+    memcpy(f->sc, b->scales, 12);
+    f->A = b->d;
+    f->B = b->dmin;
 }
 
 static void fetch_q5_1(const uint8_t *row, int64_t g, fetched *f) {
@@ -216,7 +218,7 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q4_K] = {INF_PACK_Q4_KS, fetch_q4_K_sb, INF_PACK_Q4_K, fetch_q4_K},
     [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},
     [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
-    [INF_Q5_K] = {INF_PACK_Q5_K, fetch_q5_K},
+    [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
 };
 
@@ -242,7 +244,7 @@ static const struct {
 } kinds[] = {
     [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544},    [INF_PACK_Q4_0] = {32, 288},
     [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
-    [INF_PACK_IQ4] = {32, 288},   [INF_PACK_Q4_KS] = {256, 2304},
+    [INF_PACK_IQ4] = {32, 288},   [INF_PACK_Q4_KS] = {256, 2304}, [INF_PACK_Q5_KS] = {256, 2816},
 };
 
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
@@ -302,6 +304,19 @@ static void put_nibbles(uint8_t *dst, const fetched *f, int k0, int n) {
         }
 }
 
+/* The chunk at dst of 16 rows' fifth bits of values q[r] + k0 (the Q5_K
+ * kind's): lane r byte j, bit c = bit 4 of q[8c+j], bit 4+c = of q[8c+4+j]. */
+static void put_fifth_bits(uint8_t *dst, const fetched *f, int k0) {
+    for (int r = 0; r < INF_PANEL; r++) {
+        uint32_t h = 0;
+        for (int c = 0; c < 4; c++) {
+            h |= ((load32(f[r].q + k0 + 8 * c) >> 4) & 0x01010101u) << c;
+            h |= ((load32(f[r].q + k0 + 8 * c + 4) >> 4) & 0x01010101u) << (4 + c);
+        }
+        store32(dst + 4 * r, h);
+    }
+}
+
 /* One panel's group g: 16 rows' 4-byte slices laid side by side per chunk
  * (kernels.h), 32-bit words at a time. */
 static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch, int64_t pi,
@@ -343,25 +358,27 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
             memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
         return;
     case INF_PACK_Q4_KS:
-        for (int s = 0; s < 8; s++)
-            put_nibbles(dst + INF_Q4KS_SUB_BYTES * s, f, 32 * s, 4);
+    case INF_PACK_Q5_KS: { /* 8 sub-groups as the Q4_K or Q5_K kind's; scale planes, d, dmin */
+        const bool five = p->kind == INF_PACK_Q5_KS;
+        const size_t sub = five ? INF_Q5KS_SUB_BYTES : INF_Q4KS_SUB_BYTES,
+                     sc = five ? INF_Q5KS_SC_OFF : INF_Q4KS_SC_OFF,
+                     d = five ? INF_Q5KS_D_OFF : INF_Q4KS_D_OFF,
+                     dmin = five ? INF_Q5KS_DMIN_OFF : INF_Q4KS_DMIN_OFF;
+        for (int s = 0; s < 8; s++) {
+            put_nibbles(dst + sub * s, f, 32 * s, 4);
+            if (five) put_fifth_bits(dst + sub * s + 256, f, 32 * s);
+        }
         for (int r = 0; r < INF_PANEL; r++) {
             for (int j = 0; j < 12; j++)
-                dst[INF_Q4KS_SC_OFF + 16 * j + r] = (uint8_t)f[r].sc[j];
-            memcpy(dst + INF_Q4KS_D_OFF + 2 * r, &f[r].A, 2);
-            memcpy(dst + INF_Q4KS_DMIN_OFF + 2 * r, &f[r].B, 2);
+                dst[sc + 16 * j + r] = (uint8_t)f[r].sc[j];
+            memcpy(dst + d + 2 * r, &f[r].A, 2);
+            memcpy(dst + dmin + 2 * r, &f[r].B, 2);
         }
         return;
+    }
     case INF_PACK_Q5_K:
         put_nibbles(dst, f, 0, 4);
-        for (int r = 0; r < 16; r++) {
-            uint32_t h = 0;
-            for (int c = 0; c < 4; c++) {
-                h |= ((load32(f[r].q + 8 * c) >> 4) & 0x01010101u) << c;
-                h |= ((load32(f[r].q + 8 * c + 4) >> 4) & 0x01010101u) << (4 + c);
-            }
-            store32(dst + 256 + 4 * r, h);
-        }
+        put_fifth_bits(dst + 256, f, 0);
         qbytes = 320;
         break;
     default: /* Q4_0, Q4_K, IQ4 */

@@ -36,7 +36,7 @@ static inline void scale8(uint16_t *out, int stride, uint16_t d, __m256i s) {
 /* ---- per type: one unit of a row ------------------------------------------------------------
  * q[U * group] in the kind's unsigned form, A[gi * INF_PANEL] (and B) for the
  * unit's U groups gi, and for the Q6_K kind ssc[16], the sub-block scales
- * (Q4_KS: the file's 12 scale bytes), exactly as pack.c's fetch functions
+ * (Q4_KS, Q5_KS: the file's 12 scale bytes), exactly as pack.c's fetch functions
  * give them. */
 
 typedef void (*vfetch_fn)(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
@@ -90,7 +90,7 @@ static void v_iq4_xs(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uin
     scale8(A, INF_PANEL, b->d, _mm256_loadu_si256((const __m256i *)ls));
 }
 
-/* Q4_K's and Q5_K's 6-bit scales and mins of the 8 sub-blocks (ggml's packing of scales[12]) */
+/* Q4_K's 6-bit scales and mins of the 8 sub-blocks (ggml's packing of scales[12]) */
 static inline void k_scales(const uint8_t *s, int32_t *sc, int32_t *m) {
     for (int j = 0; j < 4; j++) {
         sc[j] = s[j] & 63;
@@ -130,8 +130,9 @@ static void v_q4_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
     scale8(B, INF_PANEL, b->dmin, _mm256_loadu_si256((const __m256i *)m));
 }
 
-static void v_q5_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
-                   int8_t *ssc) {
+/* as the Q5_KS kind: d, dmin and the scale bytes as they are */
+static void v_q5_K_sb(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                      int8_t *ssc) {
     const inf_block_q5_K *b = (const inf_block_q5_K *)row + u;
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1), qh = load256(b->qh);
     for (int sub = 0; sub < 8; sub++) { /* bit 4 of weight 32 sub + k: bit sub of qh[k] */
@@ -141,10 +142,9 @@ static void v_q5_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint1
             _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(sub)), one); /* 0 or 1 */
         store256(q + 32 * sub, _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4)));
     }
-    int32_t sc[8], m[8];
-    k_scales(b->scales, sc, m);
-    scale8(A, INF_PANEL, b->d, _mm256_loadu_si256((const __m256i *)sc));
-    scale8(B, INF_PANEL, b->dmin, _mm256_loadu_si256((const __m256i *)m));
+    memcpy(ssc, b->scales, 12);
+    A[0] = b->d;
+    B[0] = b->dmin;
 }
 
 static void v_q6_K(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
@@ -183,7 +183,7 @@ static const vrow vrows[] = {
     {INF_Q8_0, INF_PACK_Q8_0, v_q8_0, 1},     {INF_Q4_0, INF_PACK_Q4_0, v_q4_0, 1},
     {INF_IQ4_NL, INF_PACK_IQ4, v_iq4_nl, 1},  {INF_IQ4_XS, INF_PACK_IQ4, v_iq4_xs, 8},
     {INF_Q4_K, INF_PACK_Q4_KS, v_q4_K_sb, 1}, {INF_Q4_K, INF_PACK_Q4_K, v_q4_K, 8},
-    {INF_Q5_K, INF_PACK_Q5_K, v_q5_K, 8},     {INF_Q6_K, INF_PACK_Q6_K, v_q6_K, 1},
+    {INF_Q5_K, INF_PACK_Q5_KS, v_q5_K_sb, 1}, {INF_Q6_K, INF_PACK_Q6_K, v_q6_K, 1},
 };
 
 /* the decoder of type into kind, or NULL */
@@ -279,41 +279,42 @@ static void emit_group(uint8_t *dst, inf_pack_kind kind, const uint8_t *const q[
         }
         memcpy(dst + INF_Q6K_D_OFF, A, INF_PANEL * sizeof(uint16_t));
         return;
-    } else if (kind == INF_PACK_Q4_KS) {
-        /* 8 sub-groups of 32 values as Q4_0's nibble words; then the scale
-           bytes as planes of 16 rows, d, dmin */
+    } else if (kind == INF_PACK_Q4_KS || kind == INF_PACK_Q5_KS) {
+        /* 8 sub-groups of 32 values as Q4_0's nibble words (and Q5_KS's fifth
+           bits); then the scale bytes as planes of 16 rows, d, dmin */
+        const bool five = kind == INF_PACK_Q5_KS;
+        const size_t sub = five ? INF_Q5KS_SUB_BYTES : INF_Q4KS_SUB_BYTES,
+                     sco = five ? INF_Q5KS_SC_OFF : INF_Q4KS_SC_OFF;
         for (int s = 0; s < 8; s++) {
             __m128i w[INF_PANEL];
-            for (int r = 0; r < INF_PANEL; r++)
-                w[r] = nibble_words(load256(q[r] + 32 * s));
+            uint32_t h[INF_PANEL];
+            for (int r = 0; r < INF_PANEL; r++) {
+                const __m256i v = load256(q[r] + 32 * s);
+                w[r] = nibble_words(v);
+                if (five) h[r] = fifth_bits(v);
+            }
             for (int j = 0; j < 4; j++)
-                store_4x4(dst + INF_Q4KS_SUB_BYTES * s + 16 * j, 4, w[4 * j], w[4 * j + 1],
-                          w[4 * j + 2], w[4 * j + 3]);
+                store_4x4(dst + sub * s + 16 * j, 4, w[4 * j], w[4 * j + 1], w[4 * j + 2],
+                          w[4 * j + 3]);
+            if (five) memcpy(dst + sub * s + 256, h, sizeof h);
         }
         for (int r = 0; r < INF_PANEL; r++)
             for (int j = 0; j < 12; j++)
-                dst[INF_Q4KS_SC_OFF + 16 * j + r] = (uint8_t)sc[r][j];
-        memcpy(dst + INF_Q4KS_D_OFF, A, INF_PANEL * sizeof(uint16_t));
-        memcpy(dst + INF_Q4KS_DMIN_OFF, B, INF_PANEL * sizeof(uint16_t));
+                dst[sco + 16 * j + r] = (uint8_t)sc[r][j];
+        memcpy(dst + (five ? INF_Q5KS_D_OFF : INF_Q4KS_D_OFF), A, INF_PANEL * sizeof(uint16_t));
+        memcpy(dst + (five ? INF_Q5KS_DMIN_OFF : INF_Q4KS_DMIN_OFF), B,
+               INF_PANEL * sizeof(uint16_t));
         return;
-    } else {
+    } else { /* Q4_0, Q4_K, IQ4 */
         __m128i w[INF_PANEL];
-        uint32_t h[INF_PANEL];
-        for (int r = 0; r < INF_PANEL; r++) {
-            const __m256i v = load256(q[r]);
-            w[r] = nibble_words(v);
-            if (kind == INF_PACK_Q5_K) h[r] = fifth_bits(v);
-        }
+        for (int r = 0; r < INF_PANEL; r++)
+            w[r] = nibble_words(load256(q[r]));
         for (int j = 0; j < 4; j++)
             store_4x4(dst + 16 * j, 4, w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
         qbytes = 256;
-        if (kind == INF_PACK_Q5_K) {
-            memcpy(dst + 256, h, sizeof h);
-            qbytes = 320;
-        }
     }
     memcpy(dst + qbytes, A, INF_PANEL * sizeof(uint16_t));
-    if (kind == INF_PACK_Q4_K || kind == INF_PACK_Q5_K)
+    if (kind == INF_PACK_Q4_K)
         memcpy(dst + qbytes + INF_PANEL * sizeof(uint16_t), B, INF_PANEL * sizeof(uint16_t));
 }
 

@@ -1,6 +1,6 @@
-/* The Q4_KS kind's 6-bit scales and mins (kernels.h), unpacked for 16 rows
+/* The Q4_KS and Q5_KS kinds' 6-bit scales and mins (kernels.h), unpacked for 16 rows
  * at once with SSE2 operations: shared by the x86 kernel files that read the
- * kind (kern_avx512.c, kern_matmul_avx2.c); include it from nowhere else. */
+ * kinds (kern_avx512.c, kern_matmul_avx2.c, kern_amx.c); include it from nowhere else. */
 #ifndef INF_BACKEND_Q4KS_SCALES_H
 #define INF_BACKEND_Q4KS_SCALES_H
 

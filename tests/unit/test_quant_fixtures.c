@@ -143,15 +143,21 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
         }
         break;
     case INF_PACK_Q4_KS: /* a super-group of 8 sub-groups, w = (d sc) q - dmin m */
-        memcpy(&A, gp + INF_Q4KS_D_OFF + 2 * r, 2);
-        memcpy(&B, gp + INF_Q4KS_DMIN_OFF + 2 * r, 2);
+    case INF_PACK_Q5_KS: {
+        const bool five = pk->kind == INF_PACK_Q5_KS;
+        const int sub = five ? INF_Q5KS_SUB_BYTES : INF_Q4KS_SUB_BYTES,
+                  sco = five ? INF_Q5KS_SC_OFF : INF_Q4KS_SC_OFF;
+        memcpy(&A, gp + (five ? INF_Q5KS_D_OFF : INF_Q4KS_D_OFF) + 2 * r, 2);
+        memcpy(&B, gp + (five ? INF_Q5KS_DMIN_OFF : INF_Q4KS_DMIN_OFF) + 2 * r, 2);
         for (int k = 0; k < 256; k++) {
             const int s = k / 32, c = k % 32 / 8, j = k % 8;
-            const uint8_t byte = gp[INF_Q4KS_SUB_BYTES * s + 64 * c + 4 * r + j % 4];
-            const int q = j < 4 ? byte & 0xF : byte >> 4;
+            const uint8_t *sp = gp + sub * s;
+            const uint8_t byte = sp[64 * c + 4 * r + j % 4];
+            const int bit = five ? (sp[256 + 4 * r + j % 4] >> (j < 4 ? c : 4 + c)) & 1 : 0;
+            const int q = (j < 4 ? byte & 0xF : byte >> 4) | bit << 4;
             uint8_t sb[12]; /* the file's scale bytes, as ggml unpacks them */
             for (int i = 0; i < 12; i++)
-                sb[i] = gp[INF_Q4KS_SC_OFF + 16 * i + r];
+                sb[i] = gp[sco + 16 * i + r];
             const int sc = s < 4 ? sb[s] & 63 : (sb[s + 4] & 0xF) | (sb[s - 4] >> 6) << 4;
             const int m = s < 4 ? sb[s + 4] & 63 : (sb[s + 4] >> 4) | (sb[s] >> 6) << 4;
             const float d1 = inf_f16_to_f32(A) * (float)sc, m1 = inf_f16_to_f32(B) * (float)m;
@@ -159,6 +165,7 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(d1 * (float)q) + fabsf(m1);
         }
         break;
+    }
     case INF_PACK_Q6_K: /* a super-group of 16 sub-groups, w = d sc (q - 32) */
         memcpy(&A, gp + INF_Q6K_D_OFF + 2 * r, 2);
         for (int k = 0; k < 256; k++) {
@@ -179,10 +186,10 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
 /* Packing (load-time scalar code, so it runs on any CPU even where the packed
  * kernels cannot) under kinds (a mask of INF_PACK_KIND_BIT): each type's
  * panels hold its values, exactly where the packed scales are the stored
- * ones (and Q6_K's and Q3_K's d * sc, the Q4_KS kind's d * sc and dmin * m
- * are formed as ggml forms them), within one f16 rounding where a scale is a
- * product of two stored factors rounded to f16 (Q4_K's as the Q4_K kind,
- * Q5_K's, IQ4_XS's). */
+ * ones (and Q6_K's and Q3_K's d * sc, the Q4_KS and Q5_KS kinds' d * sc and
+ * dmin * m are formed as ggml forms them), within one f16 rounding where a
+ * scale is a product of two stored factors rounded to f16 (Q4_K's as the
+ * Q4_K kind, IQ4_XS's). */
 static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, unsigned kinds) {
     inf_weight w = {.t = t,
                     .n_in = t->ne[0],
@@ -197,7 +204,8 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
     }
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
                        type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL ||
-                       type == INF_Q6_K || type == INF_Q3_K || pk->kind == INF_PACK_Q4_KS;
+                       type == INF_Q6_K || type == INF_Q3_K || pk->kind == INF_PACK_Q4_KS ||
+                       pk->kind == INF_PACK_Q5_KS;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
