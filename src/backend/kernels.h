@@ -32,7 +32,8 @@
  *                                                                      3360 B
  *   Q5_K: Q4_K's 4 nibble chunks (the low 4 bits), one chunk of fifth bits
  *         (lane r byte j: bit c = bit 4 of q[r][8c+j], bit 4+c = bit 4 of
- *         q[r][8c+4+j]), then 16 f16 (d*sc) and 16 f16 (dmin*m)       384 B
+ *         q[r][8c+4+j]), then 16 f16 A and 16 f16 B (w = A q - B; Q5_0's
+ *         and Q5_1's kind, Q5_K itself packs as Q5_KS)                 384 B
  *   IQ4:  Q4_0's layout of IQ4_NL/IQ4_XS's 4-bit indices into
  *         inf_iq4nl_values, then 16 f16 d (IQ4_XS: d * (ls - 32))      288 B
  *   Q4_KS: Q4_K at the file's size, a whole super-block: 8 sub-groups of
