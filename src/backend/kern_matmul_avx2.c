@@ -107,13 +107,15 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
 
 /* ---- packed matmul ------------------------------------------------------------------------ */
 
-/* Q6_K, Q4_KS and Q5_KS panels are whole super-groups: a sub-group's
- * weights, then (2-3 KiB on) the scales of all of them. The hardware prefetchers lose
- * that stream, so decode prefetches each sub-group's share of the group into
- * L2, as the AVX-512 kernel does and as far ahead. Without it, one thread read Q6_K
- * panels from DRAM at 17 GB/s against 30-35 with it (AMD Zen 4 under
- * INFERNO_ISA=avx2; 16 KiB ahead read 35, 4 KiB 31-34). The other kinds keep
- * their scales in the stream and take no prefetch (measured no faster). */
+/* Decode prefetches the panels into L2, as the AVX-512 kernel does and as
+ * far ahead (inf_decode_l2_ahead). Q6_K, Q4_KS and Q5_KS panels are whole
+ * super-groups: a sub-group's weights, then (2-3 KiB on) the scales of all of
+ * them; the hardware prefetchers lose that stream, so each sub-group asks for
+ * its share of the group. Without it, one thread read Q6_K panels from DRAM
+ * at 17 GB/s against 30-35 with it (AMD Zen 4 under INFERNO_ISA=avx2; 16 KiB
+ * ahead read 35, 4 KiB 31-34). The other kinds ask for each group's bytes
+ * (qwen3-0.6b tg64 under INFERNO_ISA=avx2, six pairs alternating: Q8_0 74.6
+ * -> 80.4 t/s, won 6; Q4_0 129.1 -> 130.5, won 5). */
 static int super_ahead = 4096;
 
 static inline __m256i bcast4(const void *p) {
@@ -164,6 +166,10 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
+        if (NH == 2 && (KIND == INF_PACK_Q8_0 || KIND == INF_PACK_Q4_0 || KIND == INF_PACK_Q4_K ||
+                        KIND == INF_PACK_Q5_K || KIND == INF_PACK_IQ4)) /* decode: the group */
+            for (size_t l = 0; l < gb; l += 64)
+                _mm_prefetch((const char *)gp + super_ahead + l, _MM_HINT_T1);
         __m256i ai[4][2];
         switch (KIND) {
         case INF_PACK_Q8_0: {
