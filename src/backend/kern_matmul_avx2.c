@@ -115,7 +115,8 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
  * at 17 GB/s against 30-35 with it (AMD Zen 4 under INFERNO_ISA=avx2; 16 KiB
  * ahead read 35, 4 KiB 31-34). The other kinds ask for each group's bytes
  * (qwen3-0.6b tg64 under INFERNO_ISA=avx2, six pairs alternating: Q8_0 74.6
- * -> 80.4 t/s, won 6; Q4_0 129.1 -> 130.5, won 5). */
+ * -> 80.4 t/s, won 6; Q4_0 129.1 -> 130.5, won 5). BF16 panels, widened to
+ * f32 and slower to compute, take none (with it tg32 lost 5 of 6, 49.4 -> 47.2). */
 static int super_ahead = 4096;
 
 static inline __m256i bcast4(const void *p) {
