@@ -25,7 +25,7 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
  * (w = d sc (q - 32)). Where A is a product of two stored factors (Q4_K's
- * and Q5_K's sub-block scales, IQ4_XS's) it is rounded to f16 once; the
+ * sub-block scales as the Q4_K kind, IQ4_XS's) it is rounded to f16 once; the
  * Q6_K, Q4_KS and Q5_KS kinds keep the factors apart (A = d, sc = the
  * sub-block scales; Q4_KS and Q5_KS: B = dmin, sc = the file's packed scale
  * bytes). ---- */
@@ -129,8 +129,8 @@ static void fetch_q4_K(const uint8_t *row, int64_t g, fetched *f) {
 /* Q4_K as the Q4_KS kind, a whole super-block g: A = d, B = dmin, the scale bytes as they are */
 static void fetch_q4_K_sb(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_q4_K *b = (const inf_block_q4_K *)row + g;
-    for (int k = 0; k < 256;
-         k++) { /* sub-block s = k / 32: nibble s % 2 of qs[32 (s / 2) + k % 32] */
+    /* sub-block s = k / 32: nibble s % 2 of qs[32 (s / 2) + k % 32] */
+    for (int k = 0; k < 256; k++) {
         const uint8_t byte = b->qs[32 * (k / 64) + k % 32];
         f->q[k] = (k / 32) % 2 ? byte >> 4 : byte & 0xF;
     }
