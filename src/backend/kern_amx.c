@@ -57,6 +57,23 @@ static inline void emit_nibbles(uint8_t *dst, __m512i lo, __m512i hi, __m512 A, 
     emit4(dst + 128, f);
 }
 
+/* a 5-bit group (the Q5_K kind's 4 nibble chunks and chunk of fifth bits at
+ * p) as A q - B: the fifth bits to bit 4, of the low nibbles from H << 4,
+ * one shift down per chunk */
+static inline void emit_five(uint8_t *dst, const uint8_t *p, __m512 A, __m512 B) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+    __m512i H = _mm512_loadu_si512(p + 256), L = _mm512_slli_epi16(H, 4);
+    for (int c = 0; c < 4; c++) {
+        __m512i w = _mm512_loadu_si512(p + 64 * c);
+        __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10)),
+                hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
+                                     _mm512_and_si512(H, m10));
+        L = _mm512_srli_epi16(L, 1);
+        H = _mm512_srli_epi16(H, 1);
+        emit_nibbles(dst + 256 * c, lo, hi, A, B);
+    }
+}
+
 /* kernels.h: k 32 kg .. 32 kg + 31 of one packed panel as 1024 bytes of bf16 */
 void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *panel, int64_t kg) {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
@@ -107,25 +124,12 @@ void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pan
     }
     case INF_PACK_Q5_K: {
         const uint8_t *gp = panel + (size_t)kg * pk->group_bytes;
-        const __m512i m10 = _mm512_set1_epi8(0x10);
-        __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 320)));
-        __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 352)));
-        /* fifth bits to bit 4: of the low nibbles from H << 4, one shift down per chunk */
-        __m512i H = _mm512_loadu_si512(gp + 256), L = _mm512_slli_epi16(H, 4);
-        for (int c = 0; c < 4; c++) {
-            __m512i w = _mm512_loadu_si512(gp + 64 * c);
-            __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10)),
-                    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
-                                         _mm512_and_si512(H, m10));
-            L = _mm512_srli_epi16(L, 1);
-            H = _mm512_srli_epi16(H, 1);
-            emit_nibbles(dst + 256 * c, lo, hi, A, B);
-        }
+        emit_five(dst, gp, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 320))),
+                  _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 352))));
         break;
     }
     case INF_PACK_Q5_KS: { /* sub-group kg % 8 of super-group kg / 8 */
         const uint8_t *gp = panel + (size_t)(kg / 8) * pk->group_bytes;
-        const uint8_t *sp = gp + INF_Q5KS_SUB_BYTES * (kg % 8);
         __m128i sc, m;
         q4ks_scale_min(gp + INF_Q5KS_SC_OFF, (int)(kg % 8), &sc, &m);
         const __m512 A = _mm512_mul_ps(
@@ -134,17 +138,7 @@ void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pan
         const __m512 B = _mm512_mul_ps(
             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_DMIN_OFF))),
             _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
-        const __m512i m10 = _mm512_set1_epi8(0x10);
-        __m512i H = _mm512_loadu_si512(sp + 256), L = _mm512_slli_epi16(H, 4);
-        for (int c = 0; c < 4; c++) {
-            __m512i w = _mm512_loadu_si512(sp + 64 * c);
-            __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10)),
-                    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
-                                         _mm512_and_si512(H, m10));
-            L = _mm512_srli_epi16(L, 1);
-            H = _mm512_srli_epi16(H, 1);
-            emit_nibbles(dst + 256 * c, lo, hi, A, B);
-        }
+        emit_five(dst, gp + INF_Q5KS_SUB_BYTES * (kg % 8), A, B);
         break;
     }
     case INF_PACK_IQ4: {

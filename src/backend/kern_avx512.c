@@ -238,6 +238,74 @@ scale_offset128(__m512 *acc, const __m512i *ai, const uint8_t *dp, const int32_t
     }
 }
 
+/* ai[t] = the sums of 4-bit group g's unsigned values (4 nibble chunks at p)
+ * with row t's x; the high nibbles in place (16 q) into their own sums,
+ * divided by 16 at the end: exact, one op less per chunk than shifting them down */
+static inline __attribute__((always_inline)) void
+nibble_sums(__m512i *ai, const uint8_t *p, const int8_t *const *xqr, int64_t g, const int TB) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    __m512i ah[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        ai[t] = ah[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        __m512i w = _mm512_loadu_si512(p + 64 * c);
+        __m512i lo = _mm512_and_si512(w, m0f);
+        __m512i hi16 = _mm512_andnot_si512(m0f, w);
+#pragma GCC unroll 4
+        for (int t = 0; t < TB; t++) {
+            ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
+            ah[t] = _mm512_dpbusd_epi32(ah[t], hi16, bcast4(xqr[t] + 32 * g + 8 * c + 4));
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        ai[t] = _mm512_add_epi32(ai[t], _mm512_srai_epi32(ah[t], 4));
+}
+
+/* The same for 5-bit group g (the Q5_K kind's 4 nibble chunks and chunk of
+ * fifth bits at p): the fifth bits moved to bit 4 of each byte, of the low
+ * nibbles (bit c of the fifth-bit chunk) from H << 4 shifted down once per
+ * chunk, of the high ones (bit 4 + c) from H itself */
+static inline __attribute__((always_inline)) void
+five_sums(__m512i *ai, const uint8_t *p, const int8_t *const *xqr, int64_t g, const int TB) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+    __m512i H = _mm512_loadu_si512(p + 256), L = _mm512_slli_epi16(H, 4);
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        ai[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        __m512i w = _mm512_loadu_si512(p + 64 * c);
+        __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10));
+        __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
+                                     _mm512_and_si512(H, m10));
+        L = _mm512_srli_epi16(L, 1);
+        H = _mm512_srli_epi16(H, 1);
+#pragma GCC unroll 4
+        for (int t = 0; t < TB; t++) {
+            ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
+            ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
+        }
+    }
+}
+
+/* acc[t] += d_x (A sum - B sum x): group g's sums of offset-form weights
+ * (w = A q - B; the Q4_K and Q5_K kinds and their super-block forms) */
+static inline __attribute__((always_inline)) void scale_ab(__m512 *acc, const __m512i *ai, __m512 A,
+                                                           __m512 B, const int32_t *const *sr,
+                                                           const float *const *dr, int64_t g,
+                                                           const int TB) {
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++) {
+        int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
+                                 _mm512_set1_ps(dr[t][g]), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][g] * (float)s), acc[t]);
+    }
+}
+
 static inline __attribute__((always_inline)) void
 panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
           int t0, const int TB, int l1, int l2, const x_touch *xt) {
@@ -282,26 +350,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         }
         case INF_PACK_Q4_0:
         case INF_PACK_Q4_K: {
-            /* high nibbles in place (16 q) into their own sums, divided by 16 at
-             * the end: exact, one op less per chunk than shifting them down */
-            __m512i ah[4];
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++)
-                ah[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-            for (int c = 0; c < 4; c++) {
-                __m512i w = _mm512_loadu_si512(gp + 64 * c);
-                __m512i lo = _mm512_and_si512(w, m0f);
-                __m512i hi16 = _mm512_andnot_si512(m0f, w);
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
-                    ah[t] = _mm512_dpbusd_epi32(ah[t], hi16, bcast4(xqr[t] + 32 * g + 8 * c + 4));
-                }
-            }
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++)
-                ai[t] = _mm512_add_epi32(ai[t], _mm512_srai_epi32(ah[t], 4));
+            nibble_sums(ai, gp, xqr, g, TB);
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
             if (pk->kind == INF_PACK_Q4_0) {
 #pragma GCC unroll 4
@@ -313,14 +362,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 }
             } else {
                 __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 288)));
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
-                    __m512 dx = _mm512_set1_ps(dr[t][g]);
-                    acc[t] =
-                        _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
-                    acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][g] * (float)s), acc[t]);
-                }
+                scale_ab(acc, ai, A, B, sr, dr, g, TB);
             }
             break;
         }
@@ -350,126 +392,39 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
-        case INF_PACK_Q4_KS: {
-            /* a super-group: 8 sub-groups of 32 k as the Q4_K kind's, their
-               A = d*sc and B = dmin*m formed from the file's scale bytes */
-            const __m512 d =
-                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q4KS_D_OFF)));
-            const __m512 dmin =
-                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q4KS_DMIN_OFF)));
-#pragma GCC unroll 8
-            for (int sg = 0; sg < 8; sg++) {
-                prefetch_at(gp + INF_Q4KS_PREFETCH_PART * sg, INF_Q4KS_PREFETCH_PART, l1, l2);
-                __m128i sc, m;
-                q4ks_scale_min(gp + INF_Q4KS_SC_OFF, sg, &sc, &m);
-                const __m512 A = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
-                const __m512 B = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
-                const uint8_t *sp = gp + INF_Q4KS_SUB_BYTES * sg;
-                const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
-                __m512i ah[4];
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++)
-                    ai[t] = ah[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++) {
-                    __m512i w = _mm512_loadu_si512(sp + 64 * c);
-                    __m512i lo = _mm512_and_si512(w, m0f);
-                    __m512i hi16 = _mm512_andnot_si512(m0f, w);
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * k32 + 8 * c));
-                        ah[t] =
-                            _mm512_dpbusd_epi32(ah[t], hi16, bcast4(xqr[t] + 32 * k32 + 8 * c + 4));
-                    }
-                }
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    ai[t] = _mm512_add_epi32(ai[t], _mm512_srai_epi32(ah[t], 4));
-                    int32_t s = sr[t][2 * k32] + sr[t][2 * k32 + 1];
-                    __m512 dx = _mm512_set1_ps(dr[t][k32]);
-                    acc[t] =
-                        _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A), dx, acc[t]);
-                    acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][k32] * (float)s), acc[t]);
-                }
-            }
-            break;
-        }
+        case INF_PACK_Q4_KS:
         case INF_PACK_Q5_KS: {
-            /* a super-group: 8 sub-groups of 32 k as the Q5_K kind's, their
-               A and B formed as Q4_KS's */
-            const __m512 d =
-                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_D_OFF)));
-            const __m512 dmin =
-                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q5KS_DMIN_OFF)));
-            const __m512i m10 = _mm512_set1_epi8(0x10);
+            /* a super-group: 8 sub-groups of 32 k as the Q4_K or Q5_K kind's,
+               their A = d*sc and B = dmin*m formed from the file's scale bytes */
+            const bool five = pk->kind == INF_PACK_Q5_KS;
+            const size_t sub = five ? INF_Q5KS_SUB_BYTES : INF_Q4KS_SUB_BYTES,
+                         part = five ? INF_Q5KS_PREFETCH_PART : INF_Q4KS_PREFETCH_PART;
+            const uint8_t *P = gp + (five ? INF_Q5KS_SC_OFF : INF_Q4KS_SC_OFF);
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
+                (const __m256i *)(gp + (five ? INF_Q5KS_D_OFF : INF_Q4KS_D_OFF))));
+            const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
+                (const __m256i *)(gp + (five ? INF_Q5KS_DMIN_OFF : INF_Q4KS_DMIN_OFF))));
 #pragma GCC unroll 8
             for (int sg = 0; sg < 8; sg++) {
-                prefetch_at(gp + INF_Q5KS_PREFETCH_PART * sg, INF_Q5KS_PREFETCH_PART, l1, l2);
+                prefetch_at(gp + part * sg, part, l1, l2);
                 __m128i sc, m;
-                q4ks_scale_min(gp + INF_Q5KS_SC_OFF, sg, &sc, &m);
+                q4ks_scale_min(P, sg, &sc, &m);
                 const __m512 A = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
                 const __m512 B = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
-                const uint8_t *sp = gp + INF_Q5KS_SUB_BYTES * sg;
                 const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
-                __m512i H = _mm512_loadu_si512(sp + 256), L = _mm512_slli_epi16(H, 4);
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++)
-                    ai[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++) {
-                    __m512i w = _mm512_loadu_si512(sp + 64 * c);
-                    __m512i lo =
-                        _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10));
-                    __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
-                                                 _mm512_and_si512(H, m10));
-                    L = _mm512_srli_epi16(L, 1);
-                    H = _mm512_srli_epi16(H, 1);
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * k32 + 8 * c));
-                        ai[t] =
-                            _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * k32 + 8 * c + 4));
-                    }
-                }
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    int32_t s = sr[t][2 * k32] + sr[t][2 * k32 + 1];
-                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
-                                             _mm512_set1_ps(dr[t][k32]), acc[t]);
-                    acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][k32] * (float)s), acc[t]);
-                }
+                if (five)
+                    five_sums(ai, gp + sub * sg, xqr, k32, TB);
+                else
+                    nibble_sums(ai, gp + sub * sg, xqr, k32, TB);
+                scale_ab(acc, ai, A, B, sr, dr, k32, TB);
             }
             break;
         }
         case INF_PACK_Q5_K: {
-            /* the fifth bits moved to bit 4 of each byte: of the low nibbles
-               (bit c of the fifth-bit chunk) from H << 4 shifted down once per
-               chunk, of the high ones (bit 4 + c) from H itself */
-            const __m512i m10 = _mm512_set1_epi8(0x10);
-            __m512i H = _mm512_loadu_si512(gp + 256), L = _mm512_slli_epi16(H, 4);
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                __m512i w = _mm512_loadu_si512(gp + 64 * c);
-                __m512i lo = _mm512_or_si512(_mm512_and_si512(w, m0f), _mm512_and_si512(L, m10));
-                __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), m0f),
-                                             _mm512_and_si512(H, m10));
-                L = _mm512_srli_epi16(L, 1);
-                H = _mm512_srli_epi16(H, 1);
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    ai[t] = _mm512_dpbusd_epi32(ai[t], lo, bcast4(xqr[t] + 32 * g + 8 * c));
-                    ai[t] = _mm512_dpbusd_epi32(ai[t], hi, bcast4(xqr[t] + 32 * g + 8 * c + 4));
-                }
-            }
+            five_sums(ai, gp, xqr, g, TB);
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 320)));
             __m512 B = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 352)));
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++) {
-                int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
-                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
-                                         _mm512_set1_ps(dr[t][g]), acc[t]);
-                acc[t] = _mm512_fnmadd_ps(B, _mm512_set1_ps(dr[t][g] * (float)s), acc[t]);
-            }
+            scale_ab(acc, ai, A, B, sr, dr, g, TB);
             break;
         }
         case INF_PACK_IQ4: {

@@ -142,6 +142,94 @@ static inline __m256i sdot(__m256i aw, __m256i w, __m256i x, __m256i ones) {
                                         _mm256_set1_ps(dr[t][g]), acc[t][h]);                      \
     }
 
+/* ai[t][h] (h < NH: half h0 + h) = the i32 sums of 4-bit group g's unsigned
+ * values (4 nibble chunks at p) with row t's x, summed in i16 over the whole
+ * group, then widened */
+static inline __attribute__((always_inline)) void nibble_sums(__m256i ai[4][2], const uint8_t *p,
+                                                              const int8_t *const *xqr, int64_t g,
+                                                              const int TB, const int NH, int h0) {
+    const __m256i m0f = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    __m256i s[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        for (int h = 0; h < NH; h++)
+            s[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; h++) {
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(p + 64 * c + 32 * (h0 + h)));
+            const __m256i lo = _mm256_and_si256(w, m0f);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f);
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                const int8_t *xc = xqr[t] + 32 * g + 8 * c;
+                s[t][h] = _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(lo, bcast4(xc)));
+                s[t][h] = _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        for (int h = 0; h < NH; h++)
+            ai[t][h] = _mm256_madd_epi16(s[t][h], ones);
+}
+
+/* The same for 5-bit group g (the Q5_K kind's 4 nibble chunks and chunk of
+ * fifth bits at p): a pair is at most 2 * 31 * 127, so the two pairs of a
+ * chunk's low and high weights are summed in i16, then widened */
+static inline __attribute__((always_inline)) void five_sums(__m256i ai[4][2], const uint8_t *p,
+                                                            const int8_t *const *xqr, int64_t g,
+                                                            const int TB, const int NH, int h0) {
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m10 = _mm256_set1_epi8(0x10),
+                  ones = _mm256_set1_epi16(1);
+    __m256i L[2], H[2]; /* fifth bits: of the low nibbles at bit 4 + c, the high ones at 4 */
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        for (int h = 0; h < NH; h++)
+            ai[t][h] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; h++) {
+        H[h] = _mm256_loadu_si256((const __m256i *)(p + 256 + 32 * (h0 + h)));
+        L[h] = _mm256_slli_epi16(H[h], 4);
+    }
+#pragma GCC unroll 1
+    for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; h++) {
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(p + 64 * c + 32 * (h0 + h)));
+            const __m256i lo =
+                _mm256_or_si256(_mm256_and_si256(w, m0f), _mm256_and_si256(L[h], m10));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w, 4), m0f),
+                                               _mm256_and_si256(H[h], m10));
+            L[h] = _mm256_srli_epi16(L[h], 1);
+            H[h] = _mm256_srli_epi16(H[h], 1);
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                const int8_t *xc = xqr[t] + 32 * g + 8 * c;
+                const __m256i q = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xc)),
+                                                   _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
+                ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(q, ones));
+            }
+        }
+    }
+}
+
+/* acc[t][h] += d_x (A[h] sum - B[h] sum x): group g's sums of offset-form
+ * weights (w = A q - B; the Q4_K and Q5_K kinds and their super-block forms) */
+static inline __attribute__((always_inline)) void
+scale_ab(__m256 acc[4][2], __m256i ai[4][2], const __m256 *A, const __m256 *B,
+         const float *const *dr, const float *const *dsr, int64_t g, const int TB, const int NH) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+        for (int t = 0; t < TB; t++) {
+            acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A[h]),
+                                        _mm256_set1_ps(dr[t][g]), acc[t][h]);
+            acc[t][h] = _mm256_fnmadd_ps(B[h], _mm256_set1_ps(dsr[t][g]), acc[t][h]);
+        }
+}
+
 /* Outputs h0*8 .. h0*8 + 8*NH - 1 of one panel of kind KIND (a constant, so
  * each kind is its own loop) for tokens t0 .. t0+TB-1: TB = 4 with NH = 1
  * (half h0: prompt blocks, the unpacking of a weight vector shared by four
@@ -198,242 +286,80 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         }
         case INF_PACK_Q4_0:
         case INF_PACK_Q4_K: {
-            __m256i s[4][2];
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++)
-                for (int h = 0; h < NH; h++)
-                    s[t][h] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-            for (int c = 0; c < 4; c++) {
-#pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) {
-                    const __m256i w =
-                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
-                    const __m256i lo = _mm256_and_si256(w, m0f);
-                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f);
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        const int8_t *xc = xqr[t] + 32 * g + 8 * c;
-                        s[t][h] = _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(lo, bcast4(xc)));
-                        s[t][h] =
-                            _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
-                    }
-                }
-            }
+            nibble_sums(ai, gp, xqr, g, TB, NH, h0);
+            __m256 A[2], B[2];
 #pragma GCC unroll 2
             for (int h = 0; h < NH; h++) {
-                const __m256 A =
+                A[h] =
                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 256 + 16 * (h0 + h))));
                 if (KIND == INF_PACK_Q4_0) {
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
                         int32_t sx = sr[t][2 * g] + sr[t][2 * g + 1];
-                        __m256i v = _mm256_sub_epi32(_mm256_madd_epi16(s[t][h], ones),
-                                                     _mm256_set1_epi32(8 * sx));
-                        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A),
+                        __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(8 * sx));
+                        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A[h]),
                                                     _mm256_set1_ps(dr[t][g]), acc[t][h]);
                     }
                 } else {
-                    const __m256 B = _mm256_cvtph_ps(
+                    B[h] = _mm256_cvtph_ps(
                         _mm_loadu_si128((const __m128i *)(gp + 288 + 16 * (h0 + h))));
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        acc[t][h] = _mm256_fmadd_ps(
-                            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[t][h], ones)), A),
-                            _mm256_set1_ps(dr[t][g]), acc[t][h]);
-                        acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][g]), acc[t][h]);
-                    }
                 }
             }
+            if (KIND == INF_PACK_Q4_K) scale_ab(acc, ai, A, B, dr, dsr, g, TB, NH);
             break;
         }
-        case INF_PACK_Q4_KS: {
-            /* a super-group: 8 sub-groups of 32 k as the Q4_K kind's, their
-               A = d*sc and B = dmin*m formed from the file's scale bytes */
-            __m256 d[2], dmin[2];
-            for (int h = 0; h < NH; h++) {
-                d[h] = _mm256_cvtph_ps(
-                    _mm_loadu_si128((const __m128i *)(gp + INF_Q4KS_D_OFF + 16 * (h0 + h))));
-                dmin[h] = _mm256_cvtph_ps(
-                    _mm_loadu_si128((const __m128i *)(gp + INF_Q4KS_DMIN_OFF + 16 * (h0 + h))));
-            }
-#pragma GCC unroll 1
-            for (int sg = 0; sg < 8; sg++) {
-                const uint8_t *sp = gp + INF_Q4KS_SUB_BYTES * sg;
-                if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
-                    for (int l = 0; l < INF_Q4KS_PREFETCH_PART; l += 64)
-                        _mm_prefetch((const char *)gp + super_ahead + INF_Q4KS_PREFETCH_PART * sg +
-                                         l,
-                                     _MM_HINT_T1);
-                const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
-                __m256i s[4][2];
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++)
-                    for (int h = 0; h < NH; h++)
-                        s[t][h] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-                for (int c = 0; c < 4; c++) {
-#pragma GCC unroll 2
-                    for (int h = 0; h < NH; h++) {
-                        const __m256i w =
-                            _mm256_loadu_si256((const __m256i *)(sp + 64 * c + 32 * (h0 + h)));
-                        const __m256i lo = _mm256_and_si256(w, m0f);
-                        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f);
-#pragma GCC unroll 4
-                        for (int t = 0; t < TB; t++) {
-                            const int8_t *xc = xqr[t] + 32 * k32 + 8 * c;
-                            s[t][h] =
-                                _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(lo, bcast4(xc)));
-                            s[t][h] =
-                                _mm256_add_epi16(s[t][h], _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
-                        }
-                    }
-                }
-                __m128i sc, m;
-                q4ks_scale_min(gp + INF_Q4KS_SC_OFF, sg, &sc, &m);
-#pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) {
-                    const __m128i sch = h0 + h ? _mm_srli_si128(sc, 8) : sc,
-                                  mh = h0 + h ? _mm_srli_si128(m, 8) : m;
-                    const __m256 A =
-                        _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sch)));
-                    const __m256 B =
-                        _mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mh)));
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        acc[t][h] = _mm256_fmadd_ps(
-                            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[t][h], ones)), A),
-                            _mm256_set1_ps(dr[t][k32]), acc[t][h]);
-                        acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][k32]), acc[t][h]);
-                    }
-                }
-            }
-            break;
-        }
+        case INF_PACK_Q4_KS:
         case INF_PACK_Q5_KS: {
-            /* a super-group: 8 sub-groups of 32 k as the Q5_K kind's (below),
-               their A and B formed as Q4_KS's */
-            const __m256i m10 = _mm256_set1_epi8(0x10);
+            /* a super-group: 8 sub-groups of 32 k as the Q4_K or Q5_K kind's,
+               their A = d*sc and B = dmin*m formed from the file's scale bytes */
+            const bool five = KIND == INF_PACK_Q5_KS;
+            const size_t sub = five ? INF_Q5KS_SUB_BYTES : INF_Q4KS_SUB_BYTES,
+                         part = five ? INF_Q5KS_PREFETCH_PART : INF_Q4KS_PREFETCH_PART;
+            const uint8_t *P = gp + (five ? INF_Q5KS_SC_OFF : INF_Q4KS_SC_OFF);
             __m256 d[2], dmin[2];
             for (int h = 0; h < NH; h++) {
-                d[h] = _mm256_cvtph_ps(
-                    _mm_loadu_si128((const __m128i *)(gp + INF_Q5KS_D_OFF + 16 * (h0 + h))));
-                dmin[h] = _mm256_cvtph_ps(
-                    _mm_loadu_si128((const __m128i *)(gp + INF_Q5KS_DMIN_OFF + 16 * (h0 + h))));
+                d[h] = _mm256_cvtph_ps(_mm_loadu_si128(
+                    (const __m128i *)(gp + (five ? INF_Q5KS_D_OFF : INF_Q4KS_D_OFF) +
+                                      16 * (h0 + h))));
+                dmin[h] = _mm256_cvtph_ps(_mm_loadu_si128(
+                    (const __m128i *)(gp + (five ? INF_Q5KS_DMIN_OFF : INF_Q4KS_DMIN_OFF) +
+                                      16 * (h0 + h))));
             }
 #pragma GCC unroll 1
             for (int sg = 0; sg < 8; sg++) {
-                const uint8_t *sp = gp + INF_Q5KS_SUB_BYTES * sg;
                 if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
-                    for (int l = 0; l < INF_Q5KS_PREFETCH_PART; l += 64)
-                        _mm_prefetch((const char *)gp + super_ahead + INF_Q5KS_PREFETCH_PART * sg +
-                                         l,
-                                     _MM_HINT_T1);
+                    for (size_t l = 0; l < part; l += 64)
+                        _mm_prefetch((const char *)gp + super_ahead + part * sg + l, _MM_HINT_T1);
                 const int64_t k32 = 8 * g + sg; /* the sub-group's index along k */
-                __m256i L[2], H[2];
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++)
-                    for (int h = 0; h < NH; h++)
-                        ai[t][h] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) {
-                    H[h] = _mm256_loadu_si256((const __m256i *)(sp + 256 + 32 * (h0 + h)));
-                    L[h] = _mm256_slli_epi16(H[h], 4);
-                }
-#pragma GCC unroll 1
-                for (int c = 0; c < 4; c++) {
-#pragma GCC unroll 2
-                    for (int h = 0; h < NH; h++) {
-                        const __m256i w =
-                            _mm256_loadu_si256((const __m256i *)(sp + 64 * c + 32 * (h0 + h)));
-                        const __m256i lo =
-                            _mm256_or_si256(_mm256_and_si256(w, m0f), _mm256_and_si256(L[h], m10));
-                        const __m256i hi =
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w, 4), m0f),
-                                            _mm256_and_si256(H[h], m10));
-                        L[h] = _mm256_srli_epi16(L[h], 1);
-                        H[h] = _mm256_srli_epi16(H[h], 1);
-#pragma GCC unroll 4
-                        for (int t = 0; t < TB; t++) {
-                            const int8_t *xc = xqr[t] + 32 * k32 + 8 * c;
-                            const __m256i p =
-                                _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xc)),
-                                                 _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
-                            ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(p, ones));
-                        }
-                    }
-                }
+                if (five)
+                    five_sums(ai, gp + sub * sg, xqr, k32, TB, NH, h0);
+                else
+                    nibble_sums(ai, gp + sub * sg, xqr, k32, TB, NH, h0);
                 __m128i sc, m;
-                q4ks_scale_min(gp + INF_Q5KS_SC_OFF, sg, &sc, &m);
+                q4ks_scale_min(P, sg, &sc, &m);
+                __m256 A[2], B[2];
 #pragma GCC unroll 2
                 for (int h = 0; h < NH; h++) {
                     const __m128i sch = h0 + h ? _mm_srli_si128(sc, 8) : sc,
                                   mh = h0 + h ? _mm_srli_si128(m, 8) : m;
-                    const __m256 A =
-                        _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sch)));
-                    const __m256 B =
-                        _mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mh)));
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
-                                                    _mm256_set1_ps(dr[t][k32]), acc[t][h]);
-                        acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][k32]), acc[t][h]);
-                    }
+                    A[h] = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sch)));
+                    B[h] = _mm256_mul_ps(dmin[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mh)));
                 }
+                scale_ab(acc, ai, A, B, dr, dsr, k32, TB, NH);
             }
             break;
         }
         case INF_PACK_Q5_K: {
-            /* 5-bit values: a pair is at most 2 * 31 * 127, so the two pairs of
-               a chunk's low and high weights are summed in i16, then widened */
-            const __m256i m10 = _mm256_set1_epi8(0x10);
-            __m256i L[2],
-                H[2]; /* fifth bits: of the low nibbles at bit 4 + c, the high ones at 4 */
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++)
-                for (int h = 0; h < NH; h++)
-                    ai[t][h] = _mm256_setzero_si256();
+            five_sums(ai, gp, xqr, g, TB, NH, h0);
+            __m256 A[2], B[2];
 #pragma GCC unroll 2
             for (int h = 0; h < NH; h++) {
-                H[h] = _mm256_loadu_si256((const __m256i *)(gp + 256 + 32 * (h0 + h)));
-                L[h] = _mm256_slli_epi16(H[h], 4);
-            }
-#pragma GCC unroll 1
-            for (int c = 0; c < 4; c++) {
-#pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) {
-                    const __m256i w =
-                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
-                    const __m256i lo =
-                        _mm256_or_si256(_mm256_and_si256(w, m0f), _mm256_and_si256(L[h], m10));
-                    const __m256i hi =
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w, 4), m0f),
-                                        _mm256_and_si256(H[h], m10));
-                    L[h] = _mm256_srli_epi16(L[h], 1);
-                    H[h] = _mm256_srli_epi16(H[h], 1);
-#pragma GCC unroll 4
-                    for (int t = 0; t < TB; t++) {
-                        const int8_t *xc = xqr[t] + 32 * g + 8 * c;
-                        const __m256i p =
-                            _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xc)),
-                                             _mm256_maddubs_epi16(hi, bcast4(xc + 4)));
-                        ai[t][h] = _mm256_add_epi32(ai[t][h], _mm256_madd_epi16(p, ones));
-                    }
-                }
-            }
-#pragma GCC unroll 2
-            for (int h = 0; h < NH; h++) {
-                const __m256 A =
+                A[h] =
                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 320 + 16 * (h0 + h))));
-                const __m256 B =
+                B[h] =
                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + 352 + 16 * (h0 + h))));
-#pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ai[t][h]), A),
-                                                _mm256_set1_ps(dr[t][g]), acc[t][h]);
-                    acc[t][h] = _mm256_fnmadd_ps(B, _mm256_set1_ps(dsr[t][g]), acc[t][h]);
-                }
             }
+            scale_ab(acc, ai, A, B, dr, dsr, g, TB, NH);
             break;
         }
         case INF_PACK_IQ4: {
