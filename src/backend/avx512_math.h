@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/kernels.h"
 #include "quant/dtype.h"
@@ -52,6 +53,47 @@ static inline __attribute__((always_inline)) __m512 q6k_scale(const uint8_t *gp,
 
 static inline __m512 q6k_d(const uint8_t *gp) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q6K_D_OFF)));
+}
+
+/* The Q3_KS kind's sub-group at sp (kernels.h): its 16 values per row as 4
+ * chunks of 3-bit q (0..7), chunk i lane r = q[r][4i..4i+3]; the third bits
+ * are byte masks, one 64-bit word per chunk. */
+static inline __attribute__((always_inline)) void q3ks_values(const uint8_t *sp, __m512i q[4]) {
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    const __m512i lo = _mm512_loadu_si512(sp);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        uint64_t hb;
+        memcpy(&hb, sp + 64 + 8 * i, 8);
+        const __m512i v = _mm512_and_si512(_mm512_srli_epi16(lo, 2 * i), m3);
+        q[i] = _mm512_mask_add_epi8(v, _cvtu64_mask64(hb), v, four); /* + 4 where bit 2 is set */
+    }
+}
+
+/* The Q3_KS kind's super-group at gp: its 16 sub-groups' scales sc - 32 as int8,
+ * sub-group s row r at out[16 s + r], unpacked from the 12 scale planes as ggml
+ * unpacks the file's bytes (sub-group s: low 4 bits from plane s % 8, its low
+ * nibble for s < 8, else its high one; high 2 bits from plane 8 + s % 4, bits
+ * 2 (s / 4)), 4 sub-groups per 512-bit register */
+static inline __attribute__((always_inline)) void q3ks_scales(const uint8_t *gp, int8_t *out) {
+    const uint8_t *P = gp + INF_Q3KS_SC_OFF;
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30),
+                  m32 = _mm512_set1_epi8(32);
+    const __m512i z0 = _mm512_loadu_si512(P), z1 = _mm512_loadu_si512(P + 64),
+                  hi = _mm512_loadu_si512(P + 128);
+    const __m512i lo4[4] = {_mm512_and_si512(z0, m0f), _mm512_and_si512(z1, m0f),
+                            _mm512_and_si512(_mm512_srli_epi16(z0, 4), m0f),
+                            _mm512_and_si512(_mm512_srli_epi16(z1, 4), m0f)};
+    const __m512i hi2[4] = {_mm512_and_si512(_mm512_slli_epi16(hi, 4), m30),
+                            _mm512_and_si512(_mm512_slli_epi16(hi, 2), m30),
+                            _mm512_and_si512(hi, m30),
+                            _mm512_and_si512(_mm512_srli_epi16(hi, 2), m30)};
+    for (int c = 0; c < 4; c++)
+        _mm512_store_si512(out + 64 * c, _mm512_sub_epi8(_mm512_or_si512(lo4[c], hi2[c]), m32));
+}
+
+static inline __m512 q3ks_d(const uint8_t *gp) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q3KS_D_OFF)));
 }
 
 /* lanes < left (none when left <= 0, all when left >= 16) */

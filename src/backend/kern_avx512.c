@@ -325,8 +325,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        const bool super =
-            pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS || pk->kind == INF_PACK_Q5_KS;
+        const bool super = pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS ||
+                           pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_Q3_KS;
         if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
         if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
@@ -389,6 +389,45 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
                                              _mm512_set1_ps(dr[t][k16 / 2]), acc[t]);
                 }
+            }
+            break;
+        }
+        case INF_PACK_Q3_KS: {
+            /* a super-group: 16 sub-groups of 16 k, w = d (sc - 32) (q - 4); the
+               16 scales unpacked at once, and the two sub-groups of each x block
+               of 32 summed with their scales in int32 (|sum| < 2^21, exact),
+               converted once and scaled by d d_x */
+            const __m512 d = q3ks_d(gp);
+            _Alignas(64) int8_t sc[256];
+            q3ks_scales(gp, sc);
+            for (int h = 0; h < 8; h++) {
+                __m512i si[2][4];
+#pragma GCC unroll 2
+                for (int u = 0; u < 2; u++) {
+                    const int sg = 2 * h + u;
+                    prefetch_at(gp + INF_Q3KS_PREFETCH_PART * sg, INF_Q3KS_PREFETCH_PART, l1, l2);
+                    __m512i q[4];
+                    q3ks_values(gp + INF_Q3KS_SUB_BYTES * sg, q);
+                    const __m512i s32 =
+                        _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * sg)));
+                    const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const int8_t *xg = xqr[t] + 16 * k16;
+                        __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(-4 * sr[t][k16]), q[0],
+                                                        bcast4(xg));
+                        a = _mm512_dpbusd_epi32(a, q[1], bcast4(xg + 4));
+                        a = _mm512_dpbusd_epi32(a, q[2], bcast4(xg + 8));
+                        a = _mm512_dpbusd_epi32(a, q[3], bcast4(xg + 12));
+                        si[u][t] = _mm512_mullo_epi32(a, s32);
+                    }
+                }
+                const int64_t k32 = 8 * g + h;
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    acc[t] =
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(si[0][t], si[1][t])),
+                                        _mm512_mul_ps(d, _mm512_set1_ps(dr[t][k32])), acc[t]);
             }
             break;
         }

@@ -675,6 +675,8 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
     case INF_PACK_Q5_KS:
         PANELS_OF(INF_PACK_Q5_KS);
         break;
+    case INF_PACK_Q3_KS: /* not in INF_PACK_KINDS_AVX2: never packed for this level */
+        break;
     }
 }
 
@@ -684,7 +686,7 @@ void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     super_ahead = inf_decode_l2_ahead();
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
-    k->pack_kinds = INF_PACK_KINDS_ALL;
+    k->pack_kinds = INF_PACK_KINDS_AVX2;
     k->quantize_x = a2_quantize_x;
     k->matmul_packed = a2_matmul_packed;
 }

@@ -45,12 +45,19 @@
  *         at 320 s in the Q5_K kind's layout (4 nibble chunks, a chunk of
  *         fifth bits); then at 2560 the 12 scale planes, at 2752 16 f16 d,
  *         at 2784 16 f16 dmin                                          2816 B
+ *   Q3_KS: Q3_K at the file's size, a whole super-block: 16 sub-groups of
+ *         16 k at 96 s, each 64 bytes of low bit pairs (lane r byte j: bits
+ *         2i..2i+1 = the low 2 bits of q[r][4i+j]) and 4 64-bit words of
+ *         third bits (word i at 64 + 8i: bit 4r+j = bit 2 of q[r][4i+j], q =
+ *         0..7); then at 1536 the file's 12 scale bytes as 12 planes of 16,
+ *         at 1728 16 f16 d (w = (d*(sc - 32)) (q - 4), exact in f32)   1760 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
- * IQ4_XS as Q8_0; Q4_1 as Q4_K; Q3_K as Q6_K); the rest use the generic path.
+ * IQ4_XS as Q8_0; Q4_1 as Q4_K); the rest use the generic path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
- * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind).
+ * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind),
+ * Q3_K to the Q6_K kind (w = d sc (q - 32)) where Q3_KS is (AVX2, AMX).
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -83,6 +90,11 @@
 #define INF_Q5KS_D_OFF 2752
 #define INF_Q5KS_DMIN_OFF 2784
 #define INF_Q5KS_PREFETCH_PART 352 /* 2816 / 8 */
+/* the Q3_KS kind's group: 16 sub-groups of 16 k, the 12 scale planes, d */
+#define INF_Q3KS_SUB_BYTES 96
+#define INF_Q3KS_SC_OFF 1536
+#define INF_Q3KS_D_OFF 1728
+#define INF_Q3KS_PREFETCH_PART 110 /* 1760 / 16 */
 #define INF_CHUNK 256              /* k elements dequantized at a time on the generic path */
 #define INF_KV_TILE 64             /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
@@ -104,6 +116,7 @@ typedef enum inf_pack_kind {
     INF_PACK_IQ4,
     INF_PACK_Q4_KS,
     INF_PACK_Q5_KS,
+    INF_PACK_Q3_KS,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -114,13 +127,18 @@ typedef enum inf_pack_kind {
      INF_PACK_KIND_BIT(INF_PACK_Q6_K))
 #define INF_PACK_KINDS_ALL                                                                         \
     (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4) |    \
-     INF_PACK_KIND_BIT(INF_PACK_Q4_KS) | INF_PACK_KIND_BIT(INF_PACK_Q5_KS))
-/* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS */
-#define INF_PACK_KINDS_AMX (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS))
+     INF_PACK_KIND_BIT(INF_PACK_Q4_KS) | INF_PACK_KIND_BIT(INF_PACK_Q5_KS) |                       \
+     INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
+/* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS, and it
+ * has no bf16 expansion of Q3_KS */
+#define INF_PACK_KINDS_AMX                                                                         \
+    (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS) & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
+/* the AVX2 level's: no Q3_KS kernel yet */
+#define INF_PACK_KINDS_AVX2 (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
-    int group;          /* k elements per group: 32, or 256 for Q6_K, Q4_KS and Q5_KS */
+    int group;          /* k elements per group: 32, or 256 for Q6_K, Q4_KS, Q5_KS and Q3_KS */
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */

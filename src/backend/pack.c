@@ -24,7 +24,7 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * scale B for Q4_K's kind) as f16 bits. Types whose values are small integers
  * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
- * (w = d sc (q - 32)). Where A is a product of two stored factors (Q4_K's
+ * (w = d sc (q - 32)) where a level lacks Q3_KS. Where A is a product of two stored factors (Q4_K's
  * sub-block scales as the Q4_K kind, IQ4_XS's) it is rounded to f16 once; the
  * Q6_K, Q4_KS and Q5_KS kinds keep the factors apart (A = d, sc = the
  * sub-block scales; Q4_KS and Q5_KS: B = dmin, sc = the file's packed scale
@@ -33,7 +33,8 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
 typedef struct fetched {
     uint8_t q[256]; /* the group's values: 32, or 256 for the super-block kinds */
     uint16_t A, B;
-    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16; Q4_KS, Q5_KS: the file's 12 scale bytes */
+    int8_t sc[16]; /* the Q6_K kind: per sub-group of 16; Q4_KS, Q5_KS, Q3_KS: the file's 12 scale
+                      bytes */
 } fetched;
 
 typedef void (*fetch_fn)(const uint8_t *row, int64_t g, fetched *f);
@@ -199,6 +200,18 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
     f->A = b->d;
 }
 
+/* Q3_K as the Q3_KS kind, a whole super-block g: q = the 3-bit value + 4 (0..7), A = d,
+ * the scale bytes as they are */
+static void fetch_q3_K_sb(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_q3_K *b = (const inf_block_q3_K *)row + g;
+    for (int k = 0; k < 256; k++) {
+        const int low2 = (b->qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
+        f->q[k] = (uint8_t)(low2 | ((b->hmask[k % 32] >> (k / 32)) & 1) << 2);
+    }
+    memcpy(f->sc, b->scales, 12);
+    f->A = b->d;
+}
+
 /* per type: its kind and fetch, and a second kind for levels that lack the first */
 typedef struct pack_row {
     inf_pack_kind kind;
@@ -217,7 +230,7 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},
     [INF_Q4_K] = {INF_PACK_Q4_KS, fetch_q4_K_sb, INF_PACK_Q4_K, fetch_q4_K},
     [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},
-    [INF_Q3_K] = {INF_PACK_Q6_K, fetch_q3_K},
+    [INF_Q3_K] = {INF_PACK_Q3_KS, fetch_q3_K_sb, INF_PACK_Q6_K, fetch_q3_K},
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
 };
@@ -242,9 +255,10 @@ static const struct {
     int group;
     size_t bytes;
 } kinds[] = {
-    [INF_PACK_BF16] = {32, 1024}, [INF_PACK_Q8_0] = {32, 544},    [INF_PACK_Q4_0] = {32, 288},
-    [INF_PACK_Q4_K] = {32, 320},  [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
-    [INF_PACK_IQ4] = {32, 288},   [INF_PACK_Q4_KS] = {256, 2304}, [INF_PACK_Q5_KS] = {256, 2816},
+    [INF_PACK_BF16] = {32, 1024},   [INF_PACK_Q8_0] = {32, 544},    [INF_PACK_Q4_0] = {32, 288},
+    [INF_PACK_Q4_K] = {32, 320},    [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
+    [INF_PACK_IQ4] = {32, 288},     [INF_PACK_Q4_KS] = {256, 2304}, [INF_PACK_Q5_KS] = {256, 2816},
+    [INF_PACK_Q3_KS] = {256, 1760},
 };
 
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
@@ -356,6 +370,28 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
         }
         for (int r = 0; r < INF_PANEL; r++)
             memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
+        return;
+    case INF_PACK_Q3_KS: /* 16 sub-groups of low bit pairs and third-bit words; scale planes, d */
+        for (int s = 0; s < 16; s++) {
+            uint8_t *sd = dst + INF_Q3KS_SUB_BYTES * s;
+            uint64_t hb[4] = {0};
+            for (int r = 0; r < INF_PANEL; r++) {
+                uint32_t lo = 0;
+                for (int i = 0; i < 4; i++) {
+                    const uint32_t q = load32(f[r].q + 16 * s + 4 * i);
+                    lo |= (q & 0x03030303u) << (2 * i);
+                    for (int j = 0; j < 4; j++)
+                        hb[i] |= (uint64_t)((q >> (8 * j + 2)) & 1) << (4 * r + j);
+                }
+                store32(sd + 4 * r, lo);
+            }
+            memcpy(sd + 64, hb, sizeof hb); /* little-endian words, as the kernels load them */
+        }
+        for (int r = 0; r < INF_PANEL; r++) {
+            for (int j = 0; j < 12; j++)
+                dst[INF_Q3KS_SC_OFF + 16 * j + r] = (uint8_t)f[r].sc[j];
+            memcpy(dst + INF_Q3KS_D_OFF + 2 * r, &f[r].A, 2);
+        }
         return;
     case INF_PACK_Q4_KS:
     case INF_PACK_Q5_KS: { /* 8 sub-groups as the Q4_K or Q5_K kind's; scale planes, d, dmin */

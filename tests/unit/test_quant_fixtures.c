@@ -178,6 +178,19 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)sc * (float)((lo | hi << 4) - 32));
         }
         break;
+    case INF_PACK_Q3_KS: /* a super-group of 16 sub-groups, w = (d (sc - 32)) (q - 4) */
+        memcpy(&A, gp + INF_Q3KS_D_OFF + 2 * r, 2);
+        for (int k = 0; k < 256; k++) {
+            const uint8_t *sp = gp + INF_Q3KS_SUB_BYTES * (k / 16);
+            const int kk = k % 16, i = kk / 4, j = kk % 4, s = k / 16;
+            const int lo = (sp[4 * r + j] >> (2 * i)) & 3;
+            const int hi = (sp[64 + 8 * i + (4 * r + j) / 8] >> ((4 * r + j) % 8)) & 1;
+            const int lo4 = (gp[INF_Q3KS_SC_OFF + 16 * (s % 8) + r] >> (s < 8 ? 0 : 4)) & 0xF;
+            const int hi2 = (gp[INF_Q3KS_SC_OFF + 16 * (8 + s % 4) + r] >> (2 * (s / 4))) & 3;
+            const float dl = inf_f16_to_f32(A) * (float)((lo4 | hi2 << 4) - 32);
+            mag[k] = fabsf(w[k] = dl * (float)((lo | hi << 2) - 4));
+        }
+        break;
     default:
         break;
     }
@@ -186,7 +199,7 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
 /* Packing (load-time scalar code, so it runs on any CPU even where the packed
  * kernels cannot) under kinds (a mask of INF_PACK_KIND_BIT): each type's
  * panels hold its values, exactly where the packed scales are the stored
- * ones (and Q6_K's and Q3_K's d * sc, the Q4_KS and Q5_KS kinds' d * sc and
+ * ones (and Q6_K's and Q3_K's d * sc in either kind, the Q4_KS and Q5_KS kinds' d * sc and
  * dmin * m are formed as ggml forms them), within one f16 rounding where a
  * scale is a product of two stored factors rounded to f16 (Q4_K's as the
  * Q4_K kind, IQ4_XS's). */
