@@ -48,8 +48,6 @@ struct inf_pool {
     inf_pool_fn fn; /* the current job; stable while any worker is active */
     void *arg;
     int n_chunks;
-    inf_pool_idle_fn idle; /* a worker's, after each job it leaves (inf_pool_set_idle) */
-    void *idle_arg;
 };
 
 static void futex_wait(_Atomic unsigned *addr, unsigned val) {
@@ -99,7 +97,6 @@ static void *worker_main(void *p_) {
             atomic_fetch_add(&p->done, 1);
             if (atomic_load(&p->caller_waiting)) futex_wake_all(&p->done);
         }
-        if (p->idle) p->idle(p->idle_arg, w->tid);
     }
     return NULL;
 }
@@ -135,12 +132,6 @@ void inf_pool_free(inf_pool *p) {
         pthread_join(p->workers[i - 1].thread, NULL);
     free(p->workers);
     free(p);
-}
-
-void inf_pool_set_idle(inf_pool *p, inf_pool_idle_fn fn, void *arg) {
-    if (!p) return;
-    p->idle_arg = arg;
-    p->idle = fn;
 }
 
 int inf_pool_size(const inf_pool *p) {

@@ -21,13 +21,6 @@ void inf_pool_free(inf_pool *p);
 int inf_pool_size(const inf_pool *p);
 void inf_pool_run(inf_pool *p, inf_pool_fn fn, void *arg, int n_chunks);
 
-/* fn(arg, tid) runs on each worker once after every job it leaves, while the
- * caller goes on alone (the serial ops between two jobs): work that may
- * overlap them, such as prefetching what the next job reads. It must not
- * touch the job it left. Set it before the first job, while no job runs. */
-typedef void (*inf_pool_idle_fn)(void *arg, int tid);
-void inf_pool_set_idle(inf_pool *p, inf_pool_idle_fn fn, void *arg);
-
 /* Physical cores this process may run on (affinity mask, SMT siblings counted once); >= 1. */
 int inf_physical_cores(void);
 

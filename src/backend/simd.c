@@ -49,17 +49,14 @@ typedef struct simd_ctx {
         xq_qT_cap;
     void **amx_scratch; /* [nth] */
     size_t amx_cap;
-    float **thr_scratch;    /* [nth] attention + dequant scratch */
-    size_t thr_cap;         /* floats */
-    struct mm_span *spans;  /* [nth] decode matmuls' slices (mm_task) */
-    struct mm_ahead *ahead; /* [nth] what each worker prefetches after its job (mm_idle) */
-    struct mm_next *next;   /* [NEXT_SLOTS] each decode matmul's successor, as last seen */
-    const void *prev_key;   /* the last decode matmul's key */
-    float *attn_part;       /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
-    size_t attn_part_cap;   /* bytes */
-    inf_attn_impl attn;     /* prefill attention: flash, or materialized (measurement only) */
-    inf_pack_cache *cache;  /* where weights prepared now are packed, or NULL (the arena) */
-    char layout[64];        /* the packing layout's name for pack caches; "" until asked */
+    float **thr_scratch;   /* [nth] attention + dequant scratch */
+    size_t thr_cap;        /* floats */
+    struct mm_span *spans; /* [nth] decode matmuls' slices (mm_task) */
+    float *attn_part;      /* decode key blocks' partials [blocks][n_head][head_dim + 2] */
+    size_t attn_part_cap;  /* bytes */
+    inf_attn_impl attn;    /* prefill attention: flash, or materialized (measurement only) */
+    inf_pack_cache *cache; /* where weights prepared now are packed, or NULL (the arena) */
+    char layout[64];       /* the packing layout's name for pack caches; "" until asked */
 
     bool failed;   /* an op could not get its scratch since the last take_error */
     char err[200]; /* the first such failure */
@@ -341,12 +338,11 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
     simd_ctx *c = j->c;
     const inf_kernels *k = c->k;
     int64_t lo, hi;
-    if (j->spans) { /* thread tid owns span tid, whatever chunk it was handed */
-        const int ns = c->nth;
-        while (span_take(&j->spans[tid], j->step, false, &lo, &hi))
+    if (j->spans) {
+        while (span_take(&j->spans[ith], j->step, false, &lo, &hi))
             mm_units(j, lo, hi, tid);
-        for (int v = 1; v < ns; v++)
-            while (span_take(&j->spans[(tid + v) % ns], j->step, true, &lo, &hi))
+        for (int v = 1; v < nth; v++)
+            while (span_take(&j->spans[(ith + v) % nth], j->step, true, &lo, &hi))
                 mm_units(j, lo, hi, tid);
     } else {
         slice(j->total, ith, nth, &lo, &hi);
@@ -359,85 +355,6 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
             generic_rows(k, j->y[i], j->x, j->w[i], j->T, done + r0, done + r1,
                          c->thr_scratch[tid]);
     }
-}
-
-/* Between two decode matmuls the caller runs the small ops alone (norms,
- * RoPE, the K/V store, quantizing x) and the workers wait. A decode step
- * runs the same matmuls in the same order every token, so each one learns
- * which came after it last time (mm_next, keyed by its first weight's
- * panels) and, as it starts, tells every worker where its span of that
- * successor begins: once out of the job the worker prefetches the span's
- * first AHEAD_BYTES into L2 while the caller is busy, and starts the next
- * job on lines already there. A wrong guess (a MoE layer choosing other
- * experts) costs only the bandwidth. */
-#define AHEAD_BYTES (128 << 10)
-#define AHEAD_THREADS 16 /* threads whose span starts a successor records */
-#define NEXT_SLOTS 1024  /* successors remembered (a power of 2) */
-
-typedef struct mm_ahead {
-    _Alignas(64) _Atomic(const uint8_t *) p;
-    _Atomic size_t n; /* bytes from p; 0: nothing to prefetch */
-} mm_ahead;
-
-typedef struct mm_next {
-    const void *key;                     /* the matmul whose successor this is */
-    const uint8_t *start[AHEAD_THREADS]; /* the successor's span of each thread */
-    size_t bytes[AHEAD_THREADS];         /* of it, at most AHEAD_BYTES */
-} mm_next;
-
-static mm_next *next_slot(simd_ctx *c, const void *key) {
-    uintptr_t h = (uintptr_t)key;
-    h ^= h >> 17;
-    h *= 0x9E3779B97F4A7C15ull;
-    return &c->next[(h >> 40) & (NEXT_SLOTS - 1)];
-}
-
-/* the first byte of unit u of the job (a panel, or an AMX pair of panels), and in *bytes
- * the size of such a unit */
-static const uint8_t *unit_addr(const mm_job *j, int64_t u, size_t *bytes) {
-    for (int i = 0; i < j->nw; u -= j->units[i], i++)
-        if (u < j->units[i]) {
-            const inf_packed *pk = j->pk[i];
-            *bytes = (size_t)(j->use_amx[i] ? 2 : 1) * pk->n_groups * pk->group_bytes;
-            return pk->data + (size_t)u * *bytes;
-        }
-    *bytes = 0;
-    return NULL;
-}
-
-/* records job j as the successor of the previous decode matmul, and hands
- * the workers their spans of j's own successor, if one was seen */
-static void learn_ahead(simd_ctx *c, const mm_job *j) {
-    const int nt = c->nth < AHEAD_THREADS ? c->nth : AHEAD_THREADS;
-    if (c->prev_key) {
-        mm_next *e = next_slot(c, c->prev_key);
-        e->key = c->prev_key;
-        for (int i = 0; i < nt; i++) {
-            int64_t lo, hi;
-            slice(j->total, i, c->nth, &lo, &hi);
-            size_t unit;
-            e->start[i] = unit_addr(j, lo, &unit);
-            size_t b = (size_t)(hi - lo) * unit; /* past its weight's end only a prefetch reads */
-            e->bytes[i] = b < AHEAD_BYTES ? b : AHEAD_BYTES;
-        }
-    }
-    c->prev_key = j->pk[0];
-    const mm_next *e = next_slot(c, j->pk[0]);
-    if (e->key != j->pk[0]) return;
-    for (int i = 1; i < nt; i++) { /* the caller (0) runs the small ops itself */
-        atomic_store_explicit(&c->ahead[i].p, e->start[i], memory_order_relaxed);
-        atomic_store_explicit(&c->ahead[i].n, e->start[i] ? e->bytes[i] : 0, memory_order_relaxed);
-    }
-}
-
-/* the pool's idle hook: worker tid prefetches what learn_ahead handed it */
-static void mm_idle(void *arg, int tid) {
-    simd_ctx *c = arg;
-    size_t n = atomic_exchange_explicit(&c->ahead[tid].n, 0, memory_order_relaxed);
-    const uint8_t *p = atomic_load_explicit(&c->ahead[tid].p, memory_order_relaxed);
-    if (!n || !p) return;
-    for (size_t l = 0; l < n; l += 64)
-        __builtin_prefetch(p + l, 0, 2); /* into L2 */
 }
 
 /* y[i] = x . w[i]^T for nw weights that share x. Packed weights whose kinds
@@ -542,13 +459,12 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         j.step = unit_bytes < MM_STEP_BYTES ? (int64_t)(MM_STEP_BYTES / unit_bytes) : 1;
         j.spans = c->spans;
         INF_ASSERT(j.total <= UINT32_MAX); /* a span holds two 32-bit unit indices */
-        for (int i = 0; i < c->nth; i++) {
+        for (int i = 0; i < n_chunks; i++) {
             int64_t lo, hi;
-            slice(j.total, i, c->nth, &lo, &hi);
+            slice(j.total, i, n_chunks, &lo, &hi);
             atomic_store_explicit(&j.spans[i].lohi, (uint64_t)lo << 32 | (uint64_t)hi,
                                   memory_order_relaxed);
         }
-        if (c->next) learn_ahead(c, &j);
     }
     run(c, mm_task, &j, n_chunks);
 }
@@ -1069,12 +985,6 @@ inf_backend *inf_backend_simd_create(inf_isa isa, int n_threads, bool pool, inf_
     c->thr_scratch = calloc((size_t)c->nth, sizeof *c->thr_scratch);
     c->spans = inf_alloc((size_t)c->nth * sizeof *c->spans);
     if (!c->amx_scratch || !c->thr_scratch || !c->spans) goto fail;
-    if (c->pool) {
-        c->ahead = inf_alloc((size_t)c->nth * sizeof *c->ahead);
-        c->next = inf_alloc(NEXT_SLOTS * sizeof *c->next);
-        if (!c->ahead || !c->next) goto fail;
-        inf_pool_set_idle(c->pool, mm_idle, c);
-    }
     snprintf(c->name, sizeof c->name, "%s-%s", pool || c->pool ? "pool" : "simd",
              inf_isa_name(c->k->isa));
     be->name = c->name;
@@ -1103,8 +1013,6 @@ fail:
         free(c->amx_scratch);
         free(c->thr_scratch);
         inf_free(c->spans);
-        inf_free(c->ahead);
-        inf_free(c->next);
         free(c);
     }
     free(be);
@@ -1122,8 +1030,6 @@ void inf_backend_simd_free(inf_backend *be) {
     free(c->amx_scratch);
     free(c->thr_scratch);
     inf_free(c->spans);
-    inf_free(c->ahead);
-    inf_free(c->next);
     inf_free(c->attn_part);
     inf_free(c->xq.q);
     inf_free(c->xq.d);
