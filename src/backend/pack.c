@@ -24,11 +24,11 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * scale B for Q4_K's kind) as f16 bits. Types whose values are small integers
  * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
- * (w = d sc (q - 32)) where a level lacks Q3_KS. Where A is a product of two stored factors (Q4_K's
- * sub-block scales as the Q4_K kind, IQ4_XS's) it is rounded to f16 once; the
- * Q6_K, Q4_KS and Q5_KS kinds keep the factors apart (A = d, sc = the
- * sub-block scales; Q4_KS and Q5_KS: B = dmin, sc = the file's packed scale
- * bytes). ---- */
+ * (w = d sc (q - 32)) where a level lacks Q3_KS. Where A is a product of two
+ * stored factors (Q4_K's sub-block scales as the Q4_K kind, IQ4_XS's) it is
+ * rounded to f16 once; the Q6_K, Q4_KS, Q5_KS and Q3_KS kinds keep the
+ * factors apart (A = d, sc = the sub-block scales; Q4_KS, Q5_KS and Q3_KS: sc
+ * = the file's packed scale bytes, Q4_KS and Q5_KS: B = dmin). ---- */
 
 typedef struct fetched {
     uint8_t q[256]; /* the group's values: 32, or 256 for the super-block kinds */
@@ -186,20 +186,6 @@ static void fetch_q6_K(const uint8_t *row, int64_t g, fetched *f) {
     f->A = b->d;
 }
 
-static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
-    const inf_block_q3_K *b = (const inf_block_q3_K *)row + g;
-    for (int s = 0; s < 16; s++) {
-        const int lo4 = s < 8 ? b->scales[s] & 0xF : b->scales[s - 8] >> 4;
-        f->sc[s] = (int8_t)((lo4 | ((b->scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4) - 32);
-    }
-    for (int k = 0; k < 256; k++) {
-        const int low2 = (b->qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3;
-        const int v = low2 - ((b->hmask[k % 32] >> (k / 32)) & 1 ? 0 : 4); /* -4..3 */
-        f->q[k] = (uint8_t)(v + 32);
-    }
-    f->A = b->d;
-}
-
 /* Q3_K as the Q3_KS kind, a whole super-block g: q = the 3-bit value + 4 (0..7), A = d,
  * the scale bytes as they are */
 static void fetch_q3_K_sb(const uint8_t *row, int64_t g, fetched *f) {
@@ -210,6 +196,19 @@ static void fetch_q3_K_sb(const uint8_t *row, int64_t g, fetched *f) {
     }
     memcpy(f->sc, b->scales, 12);
     f->A = b->d;
+}
+
+/* Q3_K as the Q6_K kind: the values q - 4 + 32, the 16 sub-block scales unpacked (sc - 32) */
+static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
+    fetch_q3_K_sb(row, g, f);
+    uint8_t s[12];
+    memcpy(s, f->sc, 12);
+    for (int j = 0; j < 16; j++) {
+        const int lo4 = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+        f->sc[j] = (int8_t)((lo4 | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32);
+    }
+    for (int k = 0; k < 256; k++)
+        f->q[k] = (uint8_t)(f->q[k] + 28);
 }
 
 /* per type: its kind and fetch, and a second kind for levels that lack the first */
