@@ -186,7 +186,8 @@ static x_touch x_touch_for(const inf_packed *pk, int T) {
     const size_t panel = (size_t)pk->n_groups * pk->group_bytes;
     if (T > DECODE_FAR_T || panel <= X_TOUCH_MIN) return xt; /* prompt rows reread panels */
     size_t m = (panel + X_TOUCH_SPAN - 1) / X_TOUCH_SPAN,
-           most = pk->kind == INF_PACK_BF16 ? X_TOUCH_MAX_BF16 : X_TOUCH_MAX;
+           most = pk->kind == INF_PACK_BF16 || pk->kind == INF_PACK_F16 ? X_TOUCH_MAX_BF16
+                                                                        : X_TOUCH_MAX;
     xt.m = (int)(m < most ? m : most);
     for (int j = 1; j < xt.m; j++)
         xt.off[j] = pk->n_groups * j / xt.m;
@@ -533,6 +534,53 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
         _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy, _mm512_add_ps(acc[t], acc2[t]));
 }
 
+/* F16 panels: each k's 16 values widened to f32 (VCVTPH2PS) times the
+ * activation as it is, in four accumulators per token (k mod 4: the FMA
+ * latency), summed at the end in one order for every token count */
+static inline __attribute__((always_inline)) void
+panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+          int t0, const int TB, int l1, int l2, const x_touch *xt) {
+    const int64_t n = xq->n;
+    const float *xr[4];
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++) {
+        xr[t] = xq->x + (size_t)(t0 + t) * (size_t)n;
+        for (int u = 0; u < 4; u++)
+            acc[t][u] = _mm512_setzero_ps();
+    }
+    for (int64_t g = 0; g < pk->n_groups; g++) {
+        const uint8_t *gp = panel + (size_t)g * 1024;
+        prefetch_at(gp, 1024, l1, l2);
+        for (int j = 1; j < xt->m; j++) { /* x_touch: a group's f32 x is two lines */
+            int64_t h = g + xt->off[j];
+            if (h >= pk->n_groups) h -= pk->n_groups;
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                touch(xr[t] + 32 * h);
+                touch(xr[t] + 32 * h + 16);
+            }
+        }
+#pragma GCC unroll 8
+        for (int c = 0; c < 32; c += 4) {
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m512 w =
+                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 32 * (c + u))));
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    acc[t][u] =
+                        _mm512_fmadd_ps(w, _mm512_set1_ps(xr[t][32 * g + c + u]), acc[t][u]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        _mm512_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy,
+                         _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
+                                       _mm512_add_ps(acc[t][2], acc[t][3])));
+}
+
 static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
     size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
@@ -555,6 +603,20 @@ static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
                 break;
             case 1:
                 panel_bf16(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);
+                break;
+            }
+        } else if (pk->kind == INF_PACK_F16) {
+            for (; t + 4 <= T; t += 4)
+                panel_f16(yp, ldy, pk, panel, xq, t, 4, l1, l2, &xt);
+            switch (T - t) {
+            case 3:
+                panel_f16(yp, ldy, pk, panel, xq, t, 3, l1, l2, &xt);
+                break;
+            case 2:
+                panel_f16(yp, ldy, pk, panel, xq, t, 2, l1, l2, &xt);
+                break;
+            case 1:
+                panel_f16(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);
                 break;
             }
         } else {

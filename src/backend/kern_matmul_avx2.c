@@ -507,6 +507,50 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
                              _mm256_add_ps(acc[t][h], acc2[t][h]));
 }
 
+/* F16 panels: each k's 8 values of a half widened to f32 (F16C) times the
+ * activation as it is, in two accumulators per row (even and odd k) */
+static inline __attribute__((always_inline)) void
+panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+          int t0, const int TB, const int NH, int h0) {
+    const int64_t n = xq->n;
+    const float *xr[4];
+    __m256 acc[4][2], acc2[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++) {
+        xr[t] = xq->x + (size_t)(t0 + t) * (size_t)n;
+        for (int h = 0; h < NH; h++)
+            acc[t][h] = acc2[t][h] = _mm256_setzero_ps();
+    }
+    for (int64_t g = 0; g < pk->n_groups; g++) {
+        const uint8_t *gp = panel + (size_t)g * 1024;
+#pragma GCC unroll 2
+        for (int c = 0; c < 32; c += 2) {
+            __m256 we[2], wo[2];
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                const uint8_t *p = gp + 32 * c + 16 * (h0 + h);
+                we[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+                wo[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 32)));
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < TB; t++) {
+                const __m256 xe = _mm256_broadcast_ss(xr[t] + 32 * g + c);
+                const __m256 xo = _mm256_broadcast_ss(xr[t] + 32 * g + c + 1);
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    acc[t][h] = _mm256_fmadd_ps(we[h], xe, acc[t][h]);
+                    acc2[t][h] = _mm256_fmadd_ps(wo[h], xo, acc2[t][h]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < TB; t++)
+        for (int h = 0; h < NH; h++)
+            _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * (h0 + h),
+                             _mm256_add_ps(acc[t][h], acc2[t][h]));
+}
+
 /* ---- prompt rows of IQ4 (a sign-trick kind) -------------------------------------------------- */
 
 /* Groups of a panel expanded at a time, into |w| and w (signed bytes) in
@@ -620,6 +664,12 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
         if (t < T) panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
         return;
     }
+    if (KIND == INF_PACK_F16) {
+        for (; t + 2 <= T; t += 2)
+            panel_f16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
+        if (t < T) panel_f16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+        return;
+    }
     /* Q8_0 and IQ4 pay a sign per token and weight vector (the sign trick),
        so a broadcast shared by 16 rows is worth more to them than unpacking
        shared by four tokens; IQ4's prompts expand its lookups once instead
@@ -674,6 +724,9 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         break;
     case INF_PACK_Q5_KS:
         PANELS_OF(INF_PACK_Q5_KS);
+        break;
+    case INF_PACK_F16:
+        PANELS_OF(INF_PACK_F16);
         break;
     case INF_PACK_Q3_KS: /* not in INF_PACK_KINDS_AVX2: never packed for this level */
         break;

@@ -51,6 +51,9 @@
  *         third bits (word i at 64 + 8i: bit 4r+j = bit 2 of q[r][4i+j], q =
  *         0..7); then at 1536 the file's 12 scale bytes as 12 planes of 16,
  *         at 1728 16 f16 d (w = (d*(sc - 32)) (q - 4), exact in f32)   1760 B
+ *   F16:  32 rows of k, row c at 32 c: lane r (2 bytes at 2 r) = w[r][c]
+ *         as the file's f16, widened to f32 by the kernels (VCVTPH2PS)
+ *         and multiplied by the activations as they are (inf_xq.x)    1024 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K); the rest use the generic path.
@@ -117,6 +120,7 @@ typedef enum inf_pack_kind {
     INF_PACK_Q4_KS,
     INF_PACK_Q5_KS,
     INF_PACK_Q3_KS,
+    INF_PACK_F16,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -128,9 +132,10 @@ typedef enum inf_pack_kind {
 #define INF_PACK_KINDS_ALL                                                                         \
     (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4) |    \
      INF_PACK_KIND_BIT(INF_PACK_Q4_KS) | INF_PACK_KIND_BIT(INF_PACK_Q5_KS) |                       \
-     INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
+     INF_PACK_KIND_BIT(INF_PACK_Q3_KS) | INF_PACK_KIND_BIT(INF_PACK_F16))
 /* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS, and it
- * has no bf16 expansion of Q3_KS */
+ * has no bf16 expansion of Q3_KS (F16 panels it packs but never puts on
+ * tiles: bf16 would round them; they run on the AVX-512 kernel) */
 #define INF_PACK_KINDS_AMX                                                                         \
     (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS) & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
 /* the AVX2 level's: no Q3_KS kernel yet */
@@ -172,14 +177,15 @@ void inf_packed_free(inf_packed *p);
 #define INF_XQ_BF16 2
 #define INF_XQ_TILES 4 /* with INT8: also dT, sT and qT, the layout the AMX kernel reads */
 typedef struct inf_xq {
-    int64_t n;    /* row length (multiple of 32) */
-    int8_t *q;    /* [T][n] */
-    float *d;     /* [T][n/32] */
-    int32_t *s16; /* [T][n/16] */
-    float *ds;    /* [T][n/32] d times the sum of q per 32 (read by AVX2's offset terms) */
-    uint16_t *bf; /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
-    float *f;     /* [T][n] the rows as they are, for levels with bf16_as_f32 (AVX2: BF16
-                     panels widened to f32 against exact activations) */
+    int64_t n;      /* row length (multiple of 32) */
+    int8_t *q;      /* [T][n] */
+    float *d;       /* [T][n/32] */
+    int32_t *s16;   /* [T][n/16] */
+    float *ds;      /* [T][n/32] d times the sum of q per 32 (read by AVX2's offset terms) */
+    uint16_t *bf;   /* [T rounded up to 32][n] bf16 copy (BF16 and AMX kernels) */
+    float *f;       /* [T][n] the rows as they are, for levels with bf16_as_f32 (AVX2: BF16
+                       panels widened to f32 against exact activations) */
+    const float *x; /* [T][n] the caller's rows themselves (the F16 kind reads them) */
     /* d and the sums of q per 32, by blocks of 32 rows: element (t, b) at
      * [t / 32][b][t % 32], so a token block's scales for one k block are contiguous */
     float *dT;   /* [T rounded up to 32 / 32][n/32][32] */

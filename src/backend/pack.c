@@ -214,13 +214,14 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
 /* per type: its kind and fetch, and a second kind for levels that lack the first */
 typedef struct pack_row {
     inf_pack_kind kind;
-    fetch_fn fetch; /* NULL for BF16 (copied as is) */
+    fetch_fn fetch; /* NULL for BF16 and F16 (their bits copied as they are) */
     inf_pack_kind alt;
     fetch_fn alt_fetch;
 } pack_row;
 
 static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_BF16] = {INF_PACK_BF16, NULL},
+    [INF_F16] = {INF_PACK_F16, NULL},
     [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
     [INF_Q5_0] = {INF_PACK_Q5_K, fetch_q5_0_k, INF_PACK_Q8_0, fetch_q5_0},
     [INF_IQ4_NL] = {INF_PACK_IQ4, fetch_iq4_nl_idx, INF_PACK_Q8_0, fetch_iq4_nl},
@@ -257,7 +258,7 @@ static const struct {
     [INF_PACK_BF16] = {32, 1024},   [INF_PACK_Q8_0] = {32, 544},    [INF_PACK_Q4_0] = {32, 288},
     [INF_PACK_Q4_K] = {32, 320},    [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
     [INF_PACK_IQ4] = {32, 288},     [INF_PACK_Q4_KS] = {256, 2304}, [INF_PACK_Q5_KS] = {256, 2816},
-    [INF_PACK_Q3_KS] = {256, 1760},
+    [INF_PACK_Q3_KS] = {256, 1760}, [INF_PACK_F16] = {32, 1024},
 };
 
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
@@ -340,6 +341,14 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
             const uint8_t *row = base + (size_t)r * w->row_bytes + 64 * (size_t)g;
             for (int c = 0; c < 16; c++)
                 store32(dst + 64 * c + 4 * r, load32(row + 4 * c));
+        }
+        return;
+    }
+    if (p->kind == INF_PACK_F16) { /* k-major: the 16 rows' value of one k side by side */
+        for (int r = 0; r < INF_PANEL; r++) {
+            const uint8_t *row = base + (size_t)r * w->row_bytes + 64 * (size_t)g;
+            for (int c = 0; c < 32; c++)
+                memcpy(dst + 32 * c + 2 * r, row + 2 * c, 2);
         }
         return;
     }

@@ -357,14 +357,21 @@ static void mm_task(void *arg, int ith, int nth, int tid) {
     }
 }
 
+/* The form of x a kind's kernels read: bf16 (BF16), the rows as they are
+ * (F16), or int8 blocks (every integer kind, which may differ). */
+static int x_form(inf_pack_kind kind) {
+    return kind == INF_PACK_BF16 ? 1 : kind == INF_PACK_F16 ? 2 : 0;
+}
+
 /* y[i] = x . w[i]^T for nw weights that share x. Packed weights whose kinds
- * read the same form of x (all BF16, or all integer kinds, which may differ)
- * share it; the outputs equal nw separate calls bit for bit. Decode rows
- * (prefill = 0) run on the VNNI/BF16 dot kernels, or on AMX int8 tiles from
- * AMX_MIN_T rows for the kinds where that gives the same bits (per weight);
- * prompt rows (prefill = 1) run on AMX bf16 tiles for every kind (integer
- * panels expanded to bf16), about 1.4x faster than int8 tiles, which must
- * leave the tile after every 32-weight block to apply its scale. */
+ * read the same form of x (x_form) share it; the outputs equal nw separate
+ * calls bit for bit. Decode rows (prefill = 0) run on the VNNI/BF16 dot
+ * kernels, or on AMX int8 tiles from AMX_MIN_T rows for the kinds where that
+ * gives the same bits (per weight); prompt rows (prefill = 1) run on AMX bf16
+ * tiles for every kind but F16 (integer panels expanded to bf16), about 1.4x
+ * faster than int8 tiles, which must leave the tile after every 32-weight
+ * block to apply its scale. F16 stays on the f32 FMA kernels: bf16 tiles
+ * would round its weights. */
 static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weight *const *ws,
                    int nw, int T, int prefill) {
     INF_ASSERT(nw >= 1 && nw <= MM_MAX_W);
@@ -377,8 +384,8 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         j.w[i] = ws[i];
         j.pk[i] = c->k->has_packed ? ws[i]->packed : NULL;
         INF_ASSERT(ws[i]->n_in == ws[0]->n_in && (!j.pk[i]) == (!pk) &&
-                   (!pk || (j.pk[i]->kind == INF_PACK_BF16) == (pk->kind == INF_PACK_BF16)));
-        j.use_amx[i] = pk && c->k->matmul_amx &&
+                   (!pk || x_form(j.pk[i]->kind) == x_form(pk->kind)));
+        j.use_amx[i] = pk && c->k->matmul_amx && j.pk[i]->kind != INF_PACK_F16 &&
                        (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(j.pk[i]->kind)));
         j.any_amx |= j.use_amx[i];
     }
@@ -387,7 +394,9 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         int T32 = (T + 31) & ~31;
         j.bf16_tiles = j.any_amx && prefill; /* prefill: every weight on AMX */
         bool bf = pk->kind == INF_PACK_BF16 || j.bf16_tiles;
-        j.quant_what = bf ? INF_XQ_BF16 : INF_XQ_INT8 | (j.any_amx ? INF_XQ_TILES : 0);
+        j.quant_what = pk->kind == INF_PACK_F16 ? 0 /* x as it is */
+                       : bf                     ? INF_XQ_BF16
+                                                : INF_XQ_INT8 | (j.any_amx ? INF_XQ_TILES : 0);
         if (grow(c, (void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n, T) ||
             grow(c, (void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32),
                  T) ||
@@ -405,6 +414,7 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
             grow(c, (void **)&c->xq.qT, &c->xq_qT_cap, (size_t)T32 * (size_t)n, T))
             return;
         c->xq.n = n;
+        c->xq.x = x;
         if (j.any_amx) {
             size_t need = 0;
             for (int i = 0; i < nw; i++) {
@@ -436,9 +446,9 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
             memset(c->xq.sT + last, 0, sizeof(int32_t) * 32 * (size_t)(n / 32));
             memset(c->xq.qT + 32 * last, 0, 32 * 32 * (size_t)(n / 32));
         }
-        if (T >= 8)
+        if (j.quant_what && T >= 8)
             run(c, mm_quant_task, &j, c->nth);
-        else
+        else if (j.quant_what)
             mm_quant_task(&j, 0, 1, 0);
     }
     for (int i = 0; i < nw; i++) {
@@ -478,10 +488,10 @@ static void simd_matmul_n(const inf_backend *be, float *const *ys, const float *
                           const inf_weight *const *ws, int nw, int T, int prefill) {
     simd_ctx *c = ctx_of(be);
     bool together = nw <= MM_MAX_W && c->k->has_packed && ws[0]->packed;
-    const bool bf0 = together && ((const inf_packed *)ws[0]->packed)->kind == INF_PACK_BF16;
-    for (int i = 1; i < nw && together; i++) /* one form of x: all BF16, or all integer kinds */
+    const int form0 = together ? x_form(((const inf_packed *)ws[0]->packed)->kind) : 0;
+    for (int i = 1; i < nw && together; i++) /* one form of x: see x_form */
         together = ws[i]->packed && ws[i]->n_in == ws[0]->n_in &&
-                   (((const inf_packed *)ws[i]->packed)->kind == INF_PACK_BF16) == bf0;
+                   x_form(((const inf_packed *)ws[i]->packed)->kind) == form0;
     if (together) {
         mm_run(c, ys, x, ws, nw, T, prefill);
         return;

@@ -950,6 +950,7 @@ int main(void) {
     test_batch_invariance(bks, nb, INF_Q4_0);
     test_batch_invariance(bks, nb, INF_Q4_K);
     test_batch_invariance(bks, nb, INF_BF16);
+    test_batch_invariance(bks, nb, INF_F16);
     test_batch_invariance(bks, nb, INF_Q6_K);
     /* the types that run as another's packed kind, and the dequantizing ones */
     const inf_dtype more[] = {INF_Q4_1, INF_Q5_0,   INF_Q5_1,   INF_Q2_K,  INF_Q3_K,

@@ -191,6 +191,12 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(w[k] = dl * (float)((lo | hi << 2) - 4));
         }
         break;
+    case INF_PACK_F16: /* k-major: row k c's 16 values side by side */
+        for (int k = 0; k < 32; k++) {
+            memcpy(&A, gp + 32 * k + 2 * r, 2);
+            mag[k] = fabsf(w[k] = inf_f16_to_f32(A));
+        }
+        break;
     default:
         break;
     }
@@ -218,7 +224,7 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
                        type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL ||
                        type == INF_Q6_K || type == INF_Q3_K || pk->kind == INF_PACK_Q4_KS ||
-                       pk->kind == INF_PACK_Q5_KS;
+                       pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_F16;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
@@ -241,7 +247,7 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
        bf16 rounding of the packed value */
     const inf_cpu_features *f = inf_cpu_features_get();
     if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512bf16 &&
-        (INF_PACK_KINDS_AMX & INF_PACK_KIND_BIT(pk->kind))) {
+        (INF_PACK_KINDS_AMX & INF_PACK_KIND_BIT(pk->kind)) && pk->kind != INF_PACK_F16) {
         _Alignas(64) uint16_t tile[512];
         bad = -1;
         for (int64_t kg = 0; kg < n / 32 && bad < 0; kg++) {
