@@ -55,18 +55,28 @@ static inline __m512 q6k_d(const uint8_t *gp) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q6K_D_OFF)));
 }
 
-/* The Q3_KS kind's sub-group at sp (kernels.h): its 16 values per row as 4
- * chunks of 3-bit q (0..7), chunk i lane r = q[r][4i..4i+3]; the third bits
- * are byte masks, one 64-bit word per chunk. */
-static inline __attribute__((always_inline)) void q3ks_values(const uint8_t *sp, __m512i q[4]) {
-    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+/* The 64 bytes of low bit pairs at sp of a Q2_KS or Q3_KS sub-group
+ * (kernels.h) as 4 chunks of 2-bit values, chunk i lane r = q[r][4i..4i+3]. */
+static inline __attribute__((always_inline)) void bit_pairs(const uint8_t *sp, __m512i q[4]) {
+    const __m512i m3 = _mm512_set1_epi8(3);
     const __m512i lo = _mm512_loadu_si512(sp);
+    q[0] = _mm512_and_si512(lo, m3);
+#pragma GCC unroll 3
+    for (int i = 1; i < 4; i++)
+        q[i] = _mm512_and_si512(_mm512_srli_epi16(lo, 2 * i), m3);
+}
+
+/* The Q3_KS kind's sub-group at sp: its 16 values per row as 4 chunks of
+ * 3-bit q (0..7), the low bit pairs plus 4 where the third bit, a byte mask
+ * (one 64-bit word per chunk), is set. */
+static inline __attribute__((always_inline)) void q3ks_values(const uint8_t *sp, __m512i q[4]) {
+    const __m512i four = _mm512_set1_epi8(4);
+    bit_pairs(sp, q);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         uint64_t hb;
         memcpy(&hb, sp + 64 + 8 * i, 8);
-        const __m512i v = _mm512_and_si512(_mm512_srli_epi16(lo, 2 * i), m3);
-        q[i] = _mm512_mask_add_epi8(v, _cvtu64_mask64(hb), v, four); /* + 4 where bit 2 is set */
+        q[i] = _mm512_mask_add_epi8(q[i], _cvtu64_mask64(hb), q[i], four);
     }
 }
 

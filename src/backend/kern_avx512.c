@@ -327,7 +327,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
         const bool super = pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS ||
-                           pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_Q3_KS;
+                           pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_Q3_KS ||
+                           pk->kind == INF_PACK_Q2_KS;
         if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
         if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
@@ -429,6 +430,52 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     acc[t] =
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(si[0][t], si[1][t])),
                                         _mm512_mul_ps(d, _mm512_set1_ps(dr[t][k32])), acc[t]);
+            }
+            break;
+        }
+        case INF_PACK_Q2_KS: {
+            /* a super-group: 16 sub-groups of 16 k, w = (d sc) q - dmin m. Per x
+               block of 32 the two sub-groups' sums (|sum| <= 6096) are paired
+               in 16-bit halves and times their scales in one VPMADDWD, their
+               mins times the sums of x the same way; both converted once */
+            const __m512 d =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q2KS_D_OFF)));
+            const __m512 dmin =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_Q2KS_DMIN_OFF)));
+            const __m512i m15 = _mm512_set1_epi16(0x0f);
+            for (int h = 0; h < 8; h++) {
+                const __m512i sm = _mm512_cvtepu8_epi16(
+                    _mm256_loadu_si256((const __m256i *)(gp + INF_Q2KS_SC_OFF + 32 * h)));
+                const __m512i sc = _mm512_and_si512(sm, m15), mn = _mm512_srli_epi16(sm, 4);
+                __m512i a[2][4];
+#pragma GCC unroll 2
+                for (int u = 0; u < 2; u++) {
+                    const int sg = 2 * h + u;
+                    prefetch_at(gp + INF_Q2KS_PREFETCH_PART * sg, INF_Q2KS_PREFETCH_PART, l1, l2);
+                    __m512i q[4];
+                    bit_pairs(gp + INF_Q2KS_SUB_BYTES * sg, q);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const int8_t *xg = xqr[t] + 16 * (16 * g + sg);
+                        a[u][t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], bcast4(xg));
+                        a[u][t] = _mm512_dpbusd_epi32(a[u][t], q[1], bcast4(xg + 4));
+                        a[u][t] = _mm512_dpbusd_epi32(a[u][t], q[2], bcast4(xg + 8));
+                        a[u][t] = _mm512_dpbusd_epi32(a[u][t], q[3], bcast4(xg + 12));
+                    }
+                }
+                const int64_t k32 = 8 * g + h;
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++) {
+                    const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAAu, a[0][t],
+                                                                 _mm512_slli_epi32(a[1][t], 16));
+                    const uint32_t s2 =
+                        ((uint32_t)sr[t][2 * k32] & 0xFFFFu) | (uint32_t)sr[t][2 * k32 + 1] << 16;
+                    const __m512i si = _mm512_madd_epi16(pair, sc),
+                                  mi = _mm512_madd_epi16(mn, _mm512_set1_epi32((int)s2));
+                    const __m512 v = _mm512_fmsub_ps(_mm512_cvtepi32_ps(si), d,
+                                                     _mm512_mul_ps(_mm512_cvtepi32_ps(mi), dmin));
+                    acc[t] = _mm512_fmadd_ps(v, _mm512_set1_ps(dr[t][k32]), acc[t]);
+                }
             }
             break;
         }

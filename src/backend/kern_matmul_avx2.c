@@ -729,6 +729,7 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         PANELS_OF(INF_PACK_F16);
         break;
     case INF_PACK_Q3_KS: /* not in INF_PACK_KINDS_AVX2: never packed for this level */
+    case INF_PACK_Q2_KS:
         break;
     }
 }

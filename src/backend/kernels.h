@@ -51,6 +51,12 @@
  *         third bits (word i at 64 + 8i: bit 4r+j = bit 2 of q[r][4i+j], q =
  *         0..7); then at 1536 the file's 12 scale bytes as 12 planes of 16,
  *         at 1728 16 f16 d (w = (d*(sc - 32)) (q - 4), exact in f32)   1760 B
+ *   Q2_KS: Q2_K at the file's size, a whole super-block: 16 sub-groups of
+ *         16 k at 64 s, each Q3_KS's 64 bytes of low bit pairs (q = 0..3);
+ *         then at 1024 the file's 16 scale bytes (sc | m << 4) in pairs of
+ *         sub-groups, byte 2 r + u of the 32 at 1024 + 32 h = scale 2 h + u
+ *         of row r; at 1280 16 f16 d, at 1312 16 f16 dmin (w = (d*sc) q -
+ *         dmin*m, both products exact in f32)                          1344 B
  *   F16:  32 rows of k, row c at 32 c: lane r (2 bytes at 2 r) = w[r][c]
  *         as the file's f16, widened to f32 by the kernels (VCVTPH2PS)
  *         and multiplied by the activations as they are (inf_xq.x)    1024 B
@@ -60,7 +66,8 @@
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
  * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind),
- * Q3_K to the Q6_K kind (w = d sc (q - 32)) where Q3_KS is (AVX2, AMX).
+ * Q3_K to the Q6_K kind (w = d sc (q - 32)) where Q3_KS is (AVX2, AMX);
+ * Q2_K has no second kind (AVX2 runs it on the generic path).
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -98,8 +105,14 @@
 #define INF_Q3KS_SC_OFF 1536
 #define INF_Q3KS_D_OFF 1728
 #define INF_Q3KS_PREFETCH_PART 110 /* 1760 / 16 */
-#define INF_CHUNK 256              /* k elements dequantized at a time on the generic path */
-#define INF_KV_TILE 64             /* keys per flash-attention tile */
+/* the Q2_KS kind's group: 16 sub-groups of 16 k, the scale pairs, d, dmin */
+#define INF_Q2KS_SUB_BYTES 64
+#define INF_Q2KS_SC_OFF 1024
+#define INF_Q2KS_D_OFF 1280
+#define INF_Q2KS_DMIN_OFF 1312
+#define INF_Q2KS_PREFETCH_PART 84 /* 1344 / 16 */
+#define INF_CHUNK 256             /* k elements dequantized at a time on the generic path */
+#define INF_KV_TILE 64            /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
     128 /* query vectors per attention work item: each K/V tile is reused this often */
 
@@ -121,6 +134,7 @@ typedef enum inf_pack_kind {
     INF_PACK_Q5_KS,
     INF_PACK_Q3_KS,
     INF_PACK_F16,
+    INF_PACK_Q2_KS,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -132,18 +146,20 @@ typedef enum inf_pack_kind {
 #define INF_PACK_KINDS_ALL                                                                         \
     (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4) |    \
      INF_PACK_KIND_BIT(INF_PACK_Q4_KS) | INF_PACK_KIND_BIT(INF_PACK_Q5_KS) |                       \
-     INF_PACK_KIND_BIT(INF_PACK_Q3_KS) | INF_PACK_KIND_BIT(INF_PACK_F16))
+     INF_PACK_KIND_BIT(INF_PACK_Q3_KS) | INF_PACK_KIND_BIT(INF_PACK_F16) |                         \
+     INF_PACK_KIND_BIT(INF_PACK_Q2_KS))
 /* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS, and it
- * has no bf16 expansion of Q3_KS (F16 panels it packs but never puts on
- * tiles: bf16 would round them; they run on the AVX-512 kernel) */
+ * has no bf16 expansion of Q3_KS (F16 and Q2_KS it packs but never puts on
+ * tiles: inf_amx_bf16_kind) */
 #define INF_PACK_KINDS_AMX                                                                         \
     (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS) & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
-/* the AVX2 level's: no Q3_KS kernel yet */
-#define INF_PACK_KINDS_AVX2 (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
+/* the AVX2 level's: no Q3_KS or Q2_KS kernel yet */
+#define INF_PACK_KINDS_AVX2                                                                        \
+    (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS) & ~INF_PACK_KIND_BIT(INF_PACK_Q2_KS))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
-    int group;          /* k elements per group: 32, or 256 for Q6_K, Q4_KS, Q5_KS and Q3_KS */
+    int group;          /* k elements per group: 32, or 256 for the super-block kinds */
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
@@ -364,6 +380,14 @@ void inf_kernels_fill_neon(inf_kernels *k);
  * depend on which of the two computes it. Prefill rows use bf16 tiles for
  * every kind instead (faster; see simd.c). */
 bool inf_amx_int8_kind(inf_pack_kind kind);
+
+/* Whether prompt rows of this kind run on AMX bf16 tiles (the panels expanded
+ * by inf_amx_expand_group): every kind the AMX level packs but F16 (bf16
+ * would round its weights) and Q2_KS (no expansion yet), which stay on the
+ * AVX-512 kernels. */
+static inline bool inf_amx_bf16_kind(inf_pack_kind kind) {
+    return kind != INF_PACK_F16 && kind != INF_PACK_Q2_KS;
+}
 
 /* One packed panel's integer weights of k 32 kg .. 32 kg + 31 as an AMX B
  * tile (1024 bytes of bf16, the BF16 kind's group layout): what prefill on

@@ -26,15 +26,16 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
  * (w = d sc (q - 32)) where a level lacks Q3_KS. Where A is a product of two
  * stored factors (Q4_K's sub-block scales as the Q4_K kind, IQ4_XS's) it is
- * rounded to f16 once; the Q6_K, Q4_KS, Q5_KS and Q3_KS kinds keep the
- * factors apart (A = d, sc = the sub-block scales; Q4_KS, Q5_KS and Q3_KS: sc
- * = the file's packed scale bytes, Q4_KS and Q5_KS: B = dmin). ---- */
+ * rounded to f16 once; the Q6_K, Q4_KS, Q5_KS, Q3_KS and Q2_KS kinds keep
+ * the factors apart (A = d, sc = the sub-block scales; Q4_KS, Q5_KS, Q3_KS
+ * and Q2_KS: sc = the file's packed scale bytes, Q4_KS, Q5_KS and Q2_KS: B =
+ * dmin). ---- */
 
 typedef struct fetched {
     uint8_t q[256]; /* the group's values: 32, or 256 for the super-block kinds */
     uint16_t A, B;
     int8_t sc[16]; /* the Q6_K kind: per sub-group of 16; Q4_KS, Q5_KS, Q3_KS: the file's 12 scale
-                      bytes */
+                      bytes; Q2_KS: its 16 */
 } fetched;
 
 typedef void (*fetch_fn)(const uint8_t *row, int64_t g, fetched *f);
@@ -198,6 +199,17 @@ static void fetch_q3_K_sb(const uint8_t *row, int64_t g, fetched *f) {
     f->A = b->d;
 }
 
+/* Q2_K as the Q2_KS kind, a whole super-block g: q = the 2-bit value, A = d,
+ * B = dmin, the scale bytes as they are */
+static void fetch_q2_K_sb(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_q2_K *b = (const inf_block_q2_K *)row + g;
+    for (int k = 0; k < 256; k++)
+        f->q[k] = (uint8_t)((b->qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3);
+    memcpy(f->sc, b->scales, 16);
+    f->A = b->d;
+    f->B = b->dmin;
+}
+
 /* Q3_K as the Q6_K kind: the values q - 4 + 32, the 16 sub-block scales unpacked (sc - 32) */
 static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
     fetch_q3_K_sb(row, g, f);
@@ -231,6 +243,7 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q4_K] = {INF_PACK_Q4_KS, fetch_q4_K_sb, INF_PACK_Q4_K, fetch_q4_K},
     [INF_Q6_K] = {INF_PACK_Q6_K, fetch_q6_K},
     [INF_Q3_K] = {INF_PACK_Q3_KS, fetch_q3_K_sb, INF_PACK_Q6_K, fetch_q3_K},
+    [INF_Q2_K] = {INF_PACK_Q2_KS, fetch_q2_K_sb},
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
 };
@@ -258,7 +271,7 @@ static const struct {
     [INF_PACK_BF16] = {32, 1024},   [INF_PACK_Q8_0] = {32, 544},    [INF_PACK_Q4_0] = {32, 288},
     [INF_PACK_Q4_K] = {32, 320},    [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
     [INF_PACK_IQ4] = {32, 288},     [INF_PACK_Q4_KS] = {256, 2304}, [INF_PACK_Q5_KS] = {256, 2816},
-    [INF_PACK_Q3_KS] = {256, 1760}, [INF_PACK_F16] = {32, 1024},
+    [INF_PACK_Q3_KS] = {256, 1760}, [INF_PACK_F16] = {32, 1024},    [INF_PACK_Q2_KS] = {256, 1344},
 };
 
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
@@ -331,6 +344,17 @@ static void put_fifth_bits(uint8_t *dst, const fetched *f, int k0) {
     }
 }
 
+/* The 64 bytes at dst of 16 rows' low bit pairs of values q[r] + k0 .. + 15
+ * (the Q3_KS and Q2_KS kinds'): lane r byte j, bits 2i..2i+1 = q[4i+j] & 3. */
+static void put_bit_pairs(uint8_t *dst, const fetched *f, int k0) {
+    for (int r = 0; r < INF_PANEL; r++) {
+        uint32_t lo = 0;
+        for (int i = 0; i < 4; i++)
+            lo |= (load32(f[r].q + k0 + 4 * i) & 0x03030303u) << (2 * i);
+        store32(dst + 4 * r, lo);
+    }
+}
+
 /* One panel's group g: 16 rows' 4-byte slices laid side by side per chunk
  * (kernels.h), 32-bit words at a time. */
 static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch, int64_t pi,
@@ -379,20 +403,27 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
         for (int r = 0; r < INF_PANEL; r++)
             memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
         return;
+    case INF_PACK_Q2_KS: /* 16 sub-groups of bit pairs; scale pairs, d, dmin */
+        for (int s = 0; s < 16; s++)
+            put_bit_pairs(dst + INF_Q2KS_SUB_BYTES * s, f, 16 * s);
+        for (int r = 0; r < INF_PANEL; r++) {
+            for (int s = 0; s < 16; s++)
+                dst[INF_Q2KS_SC_OFF + 32 * (s / 2) + 2 * r + s % 2] = (uint8_t)f[r].sc[s];
+            memcpy(dst + INF_Q2KS_D_OFF + 2 * r, &f[r].A, 2);
+            memcpy(dst + INF_Q2KS_DMIN_OFF + 2 * r, &f[r].B, 2);
+        }
+        return;
     case INF_PACK_Q3_KS: /* 16 sub-groups of low bit pairs and third-bit words; scale planes, d */
         for (int s = 0; s < 16; s++) {
             uint8_t *sd = dst + INF_Q3KS_SUB_BYTES * s;
+            put_bit_pairs(sd, f, 16 * s);
             uint64_t hb[4] = {0};
-            for (int r = 0; r < INF_PANEL; r++) {
-                uint32_t lo = 0;
+            for (int r = 0; r < INF_PANEL; r++)
                 for (int i = 0; i < 4; i++) {
                     const uint32_t q = load32(f[r].q + 16 * s + 4 * i);
-                    lo |= (q & 0x03030303u) << (2 * i);
                     for (int j = 0; j < 4; j++)
                         hb[i] |= (uint64_t)((q >> (8 * j + 2)) & 1) << (4 * r + j);
                 }
-                store32(sd + 4 * r, lo);
-            }
             memcpy(sd + 64, hb, sizeof hb); /* little-endian words, as the kernels load them */
         }
         for (int r = 0; r < INF_PANEL; r++) {

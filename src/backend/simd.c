@@ -368,10 +368,9 @@ static int x_form(inf_pack_kind kind) {
  * calls bit for bit. Decode rows (prefill = 0) run on the VNNI/BF16 dot
  * kernels, or on AMX int8 tiles from AMX_MIN_T rows for the kinds where that
  * gives the same bits (per weight); prompt rows (prefill = 1) run on AMX bf16
- * tiles for every kind but F16 (integer panels expanded to bf16), about 1.4x
- * faster than int8 tiles, which must leave the tile after every 32-weight
- * block to apply its scale. F16 stays on the f32 FMA kernels: bf16 tiles
- * would round its weights. */
+ * tiles for the kinds of inf_amx_bf16_kind (integer panels expanded to bf16),
+ * about 1.4x faster than int8 tiles, which must leave the tile after every
+ * 32-weight block to apply its scale. */
 static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weight *const *ws,
                    int nw, int T, int prefill) {
     INF_ASSERT(nw >= 1 && nw <= MM_MAX_W);
@@ -385,7 +384,7 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
         j.pk[i] = c->k->has_packed ? ws[i]->packed : NULL;
         INF_ASSERT(ws[i]->n_in == ws[0]->n_in && (!j.pk[i]) == (!pk) &&
                    (!pk || x_form(j.pk[i]->kind) == x_form(pk->kind)));
-        j.use_amx[i] = pk && c->k->matmul_amx && j.pk[i]->kind != INF_PACK_F16 &&
+        j.use_amx[i] = pk && c->k->matmul_amx && inf_amx_bf16_kind(j.pk[i]->kind) &&
                        (prefill || (T >= AMX_MIN_T && inf_amx_int8_kind(j.pk[i]->kind)));
         j.any_amx |= j.use_amx[i];
     }

@@ -895,9 +895,12 @@ int main(void) {
             for (unsigned c = 0; c < 3; c++)
                 test_matmul(bks, nb, t, n_in, n_outs[b], Ts[c]);
     }
-    /* Q3_K's own super-block kind (Q3_KS) along panels past 24 KiB (x_touch) */
-    for (int T = 1; T <= 4; T += 3)
+    /* Q3_K's and Q2_K's own super-block kinds (Q3_KS, Q2_KS) along panels
+       past 24 KiB (x_touch) */
+    for (int T = 1; T <= 4; T += 3) {
         test_matmul(bks, nb, INF_Q3_K, 4096, 35, T);
+        test_matmul(bks, nb, INF_Q2_K, 4096, 35, T);
+    }
     for (unsigned ti = 0; ti < sizeof types / sizeof *types; ti++) {
         int blk = inf_dtype_get(types[ti])->block;
         test_embed(bks, nb, types[ti], blk == 256 ? 512 : 96, 7, 3);

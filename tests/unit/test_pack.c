@@ -27,6 +27,7 @@ static const struct {
     {INF_BF16, "bf16"}, {INF_Q8_0, "q8_0"}, {INF_Q4_0, "q4_0"},     {INF_Q4_1, "q4_1"},
     {INF_Q5_0, "q5_0"}, {INF_Q5_1, "q5_1"}, {INF_Q4_K, "q4_K"},     {INF_Q5_K, "q5_K"},
     {INF_Q6_K, "q6_K"}, {INF_Q3_K, "q3_K"}, {INF_IQ4_NL, "iq4_nl"}, {INF_IQ4_XS, "iq4_xs"},
+    {INF_Q2_K, "q2_K"}, {INF_F16, "f16"},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

@@ -191,6 +191,19 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(w[k] = dl * (float)((lo | hi << 2) - 4));
         }
         break;
+    case INF_PACK_Q2_KS: /* a super-group of 16 sub-groups, w = (d sc) q - dmin m */
+        memcpy(&A, gp + INF_Q2KS_D_OFF + 2 * r, 2);
+        memcpy(&B, gp + INF_Q2KS_DMIN_OFF + 2 * r, 2);
+        for (int k = 0; k < 256; k++) {
+            const int kk = k % 16, i = kk / 4, j = kk % 4, s = k / 16;
+            const int q = (gp[INF_Q2KS_SUB_BYTES * s + 4 * r + j] >> (2 * i)) & 3;
+            const uint8_t sb = gp[INF_Q2KS_SC_OFF + 32 * (s / 2) + 2 * r + s % 2];
+            const float dl = inf_f16_to_f32(A) * (float)(sb & 0xF),
+                        ml = inf_f16_to_f32(B) * (float)(sb >> 4);
+            w[k] = dl * (float)q - ml;
+            mag[k] = fabsf(dl * (float)q) + fabsf(ml);
+        }
+        break;
     case INF_PACK_F16: /* k-major: row k c's 16 values side by side */
         for (int k = 0; k < 32; k++) {
             memcpy(&A, gp + 32 * k + 2 * r, 2);
@@ -224,7 +237,8 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
                        type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL ||
                        type == INF_Q6_K || type == INF_Q3_K || pk->kind == INF_PACK_Q4_KS ||
-                       pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_F16;
+                       pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_F16 ||
+                       pk->kind == INF_PACK_Q2_KS;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
@@ -247,7 +261,7 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
        bf16 rounding of the packed value */
     const inf_cpu_features *f = inf_cpu_features_get();
     if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512bf16 &&
-        (INF_PACK_KINDS_AMX & INF_PACK_KIND_BIT(pk->kind)) && pk->kind != INF_PACK_F16) {
+        (INF_PACK_KINDS_AMX & INF_PACK_KIND_BIT(pk->kind)) && inf_amx_bf16_kind(pk->kind)) {
         _Alignas(64) uint16_t tile[512];
         bad = -1;
         for (int64_t kg = 0; kg < n / 32 && bad < 0; kg++) {
