@@ -392,6 +392,75 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             SCALE_INTO(acc, ai, gp + 256);
             break;
         }
+        case INF_PACK_Q2_KS: {
+            /* a super-group: 16 sub-groups of 16 k, w = (d sc) q - dmin m, summed
+               as the AVX-512 kernel sums them (the same bits): per x block of 32
+               the two sub-groups' sums paired in 16-bit halves times their scales
+               (VPMADDWD), their mins times the sums of x the same way */
+            const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(0x0f);
+            __m256 d[2], dmin[2];
+            for (int h = 0; h < NH; h++) {
+                d[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q2KS_D_OFF + 16 * (h0 + h))));
+                dmin[h] = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(gp + INF_Q2KS_DMIN_OFF + 16 * (h0 + h))));
+            }
+#pragma GCC unroll 1
+            for (int hb = 0; hb < 8; hb++) {
+                __m256i a[2][4][2];
+#pragma GCC unroll 2
+                for (int u = 0; u < 2; u++) {
+                    const int sg = 2 * hb + u;
+                    const uint8_t *sp = gp + INF_Q2KS_SUB_BYTES * sg;
+                    if (NH == 2) /* one pass over the panel (decode): its share of the group */
+                        for (int l = 0; l < INF_Q2KS_PREFETCH_PART; l += 64)
+                            _mm_prefetch((const char *)gp + super_ahead +
+                                             INF_Q2KS_PREFETCH_PART * sg + l,
+                                         _MM_HINT_T1);
+                    const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
+#pragma GCC unroll 2
+                    for (int h = 0; h < NH; h++) {
+                        const __m256i lo =
+                            _mm256_loadu_si256((const __m256i *)(sp + 32 * (h0 + h)));
+                        const __m256i q0 = _mm256_and_si256(lo, m3),
+                                      q1 = _mm256_and_si256(_mm256_srli_epi16(lo, 2), m3),
+                                      q2 = _mm256_and_si256(_mm256_srli_epi16(lo, 4), m3),
+                                      q3 = _mm256_and_si256(_mm256_srli_epi16(lo, 6), m3);
+#pragma GCC unroll 4
+                        for (int t = 0; t < TB; t++) {
+                            const int8_t *xg = xqr[t] + 16 * k16;
+                            const __m256i p = _mm256_add_epi16(
+                                _mm256_add_epi16(_mm256_maddubs_epi16(q0, bcast4(xg)),
+                                                 _mm256_maddubs_epi16(q1, bcast4(xg + 4))),
+                                _mm256_add_epi16(_mm256_maddubs_epi16(q2, bcast4(xg + 8)),
+                                                 _mm256_maddubs_epi16(q3, bcast4(xg + 12))));
+                            a[u][t][h] = _mm256_madd_epi16(p, ones);
+                        }
+                    }
+                }
+                const int64_t k32 = 8 * g + hb;
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    const __m256i sm = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                        (const __m128i *)(gp + INF_Q2KS_SC_OFF + 32 * hb + 16 * (h0 + h))));
+                    const __m256i sc = _mm256_and_si256(sm, m15), mn = _mm256_srli_epi16(sm, 4);
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const __m256i pair =
+                            _mm256_blend_epi16(a[0][t][h], _mm256_slli_epi32(a[1][t][h], 16), 0xAA);
+                        const uint32_t s2 = ((uint32_t)sr[t][2 * k32] & 0xFFFFu) |
+                                            (uint32_t)sr[t][2 * k32 + 1] << 16;
+                        const __m256i si = _mm256_madd_epi16(pair, sc),
+                                      mi = _mm256_madd_epi16(mn, _mm256_set1_epi32((int)s2));
+                        const __m256 v =
+                            _mm256_fmsub_ps(_mm256_cvtepi32_ps(si), d[h],
+                                            _mm256_mul_ps(_mm256_cvtepi32_ps(mi), dmin[h]));
+                        acc[t][h] = _mm256_fmadd_ps(v, _mm256_set1_ps(dr[t][k32]), acc[t][h]);
+                    }
+                }
+            }
+            break;
+        }
         case INF_PACK_Q6_K: {
             /* a super-group: 16 sub-groups of 16 k, each with its own scale d * sc */
             const __m256i m30 = _mm256_set1_epi8(0x30);
@@ -728,8 +797,10 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
     case INF_PACK_F16:
         PANELS_OF(INF_PACK_F16);
         break;
-    case INF_PACK_Q3_KS: /* not in INF_PACK_KINDS_AVX2: never packed for this level */
     case INF_PACK_Q2_KS:
+        PANELS_OF(INF_PACK_Q2_KS);
+        break;
+    case INF_PACK_Q3_KS: /* not in INF_PACK_KINDS_AVX2: never packed for this level */
         break;
     }
 }

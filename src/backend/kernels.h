@@ -66,8 +66,7 @@
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
  * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind),
- * Q3_K to the Q6_K kind (w = d sc (q - 32)) where Q3_KS is (AVX2, AMX);
- * Q2_K has no second kind (AVX2 runs it on the generic path).
+ * Q3_K to the Q6_K kind (w = d sc (q - 32)) where Q3_KS is (AVX2, AMX).
  * Rows past the last full panel (n_out % 16) use the generic path on the
  * original (mmapped) rows. */
 #ifndef INF_BACKEND_KERNELS_H
@@ -153,9 +152,8 @@ typedef enum inf_pack_kind {
  * tiles: inf_amx_bf16_kind) */
 #define INF_PACK_KINDS_AMX                                                                         \
     (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q4_KS) & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
-/* the AVX2 level's: no Q3_KS or Q2_KS kernel yet */
-#define INF_PACK_KINDS_AVX2                                                                        \
-    (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS) & ~INF_PACK_KIND_BIT(INF_PACK_Q2_KS))
+/* the AVX2 level's: no Q3_KS kernel (one measured slower than the Q6_K kind) */
+#define INF_PACK_KINDS_AVX2 (INF_PACK_KINDS_ALL & ~INF_PACK_KIND_BIT(INF_PACK_Q3_KS))
 
 typedef struct inf_packed {
     inf_pack_kind kind;
