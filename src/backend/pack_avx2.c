@@ -329,9 +329,41 @@ static void bf16_group(uint8_t *dst, const uint8_t *base, size_t row_bytes, int6
         }
 }
 
+/* F16 group g of a panel: row k c at 32 c, lane r = value c of row r's 64
+ * bytes; two 16 x 16 transposes of 16-bit values (rows 0..7 into the low
+ * 128 bits of each output, rows 8..15 into the high) */
+static void f16_group(uint8_t *dst, const uint8_t *base, size_t row_bytes, int64_t g) {
+    for (int kb = 0; kb < 2; kb++) {
+        __m256i a[16], b[16], c[16];
+        for (int r = 0; r < 16; r++)
+            a[r] = load256(base + (size_t)r * row_bytes + 64 * (size_t)g + 32 * kb);
+        for (int i = 0; i < 8; i++) { /* row pairs: k 0..3 | 8..11, and 4..7 | 12..15 */
+            b[2 * i] = _mm256_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
+            b[2 * i + 1] = _mm256_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
+        }
+        for (int j = 0; j < 4; j++) /* row quads j, k pairs m: c[4 j + m] holds k 2m, 2m+1 */
+            for (int h = 0; h < 2; h++) {
+                c[4 * j + 2 * h] = _mm256_unpacklo_epi32(b[4 * j + h], b[4 * j + 2 + h]);
+                c[4 * j + 2 * h + 1] = _mm256_unpackhi_epi32(b[4 * j + h], b[4 * j + 2 + h]);
+            }
+        for (int m = 0; m < 4; m++)
+            for (int odd = 0; odd < 2; odd++) {
+                const __m256i r07 = odd ? _mm256_unpackhi_epi64(c[m], c[4 + m])
+                                        : _mm256_unpacklo_epi64(c[m], c[4 + m]),
+                              r815 = odd ? _mm256_unpackhi_epi64(c[8 + m], c[12 + m])
+                                         : _mm256_unpacklo_epi64(c[8 + m], c[12 + m]);
+                const int k = 16 * kb + 2 * m + odd;
+                _mm256_storeu_si256((__m256i *)(dst + 32 * k),
+                                    _mm256_permute2x128_si256(r07, r815, 0x20));
+                _mm256_storeu_si256((__m256i *)(dst + 32 * (k + 8)),
+                                    _mm256_permute2x128_si256(r07, r815, 0x31));
+            }
+    }
+}
+
 static void a2_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int64_t pi1) {
     const vrow *vr = vrow_for(w->t->type, p->kind);
-    if (p->kind != INF_PACK_BF16 && !vr) {
+    if (p->kind != INF_PACK_BF16 && p->kind != INF_PACK_F16 && !vr) {
         inf_pack_panels(p, w, pi0, pi1); /* no decoder here: the scalar reference */
         return;
     }
@@ -339,9 +371,10 @@ static void a2_pack_panels(inf_packed *p, const inf_weight *w, int64_t pi0, int6
     for (int64_t pi = pi0; pi < pi1; pi++) {
         const uint8_t *base = (const uint8_t *)w->t->data + (size_t)(INF_PANEL * pi) * w->row_bytes;
         uint8_t *out = p->data + (size_t)pi * (size_t)p->n_groups * gb;
-        if (p->kind == INF_PACK_BF16) {
+        if (p->kind == INF_PACK_BF16 || p->kind == INF_PACK_F16) {
             for (int64_t g = 0; g < p->n_groups; g++)
-                bf16_group(out + (size_t)g * gb, base, w->row_bytes, g);
+                (p->kind == INF_PACK_BF16 ? bf16_group : f16_group)(out + (size_t)g * gb, base,
+                                                                    w->row_bytes, g);
             continue;
         }
         const int U = vr->unit, group = p->group;
