@@ -144,7 +144,7 @@ static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, 
                                                               int l1, int l2) {
     for (size_t l = 0; l < bytes; l += 64) {
         if (l1 >= 0) _mm_prefetch((const char *)p + l1 + l, _MM_HINT_T0); /* l1 < 0: none */
-        _mm_prefetch((const char *)p + l2 + l, _MM_HINT_T1);
+        if (l2 >= 0) _mm_prefetch((const char *)p + l2 + l, _MM_HINT_T1); /* l2 < 0: none */
     }
 }
 static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, size_t bytes) {
@@ -157,9 +157,14 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
  * +1 % BF16 tg128 (4 and 32 KiB the same); dropping the L1 prefetch then gave
  * Q8_0 +14 %, Q4_0 +2-4 %, the rest within 2 % (docs/PERFORMANCE.md, issue
  * 19). Prompt rows keep 1 and 4 KiB: the far distances cost them 2-4 % pp512
- * there. Set once, when the table is filled; decode_l1 < 0 is no L1 prefetch. */
+ * there. The F16 panels' decode rows on AMD Zen 4 stream faster with no
+ * prefetch at all (the hardware's alone): tg64 +8-23 % (won 11 of 11), where
+ * the integer kinds lost 7-40 % without theirs; BF16 won 5 of 5 one time and
+ * lost 4 of 6 the next, so it keeps its (docs/PERFORMANCE.md, issue 19). Set
+ * once, when the table is filled; a distance < 0 is no prefetch. */
 #define DECODE_FAR_T 4
 static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
+static int decode_f16_l1 = PREFETCH_L1, decode_f16_l2 = PREFETCH_L2;
 
 /* A decode matmul reads x once per 16-row panel, and between two reads of
  * one group's x a whole panel of weights streams through L1. Past its size
@@ -631,8 +636,9 @@ panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
     size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
-    const int l1 = T <= DECODE_FAR_T ? decode_l1 : PREFETCH_L1;
-    const int l2 = T <= DECODE_FAR_T ? decode_l2 : PREFETCH_L2;
+    const bool f16 = pk->kind == INF_PACK_F16;
+    const int l1 = T > DECODE_FAR_T ? PREFETCH_L1 : f16 ? decode_f16_l1 : decode_l1;
+    const int l2 = T > DECODE_FAR_T ? PREFETCH_L2 : f16 ? decode_f16_l2 : decode_l2;
     const x_touch xt = x_touch_for(pk, T);
     for (int64_t p = p0; p < p1; p++) {
         const uint8_t *panel = pk->data + (size_t)p * pbytes;
@@ -1354,8 +1360,11 @@ static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *
 }
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
-    if (inf_cpu_features_get()->amd) decode_l1 = -1;
+    const bool amd = inf_cpu_features_get()->amd;
+    decode_l1 = amd ? -1 : PREFETCH_L1;
     decode_l2 = inf_decode_l2_ahead();
+    decode_f16_l1 = amd ? -1 : decode_l1;
+    decode_f16_l2 = amd ? -1 : decode_l2;
     k->dot_f32 = a5_dot_f32;
     k->types[INF_F16].dequant = a5_dequant_f16;
     k->types[INF_BF16].dequant = a5_dequant_bf16;
