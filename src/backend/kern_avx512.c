@@ -144,7 +144,7 @@ static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, 
                                                               int l1, int l2) {
     for (size_t l = 0; l < bytes; l += 64) {
         if (l1 >= 0) _mm_prefetch((const char *)p + l1 + l, _MM_HINT_T0); /* l1 < 0: none */
-        if (l2 >= 0) _mm_prefetch((const char *)p + l2 + l, _MM_HINT_T1); /* l2 < 0: none */
+        _mm_prefetch((const char *)p + l2 + l, _MM_HINT_T1);
     }
 }
 static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, size_t bytes) {
@@ -161,7 +161,8 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
  * prefetch at all (the hardware's alone): tg64 +8-23 % (won 11 of 11), where
  * the integer kinds lost 7-40 % without theirs; BF16 won 5 of 5 one time and
  * lost 4 of 6 the next, so it keeps its (docs/PERFORMANCE.md, issue 19). Set
- * once, when the table is filled; a distance < 0 is no prefetch. */
+ * once, when the table is filled; decode_l1 < 0 is no L1 prefetch, and
+ * decode_f16_l2 < 0 none at all. */
 #define DECODE_FAR_T 4
 static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
 static int decode_f16_l1 = PREFETCH_L1, decode_f16_l2 = PREFETCH_L2;
@@ -603,8 +604,8 @@ panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
-        prefetch_at(gp, 1024, l1, l2);
-        for (int j = 1; j < xt->m; j++) { /* x_touch: a group's f32 x is two lines */
+        if (l2 >= 0) prefetch_at(gp, 1024, l1, l2); /* l2 < 0: none (decode_f16_l2) */
+        for (int j = 1; j < xt->m; j++) {           /* x_touch: a group's f32 x is two lines */
             int64_t h = g + xt->off[j];
             if (h >= pk->n_groups) h -= pk->n_groups;
 #pragma GCC unroll 4
@@ -633,6 +634,16 @@ panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                                        _mm512_add_ps(acc[t][2], acc[t][3])));
 }
 
+/* tokens t .. T-1 of one panel by fn: four at a time, then the rest at once */
+#define PANEL_ROWS(fn)                                                                             \
+    do {                                                                                           \
+        for (; t + 4 <= T; t += 4)                                                                 \
+            fn(yp, ldy, pk, panel, xq, t, 4, l1, l2, &xt);                                         \
+        if (T - t == 3) fn(yp, ldy, pk, panel, xq, t, 3, l1, l2, &xt);                             \
+        if (T - t == 2) fn(yp, ldy, pk, panel, xq, t, 2, l1, l2, &xt);                             \
+        if (T - t == 1) fn(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);                             \
+    } while (0)
+
 static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
     size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
@@ -644,51 +655,16 @@ static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         const uint8_t *panel = pk->data + (size_t)p * pbytes;
         float *yp = y + 16 * p;
         int t = 0;
-        if (pk->kind == INF_PACK_BF16) {
-            for (; t + 4 <= T; t += 4)
-                panel_bf16(yp, ldy, pk, panel, xq, t, 4, l1, l2, &xt);
-            switch (T - t) {
-            case 3:
-                panel_bf16(yp, ldy, pk, panel, xq, t, 3, l1, l2, &xt);
-                break;
-            case 2:
-                panel_bf16(yp, ldy, pk, panel, xq, t, 2, l1, l2, &xt);
-                break;
-            case 1:
-                panel_bf16(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);
-                break;
-            }
-        } else if (pk->kind == INF_PACK_F16) {
-            for (; t + 4 <= T; t += 4)
-                panel_f16(yp, ldy, pk, panel, xq, t, 4, l1, l2, &xt);
-            switch (T - t) {
-            case 3:
-                panel_f16(yp, ldy, pk, panel, xq, t, 3, l1, l2, &xt);
-                break;
-            case 2:
-                panel_f16(yp, ldy, pk, panel, xq, t, 2, l1, l2, &xt);
-                break;
-            case 1:
-                panel_f16(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);
-                break;
-            }
-        } else {
-            for (; t + 4 <= T; t += 4)
-                panel_int(yp, ldy, pk, panel, xq, t, 4, l1, l2, &xt);
-            switch (T - t) {
-            case 3:
-                panel_int(yp, ldy, pk, panel, xq, t, 3, l1, l2, &xt);
-                break;
-            case 2:
-                panel_int(yp, ldy, pk, panel, xq, t, 2, l1, l2, &xt);
-                break;
-            case 1:
-                panel_int(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);
-                break;
-            }
-        }
+        if (pk->kind == INF_PACK_BF16)
+            PANEL_ROWS(panel_bf16);
+        else if (pk->kind == INF_PACK_F16)
+            PANEL_ROWS(panel_f16);
+        else
+            PANEL_ROWS(panel_int);
     }
 }
+
+#undef PANEL_ROWS
 
 /* ---- row ops ------------------------------------------------------------------------------ */
 
