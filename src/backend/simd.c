@@ -391,11 +391,19 @@ static void mm_run(simd_ctx *c, float *const *ys, const float *x, const inf_weig
     if (pk) {
         int64_t n = ws[0]->n_in;
         int T32 = (T + 31) & ~31;
-        j.bf16_tiles = j.any_amx && prefill; /* prefill: every weight on AMX */
-        bool bf = pk->kind == INF_PACK_BF16 || j.bf16_tiles;
-        j.quant_what = pk->kind == INF_PACK_F16 ? 0 /* x as it is */
-                       : bf                     ? INF_XQ_BF16
-                                                : INF_XQ_INT8 | (j.any_amx ? INF_XQ_TILES : 0);
+        j.bf16_tiles = j.any_amx && prefill; /* prefill: the tile kinds' weights on AMX */
+        /* the forms of x the weights read: bf16 for BF16 panels and bf16
+           tiles, int8 blocks for the other integer kernels (and their tile
+           layout for int8 tiles), none for F16 (x as it is); a prefill job
+           may hold both a tile kind and one that stays off the tiles (Q2_KS) */
+        for (int i = 0; i < nw; i++) {
+            const inf_pack_kind kind = j.pk[i]->kind;
+            if (kind == INF_PACK_BF16 || (j.use_amx[i] && j.bf16_tiles))
+                j.quant_what |= INF_XQ_BF16;
+            else if (kind != INF_PACK_F16)
+                j.quant_what |= INF_XQ_INT8 | (j.use_amx[i] ? INF_XQ_TILES : 0);
+        }
+        const bool bf = j.quant_what & INF_XQ_BF16;
         if (grow(c, (void **)&c->xq.q, &c->xq_q_cap, (size_t)T32 * (size_t)n, T) ||
             grow(c, (void **)&c->xq.d, &c->xq_d_cap, sizeof(float) * (size_t)T32 * (size_t)(n / 32),
                  T) ||

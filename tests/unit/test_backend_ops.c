@@ -270,6 +270,22 @@ static void test_matmul_n_of(bk *bks, int nb, const inf_dtype tw[3], int64_t n_i
         CHECK_MSG(!bad, "%s matmul_n prefill %s T=%d: beyond the bound", bks[b].label,
                   inf_dtype_get(type)->name, T);
         free(pf), free(one), free(ref), free(wrow);
+        /* the three in one prompt pass equal three passes bit for bit (one
+           pass may hold weights on AMX tiles and ones that stay off them) */
+        float *all[3];
+        for (int i = 0; i < 3; i++)
+            all[i] = malloc(sizeof(float) * (size_t)T * n_outs[i]);
+        be->matmul_n(be, all, x, (const inf_weight *const[]){&w[0], &w[1], &w[2]}, 3, T, 1);
+        for (int i = 0; i < 3; i++) {
+            float *alone = malloc(sizeof(float) * (size_t)T * n_outs[i]);
+            be->matmul_n(be, (float *const[]){alone}, x, (const inf_weight *const[]){&w[i]}, 1, T,
+                         1);
+            CHECK_MSG(!memcmp(alone, all[i], sizeof(float) * (size_t)T * n_outs[i]),
+                      "%s matmul_n prefill %s (weight %d of a pass of three) T=%d: differs alone",
+                      bks[b].label, inf_dtype_get(tw[i])->name, i, T);
+            free(alone);
+            free(all[i]);
+        }
         for (int i = 0; i < 3; i++) {
             CHECK_MSG(guards_ok(ys[i], (size_t)T * n_outs[i]), "%s matmul_n: wrote outside",
                       bks[b].label);
@@ -910,7 +926,9 @@ int main(void) {
     }
     /* weights of different integer kinds in one pass (Q4_K_M's q, k and v;
      * three kinds), decode rows, 4 and prompt rows, and along many panels */
-    const inf_dtype mixes[][3] = {{INF_Q4_K, INF_Q4_K, INF_Q6_K}, {INF_Q8_0, INF_Q5_K, INF_Q4_0}};
+    const inf_dtype mixes[][3] = {{INF_Q4_K, INF_Q4_K, INF_Q6_K},
+                                  {INF_Q8_0, INF_Q5_K, INF_Q4_0},
+                                  {INF_Q2_K, INF_Q3_K, INF_Q4_K}}; /* Q2_KS off AMX tiles */
     for (unsigned m = 0; m < sizeof mixes / sizeof *mixes; m++) {
         const int Ts[] = {1, 4, 21};
         for (unsigned i = 0; i < sizeof Ts / sizeof *Ts; i++)
