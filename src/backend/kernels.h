@@ -62,7 +62,9 @@
  *         and multiplied by the activations as they are (inf_xq.x)    1024 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
- * IQ4_XS as Q8_0; Q4_1 as Q4_K); the rest use the generic path.
+ * IQ4_XS as Q8_0; Q4_1 as Q4_K; MXFP4 as Q8_0 where every block's power of
+ * two is an f16, else the weight stays unpacked); the rest use the generic
+ * path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
  * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind),

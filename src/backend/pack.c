@@ -223,12 +223,47 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
         f->q[k] = (uint8_t)(f->q[k] + 28);
 }
 
-/* per type: its kind and fetch, and a second kind for levels that lack the first */
+/* MXFP4 as the Q8_0 kind: the doubled e2m1 values + 128, A = 2^(e - 128)
+ * as f16, exact for e in 104..143 (2^-24 .. 2^15); a block of zeros (values
+ * 0 and -0) is 0 at any scale, A = 0 where e is outside those */
+static bool mxfp4_scale_fits(uint8_t e) {
+    return e >= 104 && e <= 143;
+}
+
+static void fetch_mxfp4(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_mxfp4 *b = (const inf_block_mxfp4 *)row + g;
+    for (int j = 0; j < 16; j++) {
+        f->q[j] = (uint8_t)(inf_fp4_values[b->qs[j] & 0xF] + 128);
+        f->q[j + 16] = (uint8_t)(inf_fp4_values[b->qs[j] >> 4] + 128);
+    }
+    const int k = b->e - 128; /* f16 2^k: normal from 2^-14, subnormal below */
+    f->A = !mxfp4_scale_fits(b->e) ? 0
+           : k >= -14              ? (uint16_t)((k + 15) << 10)
+                                   : (uint16_t)(1u << (k + 24));
+}
+
+/* whether the Q8_0 kind holds every block of an MXFP4 weight exactly */
+static bool mxfp4_fits(const inf_weight *w) {
+    for (int64_t o = 0; o < w->n_out; o++) {
+        const inf_block_mxfp4 *b =
+            (const inf_block_mxfp4 *)((const uint8_t *)w->t->data + (size_t)o * w->row_bytes);
+        for (int64_t i = 0; i < w->n_in / 32; i++) {
+            if (mxfp4_scale_fits(b[i].e)) continue;
+            for (int j = 0; j < 16; j++)
+                if (b[i].qs[j] & 0x77) return false; /* a nonzero value */
+        }
+    }
+    return true;
+}
+
+/* per type: its kind and fetch, and a second kind for levels that lack the
+ * first; fits, where set, says whether the kinds hold this weight exactly */
 typedef struct pack_row {
     inf_pack_kind kind;
     fetch_fn fetch; /* NULL for BF16 and F16 (their bits copied as they are) */
     inf_pack_kind alt;
     fetch_fn alt_fetch;
+    bool (*fits)(const inf_weight *w);
 } pack_row;
 
 static const pack_row pack_rows[INF_DTYPE_COUNT] = {
@@ -246,12 +281,15 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q2_K] = {INF_PACK_Q2_KS, fetch_q2_K_sb},
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
+    [INF_MXFP4] = {INF_PACK_Q8_0, fetch_mxfp4, .fits = mxfp4_fits},
 };
 
-/* the kind and fetch this type packs as under `allowed`; kind 0: none */
-static inf_pack_kind pack_choice(inf_dtype type, unsigned allowed, fetch_fn *fetch) {
+/* the kind and fetch w packs as under `allowed`; kind 0: none */
+static inf_pack_kind pack_choice(const inf_weight *w, unsigned allowed, fetch_fn *fetch) {
+    const inf_dtype type = w->t->type;
     if ((unsigned)type >= INF_DTYPE_COUNT) return 0;
     const pack_row *r = &pack_rows[type];
+    if (r->fits && (r->kind || r->alt) && !r->fits(w)) return 0;
     if (r->kind && (allowed & INF_PACK_KIND_BIT(r->kind))) {
         *fetch = r->fetch;
         return r->kind;
@@ -277,7 +315,7 @@ static const struct {
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
     *p = (inf_packed){0};
     fetch_fn fetch = NULL;
-    const inf_pack_kind kind = pack_choice(w->t->type, allowed, &fetch);
+    const inf_pack_kind kind = pack_choice(w, allowed, &fetch);
     if (!kind) return false;
     const int group = kinds[kind].group;
     if (w->n_in % group || w->n_out < INF_PANEL) return false;

@@ -27,7 +27,7 @@ static const struct {
     {INF_BF16, "bf16"}, {INF_Q8_0, "q8_0"}, {INF_Q4_0, "q4_0"},     {INF_Q4_1, "q4_1"},
     {INF_Q5_0, "q5_0"}, {INF_Q5_1, "q5_1"}, {INF_Q4_K, "q4_K"},     {INF_Q5_K, "q5_K"},
     {INF_Q6_K, "q6_K"}, {INF_Q3_K, "q3_K"}, {INF_IQ4_NL, "iq4_nl"}, {INF_IQ4_XS, "iq4_xs"},
-    {INF_Q2_K, "q2_K"}, {INF_F16, "f16"},
+    {INF_Q2_K, "q2_K"}, {INF_F16, "f16"},   {INF_MXFP4, "mxfp4"},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -201,6 +201,35 @@ static void check_arena(void) {
     free(data);
 }
 
+/* MXFP4 packs as the Q8_0 kind only where every block's scale 2^(e - 128) is
+ * an f16 (or the block is zeros, 0 at any scale): one block outside, with a
+ * nonzero value, leaves the weight to the generic path */
+static void check_mxfp4_fits(void) {
+    enum { N_IN = 64, N_OUT = 16 };
+    inf_block_mxfp4 b[N_OUT][N_IN / 32];
+    for (int r = 0; r < N_OUT; r++)
+        for (int i = 0; i < N_IN / 32; i++) {
+            b[r][i].e = (uint8_t)(104 + (r + i) % 40); /* 2^-24 .. 2^15 */
+            for (int j = 0; j < 16; j++)
+                b[r][i].qs[j] = (uint8_t)rand32();
+        }
+    const inf_tensor t = {.name = "w",
+                          .type = INF_MXFP4,
+                          .n_dims = 2,
+                          .ne = {N_IN, N_OUT, 1, 1},
+                          .data = b,
+                          .nbytes = sizeof b};
+    const inf_weight w = {.t = &t, .n_in = N_IN, .n_out = N_OUT, .row_bytes = sizeof b[0]};
+    inf_packed p;
+    CHECK(inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL) && p.kind == INF_PACK_Q8_0);
+    b[5][1].e = 103;
+    CHECK_MSG(!inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL), "MXFP4 with a scale of 2^-25 packed");
+    memset(b[5][1].qs, 0x88, 16); /* -0 everywhere: zeros */
+    CHECK(inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL));
+    b[9][0].e = 144;
+    CHECK_MSG(!inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL), "MXFP4 with a scale of 2^16 packed");
+}
+
 int main(void) {
     const inf_kernels *lv[INF_ISA_AMX + 1];
     int nl = 0;
@@ -221,5 +250,6 @@ int main(void) {
         printf("no weight-type fixtures at %s: random weights only\n", dir);
     }
     check_arena();
+    check_mxfp4_fits();
     return th_report();
 }

@@ -235,10 +235,10 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
         return;
     }
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
-                       type == INF_Q5_0 || type == INF_Q5_1 || type == INF_IQ4_NL ||
-                       type == INF_Q6_K || type == INF_Q3_K || pk->kind == INF_PACK_Q4_KS ||
-                       pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_F16 ||
-                       pk->kind == INF_PACK_Q2_KS;
+                       type == INF_MXFP4 || type == INF_Q5_0 || type == INF_Q5_1 ||
+                       type == INF_IQ4_NL || type == INF_Q6_K || type == INF_Q3_K ||
+                       pk->kind == INF_PACK_Q4_KS || pk->kind == INF_PACK_Q5_KS ||
+                       pk->kind == INF_PACK_F16 || pk->kind == INF_PACK_Q2_KS;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
