@@ -224,6 +224,16 @@ touch_int(const x_touch *xt, int64_t g, int64_t n_groups, const int k, const int
     }
 }
 
+/* a + the sums of a 16-k sub-group's 4 chunks of unsigned values q (chunk i
+ * lane r = q[r][4i..4i+3]) with the activations xg[0..15] */
+static inline __attribute__((always_inline)) __m512i dot16(__m512i a, const __m512i q[4],
+                                                           const int8_t *xg) {
+    a = _mm512_dpbusd_epi32(a, q[0], bcast4(xg));
+    a = _mm512_dpbusd_epi32(a, q[1], bcast4(xg + 4));
+    a = _mm512_dpbusd_epi32(a, q[2], bcast4(xg + 8));
+    return _mm512_dpbusd_epi32(a, q[3], bcast4(xg + 12));
+}
+
 /* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
 static inline __m512i iq4_table_u8(void) {
     const __m128i v = _mm_loadu_si128((const __m128i *)inf_iq4nl_values);
@@ -384,11 +394,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
-                    const int8_t *xg = xqr[t] + 16 * k16;
-                    ai[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], bcast4(xg));
-                    ai[t] = _mm512_dpbusd_epi32(ai[t], q[1], bcast4(xg + 4));
-                    ai[t] = _mm512_dpbusd_epi32(ai[t], q[2], bcast4(xg + 8));
-                    ai[t] = _mm512_dpbusd_epi32(ai[t], q[3], bcast4(xg + 12));
+                    ai[t] = dot16(_mm512_setzero_si512(), q, xqr[t] + 16 * k16);
                 }
                 const __m512 A = q6k_scale(gp, sg, d);
 #pragma GCC unroll 4
@@ -421,12 +427,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
-                        const int8_t *xg = xqr[t] + 16 * k16;
-                        __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(-4 * sr[t][k16]), q[0],
-                                                        bcast4(xg));
-                        a = _mm512_dpbusd_epi32(a, q[1], bcast4(xg + 4));
-                        a = _mm512_dpbusd_epi32(a, q[2], bcast4(xg + 8));
-                        a = _mm512_dpbusd_epi32(a, q[3], bcast4(xg + 12));
+                        const __m512i a =
+                            dot16(_mm512_set1_epi32(-4 * sr[t][k16]), q, xqr[t] + 16 * k16);
                         si[u][t] = _mm512_mullo_epi32(a, s32);
                     }
                 }
@@ -462,11 +464,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                     bit_pairs(gp + INF_Q2KS_SUB_BYTES * sg, q);
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
-                        const int8_t *xg = xqr[t] + 16 * (16 * g + sg);
-                        a[u][t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], bcast4(xg));
-                        a[u][t] = _mm512_dpbusd_epi32(a[u][t], q[1], bcast4(xg + 4));
-                        a[u][t] = _mm512_dpbusd_epi32(a[u][t], q[2], bcast4(xg + 8));
-                        a[u][t] = _mm512_dpbusd_epi32(a[u][t], q[3], bcast4(xg + 12));
+                        a[u][t] = dot16(_mm512_setzero_si512(), q, xqr[t] + 16 * (16 * g + sg));
                     }
                 }
                 const int64_t k32 = 8 * g + h;

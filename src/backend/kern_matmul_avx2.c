@@ -530,15 +530,19 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * (h0 + h), acc[t][h]);
 }
 
+/* BF16 and F16 panels (F16 a constant): each pair of k widened to f32 (BF16:
+ * a shift or a mask of the 32-bit lane pair; F16: F16C on the k-major rows)
+ * against the activations as they are, in two accumulators per row (even
+ * and odd k), summed at the end */
 static inline __attribute__((always_inline)) void
-panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-           int t0, const int TB, const int NH, int h0) {
+panel_wide(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
+           int t0, const int TB, const int NH, int h0, const int F16) {
     const int64_t n = xq->n;
     const float *xr[4];
     __m256 acc[4][2], acc2[4][2];
 #pragma GCC unroll 4
     for (int t = 0; t < TB; t++) {
-        xr[t] = xq->f + (size_t)(t0 + t) * (size_t)n;
+        xr[t] = (F16 ? xq->x : xq->f) + (size_t)(t0 + t) * (size_t)n;
         for (int h = 0; h < NH; h++)
             acc[t][h] = acc2[t][h] = _mm256_setzero_ps();
     }
@@ -546,65 +550,26 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
 #pragma GCC unroll 2
-        for (int c = 0; c < 16; c++) {
+        for (int c = 0; c < 16; c++) { /* k 2c and 2c + 1, 64 bytes */
             __m256 we[2], wo[2];
 #pragma GCC unroll 2
             for (int h = 0; h < NH; h++) {
-                /* lane r = (w[r][2c], w[r][2c+1]) as bf16: the even one shifted up, the odd one
-                 * masked */
-                const __m256i v =
-                    _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
-                we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-                wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi16));
+                if (F16) { /* rows k 2c and 2c + 1 of 32 bytes, 16 per half */
+                    const uint8_t *p = gp + 64 * c + 16 * (h0 + h);
+                    we[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+                    wo[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 32)));
+                } else { /* lane r = (w[r][2c], w[r][2c+1]) as bf16: the even one shifted up,
+                            the odd one masked */
+                    const __m256i v =
+                        _mm256_loadu_si256((const __m256i *)(gp + 64 * c + 32 * (h0 + h)));
+                    we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                    wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi16));
+                }
             }
 #pragma GCC unroll 4
             for (int t = 0; t < TB; t++) {
                 const __m256 xe = _mm256_broadcast_ss(xr[t] + 32 * g + 2 * c);
                 const __m256 xo = _mm256_broadcast_ss(xr[t] + 32 * g + 2 * c + 1);
-#pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) {
-                    acc[t][h] = _mm256_fmadd_ps(we[h], xe, acc[t][h]);
-                    acc2[t][h] = _mm256_fmadd_ps(wo[h], xo, acc2[t][h]);
-                }
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < TB; t++)
-        for (int h = 0; h < NH; h++)
-            _mm256_storeu_ps(y + (size_t)(t0 + t) * (size_t)ldy + 8 * (h0 + h),
-                             _mm256_add_ps(acc[t][h], acc2[t][h]));
-}
-
-/* F16 panels: each k's 8 values of a half widened to f32 (F16C) times the
- * activation as it is, in two accumulators per row (even and odd k) */
-static inline __attribute__((always_inline)) void
-panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-          int t0, const int TB, const int NH, int h0) {
-    const int64_t n = xq->n;
-    const float *xr[4];
-    __m256 acc[4][2], acc2[4][2];
-#pragma GCC unroll 4
-    for (int t = 0; t < TB; t++) {
-        xr[t] = xq->x + (size_t)(t0 + t) * (size_t)n;
-        for (int h = 0; h < NH; h++)
-            acc[t][h] = acc2[t][h] = _mm256_setzero_ps();
-    }
-    for (int64_t g = 0; g < pk->n_groups; g++) {
-        const uint8_t *gp = panel + (size_t)g * 1024;
-#pragma GCC unroll 2
-        for (int c = 0; c < 32; c += 2) {
-            __m256 we[2], wo[2];
-#pragma GCC unroll 2
-            for (int h = 0; h < NH; h++) {
-                const uint8_t *p = gp + 32 * c + 16 * (h0 + h);
-                we[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-                wo[h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 32)));
-            }
-#pragma GCC unroll 4
-            for (int t = 0; t < TB; t++) {
-                const __m256 xe = _mm256_broadcast_ss(xr[t] + 32 * g + c);
-                const __m256 xo = _mm256_broadcast_ss(xr[t] + 32 * g + c + 1);
 #pragma GCC unroll 2
                 for (int h = 0; h < NH; h++) {
                     acc[t][h] = _mm256_fmadd_ps(we[h], xe, acc[t][h]);
@@ -727,16 +692,12 @@ static inline __attribute__((always_inline)) void panel_all(float *yp, int64_t l
                                                             const inf_packed *pk,
                                                             const uint8_t *panel, const inf_xq *xq,
                                                             int t, int T, const int KIND) {
-    if (KIND == INF_PACK_BF16) { /* f32 FMAs: four tokens a half measured no faster */
+    if (KIND == INF_PACK_BF16 || KIND == INF_PACK_F16) { /* f32 FMAs: four tokens a half
+                                                             measured no faster (BF16) */
+        const int f16 = KIND == INF_PACK_F16;
         for (; t + 2 <= T; t += 2)
-            panel_bf16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
-        if (t < T) panel_bf16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
-        return;
-    }
-    if (KIND == INF_PACK_F16) {
-        for (; t + 2 <= T; t += 2)
-            panel_f16(yp, ldy, pk, panel, xq, t, 2, 2, 0);
-        if (t < T) panel_f16(yp, ldy, pk, panel, xq, t, 1, 2, 0);
+            panel_wide(yp, ldy, pk, panel, xq, t, 2, 2, 0, f16);
+        if (t < T) panel_wide(yp, ldy, pk, panel, xq, t, 1, 2, 0, f16);
         return;
     }
     /* Q8_0 and IQ4 pay a sign per token and weight vector (the sign trick),
