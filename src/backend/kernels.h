@@ -63,7 +63,9 @@
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; MXFP4 as Q8_0 where every block's power of
- * two is an f16, else the weight stays unpacked); the rest use the generic
+ * two is an f16, else the weight stays unpacked; IQ3_XXS and IQ3_S as Q6_K,
+ * their signed grid magnitudes as q - 32 and their odd sub-block factors as
+ * sc, IQ3_XXS's halved with inf_packed.post = 1/2); the rest use the generic
  * path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
@@ -163,6 +165,8 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
+    float post;         /* the weights are the panels' values times this, a power of two (1, or
+                           IQ3_XXS's 1/2): matmuls scale their packed rows' sums by it, exactly */
     uint8_t *data;      /* [n_panels][n_groups][group_bytes], 4 KiB aligned, in the packed-weight
                            arena (huge pages where the OS allows) */
     struct inf_arena_chunk *chunk; /* the arena chunk data was cut from (backend/arena.h) */

@@ -5,6 +5,7 @@
 
 #include "backend/arena.h"
 #include "backend/kernels.h"
+#include "quant/grids.h"
 #include "util/half.h"
 #include "util/mem.h"
 
@@ -24,12 +25,11 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * scale B for Q4_K's kind) as f16 bits. Types whose values are small integers
  * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
- * (w = d sc (q - 32)) where a level lacks Q3_KS. Where A is a product of two
- * stored factors (Q4_K's sub-block scales as the Q4_K kind, IQ4_XS's) it is
- * rounded to f16 once; the Q6_K, Q4_KS, Q5_KS, Q3_KS and Q2_KS kinds keep
- * the factors apart (A = d, sc = the sub-block scales; Q4_KS, Q5_KS, Q3_KS
- * and Q2_KS: sc = the file's packed scale bytes, Q4_KS, Q5_KS and Q2_KS: B =
- * dmin). ---- */
+ * (w = d sc (q - 32)) where a level lacks Q3_KS, IQ3_XXS and IQ3_S as Q6_K. Where A is a product of
+ * two stored factors (Q4_K's sub-block scales as the Q4_K kind, IQ4_XS's) it is rounded to f16
+ * once; the Q6_K, Q4_KS, Q5_KS, Q3_KS and Q2_KS kinds keep the factors apart (A = d, sc = the
+ * sub-block scales; Q4_KS, Q5_KS, Q3_KS and Q2_KS: sc = the file's packed scale bytes, Q4_KS, Q5_KS
+ * and Q2_KS: B = dmin). ---- */
 
 typedef struct fetched {
     uint8_t q[256]; /* the group's values: 32, or 256 for the super-block kinds */
@@ -223,6 +223,54 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
         f->q[k] = (uint8_t)(f->q[k] + 28);
 }
 
+/* IQ3_XXS and IQ3_S as the Q6_K kind, a whole super-block g: each weight is
+ * d * f * grid * sign with one factor f per 32 (IQ3_XXS: (0.5 + ls) / 2 =
+ * (2 ls + 1) / 4; IQ3_S: 1 + 2 ls) and a grid magnitude (IQ3_XXS: 4 .. 62,
+ * all even; IQ3_S: 1 .. 15), so A = d, sc = 2 ls + 1 and q - 32 = sign *
+ * grid (IQ3_XXS: halved, its panels holding twice its weights: post = 1/2,
+ * as d / 2 is no f16 where d is a subnormal with its last bit set). Every
+ * product is exact in f32, and so is the halving of a matmul's sums. */
+static void put_signed_grid(uint8_t *q, uint32_t grid, unsigned signs, int shift) {
+    for (int j = 0; j < 4; j++) {
+        const int v = (int)((grid >> (8 * j)) & 0xFF) >> shift;
+        q[j] = (uint8_t)(32 + ((signs >> j) & 1 ? -v : v));
+    }
+}
+
+static void fetch_iq3_xxs(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq3_xxs *b = (const inf_block_iq3_xxs *)row + g;
+    for (int s = 0; s < 8; s++) {
+        uint32_t aux;
+        memcpy(&aux, b->qs + 64 + 4 * s, 4);
+        f->sc[2 * s] = f->sc[2 * s + 1] = (int8_t)(2 * (aux >> 28) + 1);
+        for (int l = 0; l < 4; l++) {
+            /* 7 sign bits; the eighth makes the number of minus signs even */
+            unsigned sg = (aux >> (7 * l)) & 127;
+            sg |= (unsigned)(__builtin_popcount(sg) & 1) << 7;
+            uint8_t *q = f->q + 32 * s + 8 * l;
+            put_signed_grid(q, inf_iq3xxs_grid[b->qs[8 * s + 2 * l]], sg, 1);
+            put_signed_grid(q + 4, inf_iq3xxs_grid[b->qs[8 * s + 2 * l + 1]], sg >> 4, 1);
+        }
+    }
+    f->A = b->d;
+}
+
+static void fetch_iq3_s(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq3_s *b = (const inf_block_iq3_s *)row + g;
+    for (int s = 0; s < 8; s++) {
+        const int ls = (b->scales[s / 2] >> (4 * (s % 2))) & 0xF;
+        f->sc[2 * s] = f->sc[2 * s + 1] = (int8_t)(2 * ls + 1);
+        for (int l = 0; l < 4; l++) {
+            const int i0 = b->qs[8 * s + 2 * l] | ((b->qh[s] >> (2 * l)) & 1) << 8,
+                      i1 = b->qs[8 * s + 2 * l + 1] | ((b->qh[s] >> (2 * l + 1)) & 1) << 8;
+            const unsigned sg = b->signs[4 * s + l];
+            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq3s_grid[i0], sg, 0);
+            put_signed_grid(f->q + 32 * s + 8 * l + 4, inf_iq3s_grid[i1], sg >> 4, 0);
+        }
+    }
+    f->A = b->d;
+}
+
 /* MXFP4 as the Q8_0 kind: the doubled e2m1 values + 128, A = 2^(e - 128)
  * as f16, exact for e in 104..143 (2^-24 .. 2^15); a block of zeros (values
  * 0 and -0) is 0 at any scale, A = 0 where e is outside those */
@@ -264,6 +312,7 @@ typedef struct pack_row {
     inf_pack_kind alt;
     fetch_fn alt_fetch;
     bool (*fits)(const inf_weight *w);
+    float post; /* the factor between the panels and the weights (inf_packed.post); 0: 1 */
 } pack_row;
 
 static const pack_row pack_rows[INF_DTYPE_COUNT] = {
@@ -282,6 +331,8 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
     [INF_MXFP4] = {INF_PACK_Q8_0, fetch_mxfp4, .fits = mxfp4_fits},
+    [INF_IQ3_XXS] = {INF_PACK_Q6_K, fetch_iq3_xxs, .post = 0.5f},
+    [INF_IQ3_S] = {INF_PACK_Q6_K, fetch_iq3_s},
 };
 
 /* the kind and fetch w packs as under `allowed`; kind 0: none */
@@ -324,6 +375,7 @@ bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
     p->n_panels = w->n_out / INF_PANEL;
     p->n_groups = w->n_in / group;
     p->group_bytes = kinds[kind].bytes;
+    p->post = pack_rows[w->t->type].post ? pack_rows[w->t->type].post : 1.0f;
     return true;
 }
 

@@ -330,6 +330,15 @@ static void mm_units(const mm_job *j, int64_t lo, int64_t hi, int tid) {
                           c->amx_scratch[tid]);
         else
             k->matmul_packed(j->y[i], j->w[i]->n_out, pk, &c->xq, j->T, a, b);
+        if (pk->post != 1.0f) { /* rows of panels [pa, pb): a power of two, exact */
+            const int64_t pa = j->use_amx[i] ? 2 * a : a,
+                          pb = j->use_amx[i] ? (2 * b < pk->n_panels ? 2 * b : pk->n_panels) : b;
+            for (int t = 0; t < j->T; t++) {
+                float *y = j->y[i] + (size_t)t * (size_t)j->w[i]->n_out;
+                for (int64_t o = INF_PANEL * pa; o < INF_PANEL * pb; o++)
+                    y[o] *= pk->post;
+            }
+        }
     }
 }
 

@@ -237,8 +237,9 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
                        type == INF_MXFP4 || type == INF_Q5_0 || type == INF_Q5_1 ||
                        type == INF_IQ4_NL || type == INF_Q6_K || type == INF_Q3_K ||
-                       pk->kind == INF_PACK_Q4_KS || pk->kind == INF_PACK_Q5_KS ||
-                       pk->kind == INF_PACK_F16 || pk->kind == INF_PACK_Q2_KS;
+                       type == INF_IQ3_XXS || type == INF_IQ3_S || pk->kind == INF_PACK_Q4_KS ||
+                       pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_F16 ||
+                       pk->kind == INF_PACK_Q2_KS;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
@@ -246,6 +247,10 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
     for (int r = 0; r < INF_PANEL; r++)
         for (int64_t g = 0; g < pk->n_groups; g++)
             unpack_group(pk, g, r, got + r * n + g * pk->group, mag + r * n + g * pk->group);
+    for (int64_t i = 0; i < INF_PANEL * n; i++) { /* the weights from the panels' values */
+        got[i] *= pk->post;
+        mag[i] *= pk->post;
+    }
     for (int64_t i = 0; i < INF_PANEL * n && bad < 0; i++) {
         /* equal as numbers: an offset form (Q5_0 as d q - 16 d) gives +0 where
            the reference's d (q - 16) is -0, the same in every product */
@@ -269,7 +274,7 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
             for (int r = 0; r < INF_PANEL; r++)
                 for (int k = 0; k < 32; k++) {
                     const int64_t i = r * n + 32 * kg + k;
-                    const float v = inf_bf16_to_f32(tile[32 * (k / 2) + 2 * r + k % 2]);
+                    const float v = inf_bf16_to_f32(tile[32 * (k / 2) + 2 * r + k % 2]) * pk->post;
                     if (fabsf(v - got[i]) > (fabsf(got[i]) + mag[i]) * (1.0f / 256) + 1e-30f)
                         bad = i;
                 }
