@@ -44,6 +44,19 @@ static inline __attribute__((always_inline)) void q6k_values(const uint8_t *sp, 
                            _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
 }
 
+/* The IQ4S kind's sub-group at sp (kernels.h): its 16 values per row as 4
+ * chunks of the u8 table entries tbl (in every 128-bit lane) its indices
+ * select, chunk i lane r = q[r][4i..4i+3]. */
+static inline __attribute__((always_inline)) void iq4s_values(const uint8_t *sp, __m512i tbl,
+                                                              __m512i q[4]) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    const __m512i n0 = _mm512_loadu_si512(sp), n1 = _mm512_loadu_si512(sp + 64);
+    q[0] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(n0, m0f));
+    q[1] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(n0, 4), m0f));
+    q[2] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(n1, m0f));
+    q[3] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f));
+}
+
 /* The Q6_K kind's super-group at gp: sub-group s's per-row scale d * sc (exact in f32),
  * d = the group's 16 d as floats */
 static inline __attribute__((always_inline)) __m512 q6k_scale(const uint8_t *gp, int s, __m512 d) {

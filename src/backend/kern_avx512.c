@@ -339,12 +339,15 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         acc[t] = _mm512_setzero_ps();
     }
     const __m512i m0f = _mm512_set1_epi8(0x0f);
+    /* IQ4S: its values + 64 (unsigned for VPDPBUSD), in every 128-bit lane for VPSHUFB */
+    const __m512i t4v = _mm512_broadcast_i32x4(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)pk->values), _mm_set1_epi8(64)));
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
         const bool super = pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS ||
                            pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_Q3_KS ||
-                           pk->kind == INF_PACK_Q2_KS;
+                           pk->kind == INF_PACK_Q2_KS || pk->kind == INF_PACK_IQ4S;
         if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
         if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
@@ -384,25 +387,35 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
-        case INF_PACK_Q6_K: {
-            /* a super-group: 16 sub-groups of 16 k, each with its own scale */
-            const __m512 d = q6k_d(gp);
+        case INF_PACK_Q6_K:
+        case INF_PACK_IQ4S: {
+            /* a super-group: 16 sub-groups of 16 k, each with its own scale;
+               unsigned values q - 32 (Q6_K) or the IQ4S table's values + 64 */
+            const bool t4 = pk->kind == INF_PACK_IQ4S;
+            const __m512 d = _mm512_cvtph_ps(
+                _mm256_loadu_si256((const __m256i *)(gp + (t4 ? INF_IQ4S_D_OFF : INF_Q6K_D_OFF))));
+            const int part = t4 ? INF_IQ4S_PREFETCH_PART : INF_Q6K_PREFETCH_PART,
+                      off = t4 ? 64 : 32;
+            const uint8_t *scp = gp + (t4 ? INF_IQ4S_SC_OFF : INF_Q6K_SC_OFF);
             for (int sg = 0; sg < 16; sg++) {
-                prefetch_at(gp + INF_Q6K_PREFETCH_PART * sg, INF_Q6K_PREFETCH_PART, l1, l2);
+                prefetch_at(gp + part * sg, part, l1, l2);
                 __m512i q[4];
-                q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
+                if (t4)
+                    iq4s_values(gp + INF_IQ4S_SUB_BYTES * sg, t4v, q);
+                else
+                    q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
-                    ai[t] = dot16(_mm512_setzero_si512(), q, xqr[t] + 16 * k16);
+                    ai[t] = dot16(_mm512_set1_epi32(-off * sr[t][k16]), q, xqr[t] + 16 * k16);
                 }
-                const __m512 A = q6k_scale(gp, sg, d);
+                const __m512 A =
+                    _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                         _mm_loadu_si128((const __m128i *)(scp + 16 * sg)))));
 #pragma GCC unroll 4
-                for (int t = 0; t < TB; t++) {
-                    __m512i v = _mm512_sub_epi32(ai[t], _mm512_set1_epi32(32 * sr[t][k16]));
-                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), A),
+                for (int t = 0; t < TB; t++)
+                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
                                              _mm512_set1_ps(dr[t][k16 / 2]), acc[t]);
-                }
             }
             break;
         }

@@ -461,58 +461,78 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
-        case INF_PACK_Q6_K: {
-            /* a super-group: 16 sub-groups of 16 k, each with its own scale d * sc */
+        case INF_PACK_Q6_K:
+        case INF_PACK_IQ4S: {
+            /* a super-group: 16 sub-groups of 16 k, each with its own scale d *
+               sc; unsigned values q - 32 (Q6_K) or the IQ4S table's values + 64
+               (at most 107: VPMADDUBSW's pairs stay within int16, two of them not) */
+            const int t4 = KIND == INF_PACK_IQ4S, off = t4 ? 64 : 32;
+            const int part = t4 ? INF_IQ4S_PREFETCH_PART : INF_Q6K_PREFETCH_PART;
+            const size_t sub = t4 ? INF_IQ4S_SUB_BYTES : INF_Q6K_SUB_BYTES,
+                         sco = t4 ? INF_IQ4S_SC_OFF : INF_Q6K_SC_OFF;
             const __m256i m30 = _mm256_set1_epi8(0x30);
+            const __m256i tbl = _mm256_broadcastsi128_si256(
+                _mm_add_epi8(_mm_loadu_si128((const __m128i *)pk->values), _mm_set1_epi8(64)));
             __m256 d[2];
             for (int h = 0; h < NH; h++)
-                d[h] = _mm256_cvtph_ps(
-                    _mm_loadu_si128((const __m128i *)(gp + INF_Q6K_D_OFF + 16 * (h0 + h))));
+                d[h] = _mm256_cvtph_ps(_mm_loadu_si128(
+                    (const __m128i *)(gp + (t4 ? INF_IQ4S_D_OFF : INF_Q6K_D_OFF) + 16 * (h0 + h))));
 #pragma GCC unroll 1
             for (int sg = 0; sg < 16; sg++) {
-                const uint8_t *sp = gp + INF_Q6K_SUB_BYTES * sg;
+                const uint8_t *sp = gp + sub * sg;
                 if (NH == 2) /* one pass over the panel (decode): its share of the super-group */
-                    for (int l = 0; l < INF_Q6K_PREFETCH_PART; l += 64)
-                        _mm_prefetch((const char *)gp + super_ahead + INF_Q6K_PREFETCH_PART * sg +
-                                         l,
-                                     _MM_HINT_T1);
+                    for (int l = 0; l < part; l += 64)
+                        _mm_prefetch((const char *)gp + super_ahead + part * sg + l, _MM_HINT_T1);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 2
                 for (int h = 0; h < NH; h++) {
                     const __m256i n0 = _mm256_loadu_si256((const __m256i *)(sp + 32 * (h0 + h)));
                     const __m256i n1 =
                         _mm256_loadu_si256((const __m256i *)(sp + 64 + 32 * (h0 + h)));
-                    const __m256i hb =
-                        _mm256_loadu_si256((const __m256i *)(sp + 128 + 32 * (h0 + h)));
-                    const __m256i q0 = _mm256_or_si256(
-                        _mm256_and_si256(n0, m0f), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-                    const __m256i q1 =
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m0f),
-                                        _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-                    const __m256i q2 =
-                        _mm256_or_si256(_mm256_and_si256(n1, m0f), _mm256_and_si256(hb, m30));
-                    const __m256i q3 =
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m0f),
-                                        _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+                    __m256i q0, q1, q2, q3;
+                    if (t4) {
+                        q0 = _mm256_shuffle_epi8(tbl, _mm256_and_si256(n0, m0f));
+                        q1 = _mm256_shuffle_epi8(tbl,
+                                                 _mm256_and_si256(_mm256_srli_epi16(n0, 4), m0f));
+                        q2 = _mm256_shuffle_epi8(tbl, _mm256_and_si256(n1, m0f));
+                        q3 = _mm256_shuffle_epi8(tbl,
+                                                 _mm256_and_si256(_mm256_srli_epi16(n1, 4), m0f));
+                    } else {
+                        const __m256i hb =
+                            _mm256_loadu_si256((const __m256i *)(sp + 128 + 32 * (h0 + h)));
+                        q0 = _mm256_or_si256(_mm256_and_si256(n0, m0f),
+                                             _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+                        q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m0f),
+                                             _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+                        q2 = _mm256_or_si256(_mm256_and_si256(n1, m0f), _mm256_and_si256(hb, m30));
+                        q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m0f),
+                                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+                    }
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
                         const int8_t *xg = xqr[t] + 16 * k16;
-                        const __m256i p01 =
-                            _mm256_add_epi16(_mm256_maddubs_epi16(q0, bcast4(xg)),
-                                             _mm256_maddubs_epi16(q1, bcast4(xg + 4)));
-                        const __m256i p23 =
-                            _mm256_add_epi16(_mm256_maddubs_epi16(q2, bcast4(xg + 8)),
-                                             _mm256_maddubs_epi16(q3, bcast4(xg + 12)));
-                        ai[t][h] = _mm256_add_epi32(_mm256_madd_epi16(p01, ones),
-                                                    _mm256_madd_epi16(p23, ones));
+                        const __m256i p0 = _mm256_maddubs_epi16(q0, bcast4(xg)),
+                                      p1 = _mm256_maddubs_epi16(q1, bcast4(xg + 4)),
+                                      p2 = _mm256_maddubs_epi16(q2, bcast4(xg + 8)),
+                                      p3 = _mm256_maddubs_epi16(q3, bcast4(xg + 12));
+                        if (t4) /* a pair up to 27178: widened one by one */
+                            ai[t][h] =
+                                _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(p0, ones),
+                                                                  _mm256_madd_epi16(p1, ones)),
+                                                 _mm256_add_epi32(_mm256_madd_epi16(p2, ones),
+                                                                  _mm256_madd_epi16(p3, ones)));
+                        else /* two pairs of 6-bit values fit int16 (at most 32004) */
+                            ai[t][h] =
+                                _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones),
+                                                 _mm256_madd_epi16(_mm256_add_epi16(p2, p3), ones));
                     }
-                    const __m128i sc = _mm_loadl_epi64(
-                        (const __m128i *)(gp + INF_Q6K_SC_OFF + 16 * sg + 8 * (h0 + h)));
+                    const __m128i sc =
+                        _mm_loadl_epi64((const __m128i *)(gp + sco + 16 * sg + 8 * (h0 + h)));
                     const __m256 A =
                         _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
 #pragma GCC unroll 4
                     for (int t = 0; t < TB; t++) {
-                        __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(32 * sr[t][k16]));
+                        __m256i v = _mm256_sub_epi32(ai[t][h], _mm256_set1_epi32(off * sr[t][k16]));
                         acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), A),
                                                     _mm256_set1_ps(dr[t][k16 / 2]), acc[t][h]);
                     }
@@ -760,6 +780,9 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         break;
     case INF_PACK_Q2_KS:
         PANELS_OF(INF_PACK_Q2_KS);
+        break;
+    case INF_PACK_IQ4S:
+        PANELS_OF(INF_PACK_IQ4S);
         break;
     case INF_PACK_Q3_KS: /* not in INF_PACK_KINDS_AVX2: never packed for this level */
         break;

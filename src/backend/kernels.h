@@ -57,16 +57,22 @@
  *         sub-groups, byte 2 r + u of the 32 at 1024 + 32 h = scale 2 h + u
  *         of row r; at 1280 16 f16 d, at 1312 16 f16 dmin (w = (d*sc) q -
  *         dmin*m, both products exact in f32)                          1344 B
+ *   IQ4S: a whole super-block of 4-bit indices into the weight's own 16
+ *         int8 values (inf_packed.values): 16 sub-groups of 16 k at 128 s,
+ *         each 2 nibble chunks (as Q4_0, k 0..7 and 8..15); then at 2048 the
+ *         int8 sub-group scales as the Q6_K kind's, at 2304 16 f16 d (w =
+ *         post d sc values[q], d sc exact in f32): the grid types IQ3_XXS,
+ *         IQ3_S and IQ2_S, whose signed grid magnitudes take at most 16
+ *         values                                                       2336 B
  *   F16:  32 rows of k, row c at 32 c: lane r (2 bytes at 2 r) = w[r][c]
  *         as the file's f16, widened to f32 by the kernels (VCVTPH2PS)
  *         and multiplied by the activations as they are (inf_xq.x)    1024 B
  * Other weight types run as one of these kinds where their values are small
  * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
  * IQ4_XS as Q8_0; Q4_1 as Q4_K; MXFP4 as Q8_0 where every block's power of
- * two is an f16, else the weight stays unpacked; IQ3_XXS and IQ3_S as Q6_K,
- * their signed grid magnitudes as q - 32 and their odd sub-block factors as
- * sc, IQ3_XXS's halved with inf_packed.post = 1/2); the rest use the generic
- * path.
+ * two is an f16, else the weight stays unpacked; IQ3_XXS and IQ3_S as Q6_K
+ * where IQ4S is missing, their signed grid magnitudes as q - 32); the rest
+ * use the generic path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
  * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
  * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind),
@@ -114,8 +120,13 @@
 #define INF_Q2KS_D_OFF 1280
 #define INF_Q2KS_DMIN_OFF 1312
 #define INF_Q2KS_PREFETCH_PART 84 /* 1344 / 16 */
-#define INF_CHUNK 256             /* k elements dequantized at a time on the generic path */
-#define INF_KV_TILE 64            /* keys per flash-attention tile */
+/* the IQ4S kind's group: 16 sub-groups of 16 k, their int8 scales, d */
+#define INF_IQ4S_SUB_BYTES 128
+#define INF_IQ4S_SC_OFF 2048
+#define INF_IQ4S_D_OFF 2304
+#define INF_IQ4S_PREFETCH_PART 146 /* 2336 / 16 */
+#define INF_CHUNK 256              /* k elements dequantized at a time on the generic path */
+#define INF_KV_TILE 64             /* keys per flash-attention tile */
 #define INF_ATTN_MAX_R                                                                             \
     128 /* query vectors per attention work item: each K/V tile is reused this often */
 
@@ -138,6 +149,7 @@ typedef enum inf_pack_kind {
     INF_PACK_Q3_KS,
     INF_PACK_F16,
     INF_PACK_Q2_KS,
+    INF_PACK_IQ4S,
 } inf_pack_kind;
 
 #define INF_PACK_KIND_BIT(k) (1u << (k))
@@ -150,7 +162,7 @@ typedef enum inf_pack_kind {
     (INF_PACK_KINDS_BASE | INF_PACK_KIND_BIT(INF_PACK_Q5_K) | INF_PACK_KIND_BIT(INF_PACK_IQ4) |    \
      INF_PACK_KIND_BIT(INF_PACK_Q4_KS) | INF_PACK_KIND_BIT(INF_PACK_Q5_KS) |                       \
      INF_PACK_KIND_BIT(INF_PACK_Q3_KS) | INF_PACK_KIND_BIT(INF_PACK_F16) |                         \
-     INF_PACK_KIND_BIT(INF_PACK_Q2_KS))
+     INF_PACK_KIND_BIT(INF_PACK_Q2_KS) | INF_PACK_KIND_BIT(INF_PACK_IQ4S))
 /* the kinds the AMX level packs: its int8 tiles read Q4_K, not Q4_KS, and it
  * has no bf16 expansion of Q3_KS (F16 and Q2_KS it packs but never puts on
  * tiles: inf_amx_bf16_kind) */
@@ -165,8 +177,10 @@ typedef struct inf_packed {
     int64_t n_panels;   /* full 16-row panels */
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
-    float post;         /* the weights are the panels' values times this, a power of two (1, or
-                           IQ3_XXS's 1/2): matmuls scale their packed rows' sums by it, exactly */
+    float post;         /* the weights are the panels' values times this, a power of two (1;
+                           IQ3_XXS 1/2, IQ2_S 1/8): matmuls scale their packed rows' sums by it,
+                           exactly */
+    int8_t values[16];  /* IQ4S: the value of each 4-bit index */
     uint8_t *data;      /* [n_panels][n_groups][group_bytes], 4 KiB aligned, in the packed-weight
                            arena (huge pages where the OS allows) */
     struct inf_arena_chunk *chunk; /* the arena chunk data was cut from (backend/arena.h) */
@@ -387,10 +401,10 @@ bool inf_amx_int8_kind(inf_pack_kind kind);
 
 /* Whether prompt rows of this kind run on AMX bf16 tiles (the panels expanded
  * by inf_amx_expand_group): every kind the AMX level packs but F16 (bf16
- * would round its weights) and Q2_KS (no expansion yet), which stay on the
+ * would round its weights), Q2_KS and IQ4S (no expansion yet), which stay on the
  * AVX-512 kernels. */
 static inline bool inf_amx_bf16_kind(inf_pack_kind kind) {
-    return kind != INF_PACK_F16 && kind != INF_PACK_Q2_KS;
+    return kind != INF_PACK_F16 && kind != INF_PACK_Q2_KS && kind != INF_PACK_IQ4S;
 }
 
 /* One packed panel's integer weights of k 32 kg .. 32 kg + 31 as an AMX B

@@ -25,7 +25,8 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
  * scale B for Q4_K's kind) as f16 bits. Types whose values are small integers
  * times one scale per group share the kinds' kernels: Q5_0, IQ4_NL and IQ4_XS
  * run as Q8_0 (w = A (q - 128)), Q4_1 as Q4_K (w = A q - B), Q3_K as Q6_K
- * (w = d sc (q - 32)) where a level lacks Q3_KS, IQ3_XXS and IQ3_S as Q6_K. Where A is a product of
+ * (w = d sc (q - 32)) where a level lacks Q3_KS, the grid types as IQ4S (IQ3_XXS and
+ * IQ3_S as Q6_K where a level lacks it). Where A is a product of
  * two stored factors (Q4_K's sub-block scales as the Q4_K kind, IQ4_XS's) it is rounded to f16
  * once; the Q6_K, Q4_KS, Q5_KS, Q3_KS and Q2_KS kinds keep the factors apart (A = d, sc = the
  * sub-block scales; Q4_KS, Q5_KS, Q3_KS and Q2_KS: sc = the file's packed scale bytes, Q4_KS, Q5_KS
@@ -223,21 +224,31 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
         f->q[k] = (uint8_t)(f->q[k] + 28);
 }
 
-/* IQ3_XXS and IQ3_S as the Q6_K kind, a whole super-block g: each weight is
- * d * f * grid * sign with one factor f per 32 (IQ3_XXS: (0.5 + ls) / 2 =
- * (2 ls + 1) / 4; IQ3_S: 1 + 2 ls) and a grid magnitude (IQ3_XXS: 4 .. 62,
- * all even; IQ3_S: 1 .. 15), so A = d, sc = 2 ls + 1 and q - 32 = sign *
- * grid (IQ3_XXS: halved, its panels holding twice its weights: post = 1/2,
- * as d / 2 is no f16 where d is a subnormal with its last bit set). Every
- * product is exact in f32, and so is the halving of a matmul's sums. */
-static void put_signed_grid(uint8_t *q, uint32_t grid, unsigned signs, int shift) {
-    for (int j = 0; j < 4; j++) {
+/* The grid types IQ3_XXS, IQ3_S and IQ2_S, a whole super-block g: each weight
+ * is d * f * grid * sign with one factor f per 16 or 32 (IQ3_XXS: (0.5 + ls)
+ * / 2 = (2 ls + 1) / 4; IQ3_S: 1 + 2 ls; IQ2_S: (0.5 + ls) / 4 = (2 ls + 1)
+ * / 8) and a grid magnitude (IQ3_XXS: 4 .. 62, all even; IQ3_S: 1 .. 15;
+ * IQ2_S: 8, 25, 43). So A = d, sc = 2 ls + 1 and the values are sign * grid
+ * (IQ3_XXS: halved), the panels holding the weights times 2 (IQ3_XXS) or 8
+ * (IQ2_S), which inf_packed.post takes back: every product is exact in f32,
+ * and so is a power of two times a matmul's sums (d / 2 or d / 8 would be
+ * no f16 where d is a small subnormal). The fetches give the signed values;
+ * the IQ4S kind reads their indices into the type's 16 values, the Q6_K kind
+ * (IQ3 only: |value| <= 31) the values + 32. */
+static const int8_t iq3_xxs_values[16] = {2,  6,  10,  14,  18,  22,  26,  31,
+                                          -2, -6, -10, -14, -18, -22, -26, -31};
+static const int8_t iq3_s_values[16] = {1,  3,  5,  7,  9,  11,  13,  15,
+                                        -1, -3, -5, -7, -9, -11, -13, -15};
+static const int8_t iq2_s_values[16] = {8, 25, 43, 0, 0, 0, 0, 0, -8, -25, -43, 0, 0, 0, 0, 0};
+
+static void put_signed_grid(uint8_t *q, uint64_t grid, unsigned signs, int n, int shift) {
+    for (int j = 0; j < n; j++) {
         const int v = (int)((grid >> (8 * j)) & 0xFF) >> shift;
-        q[j] = (uint8_t)(32 + ((signs >> j) & 1 ? -v : v));
+        q[j] = (uint8_t)(int8_t)((signs >> j) & 1 ? -v : v);
     }
 }
 
-static void fetch_iq3_xxs(const uint8_t *row, int64_t g, fetched *f) {
+static void iq3_xxs_signed(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_iq3_xxs *b = (const inf_block_iq3_xxs *)row + g;
     for (int s = 0; s < 8; s++) {
         uint32_t aux;
@@ -248,14 +259,14 @@ static void fetch_iq3_xxs(const uint8_t *row, int64_t g, fetched *f) {
             unsigned sg = (aux >> (7 * l)) & 127;
             sg |= (unsigned)(__builtin_popcount(sg) & 1) << 7;
             uint8_t *q = f->q + 32 * s + 8 * l;
-            put_signed_grid(q, inf_iq3xxs_grid[b->qs[8 * s + 2 * l]], sg, 1);
-            put_signed_grid(q + 4, inf_iq3xxs_grid[b->qs[8 * s + 2 * l + 1]], sg >> 4, 1);
+            put_signed_grid(q, inf_iq3xxs_grid[b->qs[8 * s + 2 * l]], sg, 4, 1);
+            put_signed_grid(q + 4, inf_iq3xxs_grid[b->qs[8 * s + 2 * l + 1]], sg >> 4, 4, 1);
         }
     }
     f->A = b->d;
 }
 
-static void fetch_iq3_s(const uint8_t *row, int64_t g, fetched *f) {
+static void iq3_s_signed(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_iq3_s *b = (const inf_block_iq3_s *)row + g;
     for (int s = 0; s < 8; s++) {
         const int ls = (b->scales[s / 2] >> (4 * (s % 2))) & 0xF;
@@ -264,11 +275,61 @@ static void fetch_iq3_s(const uint8_t *row, int64_t g, fetched *f) {
             const int i0 = b->qs[8 * s + 2 * l] | ((b->qh[s] >> (2 * l)) & 1) << 8,
                       i1 = b->qs[8 * s + 2 * l + 1] | ((b->qh[s] >> (2 * l + 1)) & 1) << 8;
             const unsigned sg = b->signs[4 * s + l];
-            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq3s_grid[i0], sg, 0);
-            put_signed_grid(f->q + 32 * s + 8 * l + 4, inf_iq3s_grid[i1], sg >> 4, 0);
+            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq3s_grid[i0], sg, 4, 0);
+            put_signed_grid(f->q + 32 * s + 8 * l + 4, inf_iq3s_grid[i1], sg >> 4, 4, 0);
         }
     }
     f->A = b->d;
+}
+
+static void iq2_s_signed(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq2_s *b = (const inf_block_iq2_s *)row + g;
+    for (int s = 0; s < 8; s++) {
+        f->sc[2 * s] = (int8_t)(2 * (b->scales[s] & 0xF) + 1);
+        f->sc[2 * s + 1] = (int8_t)(2 * (b->scales[s] >> 4) + 1);
+        for (int l = 0; l < 4; l++) {
+            const int i = b->qs[4 * s + l] | ((b->qh[s] >> (2 * l)) & 3) << 8;
+            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq2s_grid[i], b->qs[32 + 4 * s + l], 8, 0);
+        }
+    }
+    f->A = b->d;
+}
+
+/* the signed values as indices into values[16] (each value there once) */
+static void signed_to_index(fetched *f, const int8_t values[16]) {
+    uint8_t index[256] = {0};
+    for (int j = 15; j >= 0; j--) /* a padding value repeated: its first index */
+        index[(uint8_t)values[j]] = (uint8_t)j;
+    for (int k = 0; k < 256; k++)
+        f->q[k] = index[f->q[k]];
+}
+
+static void fetch_iq3_xxs_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq3_xxs_signed(row, g, f);
+    signed_to_index(f, iq3_xxs_values);
+}
+
+static void fetch_iq3_s_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq3_s_signed(row, g, f);
+    signed_to_index(f, iq3_s_values);
+}
+
+static void fetch_iq2_s_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq2_s_signed(row, g, f);
+    signed_to_index(f, iq2_s_values);
+}
+
+/* the Q6_K kind's q = value + 32 */
+static void fetch_iq3_xxs_q6(const uint8_t *row, int64_t g, fetched *f) {
+    iq3_xxs_signed(row, g, f);
+    for (int k = 0; k < 256; k++)
+        f->q[k] = (uint8_t)(f->q[k] + 32);
+}
+
+static void fetch_iq3_s_q6(const uint8_t *row, int64_t g, fetched *f) {
+    iq3_s_signed(row, g, f);
+    for (int k = 0; k < 256; k++)
+        f->q[k] = (uint8_t)(f->q[k] + 32);
 }
 
 /* MXFP4 as the Q8_0 kind: the doubled e2m1 values + 128, A = 2^(e - 128)
@@ -313,6 +374,7 @@ typedef struct pack_row {
     fetch_fn alt_fetch;
     bool (*fits)(const inf_weight *w);
     float post; /* the factor between the panels and the weights (inf_packed.post); 0: 1 */
+    const int8_t *values; /* the IQ4S kind's 16 values */
 } pack_row;
 
 static const pack_row pack_rows[INF_DTYPE_COUNT] = {
@@ -331,8 +393,11 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
     [INF_MXFP4] = {INF_PACK_Q8_0, fetch_mxfp4, .fits = mxfp4_fits},
-    [INF_IQ3_XXS] = {INF_PACK_Q6_K, fetch_iq3_xxs, .post = 0.5f},
-    [INF_IQ3_S] = {INF_PACK_Q6_K, fetch_iq3_s},
+    [INF_IQ3_XXS] = {INF_PACK_IQ4S, fetch_iq3_xxs_idx, INF_PACK_Q6_K, fetch_iq3_xxs_q6,
+                     .post = 0.5f, .values = iq3_xxs_values},
+    [INF_IQ3_S] = {INF_PACK_IQ4S, fetch_iq3_s_idx, INF_PACK_Q6_K, fetch_iq3_s_q6,
+                   .values = iq3_s_values},
+    [INF_IQ2_S] = {INF_PACK_IQ4S, fetch_iq2_s_idx, .post = 0.125f, .values = iq2_s_values},
 };
 
 /* the kind and fetch w packs as under `allowed`; kind 0: none */
@@ -361,6 +426,7 @@ static const struct {
     [INF_PACK_Q4_K] = {32, 320},    [INF_PACK_Q6_K] = {256, 3360},  [INF_PACK_Q5_K] = {32, 384},
     [INF_PACK_IQ4] = {32, 288},     [INF_PACK_Q4_KS] = {256, 2304}, [INF_PACK_Q5_KS] = {256, 2816},
     [INF_PACK_Q3_KS] = {256, 1760}, [INF_PACK_F16] = {32, 1024},    [INF_PACK_Q2_KS] = {256, 1344},
+    [INF_PACK_IQ4S] = {256, 2336},
 };
 
 bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
@@ -375,7 +441,9 @@ bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
     p->n_panels = w->n_out / INF_PANEL;
     p->n_groups = w->n_in / group;
     p->group_bytes = kinds[kind].bytes;
-    p->post = pack_rows[w->t->type].post ? pack_rows[w->t->type].post : 1.0f;
+    const pack_row *r = &pack_rows[w->t->type];
+    p->post = r->post ? r->post : 1.0f;
+    if (kind == INF_PACK_IQ4S) memcpy(p->values, r->values, sizeof p->values);
     return true;
 }
 
@@ -492,6 +560,15 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
         }
         for (int r = 0; r < INF_PANEL; r++)
             memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
+        return;
+    case INF_PACK_IQ4S: /* 16 sub-groups of 2 nibble chunks; scales, d */
+        for (int s = 0; s < 16; s++) {
+            put_nibbles(dst + INF_IQ4S_SUB_BYTES * s, f, 16 * s, 2);
+            for (int r = 0; r < INF_PANEL; r++)
+                dst[INF_IQ4S_SC_OFF + 16 * s + r] = (uint8_t)f[r].sc[s];
+        }
+        for (int r = 0; r < INF_PANEL; r++)
+            memcpy(dst + INF_IQ4S_D_OFF + 2 * r, &f[r].A, 2);
         return;
     case INF_PACK_Q2_KS: /* 16 sub-groups of bit pairs; scale pairs, d, dmin */
         for (int s = 0; s < 16; s++)

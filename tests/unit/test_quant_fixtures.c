@@ -178,6 +178,17 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
             mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)sc * (float)((lo | hi << 4) - 32));
         }
         break;
+    case INF_PACK_IQ4S: /* a super-group of 16 sub-groups, w = d sc values[q] */
+        memcpy(&A, gp + INF_IQ4S_D_OFF + 2 * r, 2);
+        for (int k = 0; k < 256; k++) {
+            const uint8_t *sp = gp + INF_IQ4S_SUB_BYTES * (k / 16);
+            const int kk = k % 16, c = kk / 8, j = kk % 8;
+            const uint8_t byte = sp[64 * c + 4 * r + j % 4];
+            const int8_t sc = (int8_t)gp[INF_IQ4S_SC_OFF + 16 * (k / 16) + r];
+            const int v = pk->values[j < 4 ? byte & 0xF : byte >> 4];
+            mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)sc * (float)v);
+        }
+        break;
     case INF_PACK_Q3_KS: /* a super-group of 16 sub-groups, w = (d (sc - 32)) (q - 4) */
         memcpy(&A, gp + INF_Q3KS_D_OFF + 2 * r, 2);
         for (int k = 0; k < 256; k++) {
@@ -237,9 +248,9 @@ static void check_pack(inf_dtype type, const inf_tensor *t, const float *want, u
     const bool exact = type == INF_Q8_0 || type == INF_Q4_0 || type == INF_Q4_1 ||
                        type == INF_MXFP4 || type == INF_Q5_0 || type == INF_Q5_1 ||
                        type == INF_IQ4_NL || type == INF_Q6_K || type == INF_Q3_K ||
-                       type == INF_IQ3_XXS || type == INF_IQ3_S || pk->kind == INF_PACK_Q4_KS ||
-                       pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_F16 ||
-                       pk->kind == INF_PACK_Q2_KS;
+                       type == INF_IQ3_XXS || type == INF_IQ3_S || type == INF_IQ2_S ||
+                       pk->kind == INF_PACK_Q4_KS || pk->kind == INF_PACK_Q5_KS ||
+                       pk->kind == INF_PACK_F16 || pk->kind == INF_PACK_Q2_KS;
     const int64_t n = t->ne[0];
     float *got = malloc(sizeof(float) * (size_t)(INF_PANEL * n)),
           *mag = malloc(sizeof(float) * (size_t)(INF_PANEL * n));
