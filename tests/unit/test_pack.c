@@ -24,10 +24,11 @@ static const struct {
     inf_dtype type;
     const char *file; /* its fixture: quant-<file>.gguf */
 } types[] = {
-    {INF_BF16, "bf16"}, {INF_Q8_0, "q8_0"}, {INF_Q4_0, "q4_0"},     {INF_Q4_1, "q4_1"},
-    {INF_Q5_0, "q5_0"}, {INF_Q5_1, "q5_1"}, {INF_Q4_K, "q4_K"},     {INF_Q5_K, "q5_K"},
-    {INF_Q6_K, "q6_K"}, {INF_Q3_K, "q3_K"}, {INF_IQ4_NL, "iq4_nl"}, {INF_IQ4_XS, "iq4_xs"},
-    {INF_Q2_K, "q2_K"}, {INF_F16, "f16"},   {INF_MXFP4, "mxfp4"},
+    {INF_BF16, "bf16"},   {INF_Q8_0, "q8_0"},   {INF_Q4_0, "q4_0"},     {INF_Q4_1, "q4_1"},
+    {INF_Q5_0, "q5_0"},   {INF_Q5_1, "q5_1"},   {INF_Q4_K, "q4_K"},     {INF_Q5_K, "q5_K"},
+    {INF_Q6_K, "q6_K"},   {INF_Q3_K, "q3_K"},   {INF_IQ4_NL, "iq4_nl"}, {INF_IQ4_XS, "iq4_xs"},
+    {INF_Q2_K, "q2_K"},   {INF_F16, "f16"},     {INF_MXFP4, "mxfp4"},   {INF_IQ3_XXS, "iq3_xxs"},
+    {INF_IQ3_S, "iq3_s"}, {INF_IQ2_S, "iq2_s"},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -230,6 +231,35 @@ static void check_mxfp4_fits(void) {
     CHECK_MSG(!inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL), "MXFP4 with a scale of 2^16 packed");
 }
 
+/* The grid types pack as IQ4S (their panels hold the weights over post), the
+ * IQ3 types as the Q6_K kind where a level lacks IQ4S, IQ2_S as nothing else */
+static void check_grid_kinds(void) {
+    static uint8_t data[16 * 110]; /* 16 rows of one super-block: any bytes are valid */
+    const struct {
+        inf_dtype type;
+        float post;
+        inf_pack_kind base; /* under INF_PACK_KINDS_BASE; 0: unpacked */
+        int8_t value7;      /* values[7] */
+    } want[] = {{INF_IQ3_XXS, 0.5f, INF_PACK_Q6_K, 31},
+                {INF_IQ3_S, 1.0f, INF_PACK_Q6_K, 15},
+                {INF_IQ2_S, 0.125f, 0, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const inf_tensor t = {
+            .name = "w", .type = want[i].type, .n_dims = 2, .ne = {256, 16, 1, 1}, .data = data};
+        const inf_weight w = {
+            .t = &t, .n_in = 256, .n_out = 16, .row_bytes = inf_dtype_row_bytes(want[i].type, 256)};
+        inf_packed p;
+        CHECK_MSG(inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL) && p.kind == INF_PACK_IQ4S &&
+                      p.post == want[i].post && p.values[7] == want[i].value7 &&
+                      p.values[8 + 2] == -p.values[2],
+                  "%s: its IQ4S plan", inf_dtype_get(want[i].type)->name);
+        const bool packed = inf_pack_plan(&p, &w, INF_PACK_KINDS_BASE);
+        CHECK_MSG(packed == (want[i].base != 0) &&
+                      (!packed || (p.kind == want[i].base && p.post == want[i].post)),
+                  "%s: its plan without IQ4S", inf_dtype_get(want[i].type)->name);
+    }
+}
+
 int main(void) {
     const inf_kernels *lv[INF_ISA_AMX + 1];
     int nl = 0;
@@ -251,5 +281,6 @@ int main(void) {
     }
     check_arena();
     check_mxfp4_fits();
+    check_grid_kinds();
     return th_report();
 }
