@@ -387,35 +387,58 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             }
             break;
         }
-        case INF_PACK_Q6_K:
-        case INF_PACK_IQ4S: {
-            /* a super-group: 16 sub-groups of 16 k, each with its own scale;
-               unsigned values q - 32 (Q6_K) or the IQ4S table's values + 64 */
-            const bool t4 = pk->kind == INF_PACK_IQ4S;
-            const __m512 d = _mm512_cvtph_ps(
-                _mm256_loadu_si256((const __m256i *)(gp + (t4 ? INF_IQ4S_D_OFF : INF_Q6K_D_OFF))));
-            const int part = t4 ? INF_IQ4S_PREFETCH_PART : INF_Q6K_PREFETCH_PART,
-                      off = t4 ? 64 : 32;
-            const uint8_t *scp = gp + (t4 ? INF_IQ4S_SC_OFF : INF_Q6K_SC_OFF);
+        case INF_PACK_Q6_K: {
+            /* a super-group: 16 sub-groups of 16 k, each with its own scale */
+            const __m512 d = q6k_d(gp);
             for (int sg = 0; sg < 16; sg++) {
-                prefetch_at(gp + part * sg, part, l1, l2);
+                prefetch_at(gp + INF_Q6K_PREFETCH_PART * sg, INF_Q6K_PREFETCH_PART, l1, l2);
                 __m512i q[4];
-                if (t4)
-                    iq4s_values(gp + INF_IQ4S_SUB_BYTES * sg, t4v, q);
-                else
-                    q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
+                q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
 #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
-                    ai[t] = dot16(_mm512_set1_epi32(-off * sr[t][k16]), q, xqr[t] + 16 * k16);
+                    ai[t] = dot16(_mm512_set1_epi32(-32 * sr[t][k16]), q, xqr[t] + 16 * k16);
                 }
-                const __m512 A =
-                    _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                                         _mm_loadu_si128((const __m128i *)(scp + 16 * sg)))));
+                const __m512 A = q6k_scale(gp, sg, d);
 #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++)
                     acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ai[t]), A),
                                              _mm512_set1_ps(dr[t][k16 / 2]), acc[t]);
+            }
+            break;
+        }
+        case INF_PACK_IQ4S: {
+            /* a super-group: 16 sub-groups of 16 k, w = d sc values[q]; the
+               table's values + 64 (unsigned for VPDPBUSD) looked up by VPSHUFB,
+               and the two sub-groups of each x block of 32 summed with their
+               scales in int32 (|sum| < 2^23, exact), converted once and scaled
+               by d d_x, as Q3_KS's */
+            const __m512 d =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + INF_IQ4S_D_OFF)));
+            for (int h = 0; h < 8; h++) {
+                __m512i si[2][4];
+#pragma GCC unroll 2
+                for (int u = 0; u < 2; u++) {
+                    const int sg = 2 * h + u;
+                    prefetch_at(gp + INF_IQ4S_PREFETCH_PART * sg, INF_IQ4S_PREFETCH_PART, l1, l2);
+                    __m512i q[4];
+                    iq4s_values(gp + INF_IQ4S_SUB_BYTES * sg, t4v, q);
+                    const __m512i s32 = _mm512_cvtepi8_epi32(
+                        _mm_loadu_si128((const __m128i *)(gp + INF_IQ4S_SC_OFF + 16 * sg)));
+                    const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
+#pragma GCC unroll 4
+                    for (int t = 0; t < TB; t++) {
+                        const __m512i a =
+                            dot16(_mm512_set1_epi32(-64 * sr[t][k16]), q, xqr[t] + 16 * k16);
+                        si[u][t] = _mm512_mullo_epi32(a, s32);
+                    }
+                }
+                const int64_t k32 = 8 * g + h;
+#pragma GCC unroll 4
+                for (int t = 0; t < TB; t++)
+                    acc[t] =
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(si[0][t], si[1][t])),
+                                        _mm512_mul_ps(d, _mm512_set1_ps(dr[t][k32])), acc[t]);
             }
             break;
         }
