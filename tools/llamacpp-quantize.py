@@ -10,6 +10,7 @@ The struct below is llama_model_quantize_params of the llama.cpp release node-ll
 bundles (include/llama.h in node_modules/node-llama-cpp/llama/gitRelease.bundle)."""
 import ctypes
 import glob
+import importlib.util
 import os
 import sys
 
@@ -23,10 +24,38 @@ class Params(ctypes.Structure):
                 ("prune_layers", ctypes.c_void_p), ("max_buf_size", ctypes.c_size_t)]
 
 
+class ImatrixEntry(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.POINTER(ctypes.c_float)), ("size", ctypes.c_size_t)]
+
+
+def imatrix_ones(path):
+    """llama_model_imatrix_data entries of ones, one per matrix of the GGUF at path (its row
+    width times its experts), ending in a NULL name"""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("gguf_diff", os.path.join(here, "gguf-diff.py"))
+    gguf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gguf)
+    mats = [(name, ne[0] * (ne[2] if len(ne) > 2 else 1)) for name, ne, _, _ in gguf.read(path)["tensors"]
+            if len(ne) >= 2]
+    ones = (ctypes.c_float * max(n for _, n in mats))(*([1.0] * max(n for _, n in mats)))
+    entries = (ImatrixEntry * (len(mats) + 1))()
+    for i, (name, n) in enumerate(mats):
+        entries[i] = ImatrixEntry(name.encode(), ones, n)
+    return entries, ones
+
+
 def main(argv):
     lib = "/tmp/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins"
-    if len(argv) > 1 and argv[0] == "--lib":
-        lib, argv = argv[1], argv[2:]
+    pure = ones = False
+    while argv and argv[0].startswith("--"):
+        if argv[0] == "--lib" and len(argv) > 1:
+            lib, argv = argv[1], argv[2:]
+        elif argv[0] == "--pure":
+            pure, argv = True, argv[1:]
+        elif argv[0] == "--imatrix-ones":
+            ones, argv = True, argv[1:]
+        else:
+            sys.exit(__doc__)
     if len(argv) not in (3, 4) or not argv[2].isdigit():
         sys.exit(__doc__)
     found = glob.glob(os.path.join(lib, "**", "libllama*.so"), recursive=True)
@@ -40,6 +69,10 @@ def main(argv):
     p = ll.llama_model_quantize_default_params()
     p.ftype = int(argv[2])
     p.nthread = int(argv[3]) if len(argv) == 4 else 2
+    p.pure = pure
+    if ones:
+        keep = imatrix_ones(argv[0])  # alive until the quantizer returns
+        p.imatrix = ctypes.cast(keep[0], ctypes.c_void_p)
     rc = ll.llama_model_quantize(argv[0].encode(), argv[1].encode(), ctypes.byref(p))
     if rc:
         sys.exit(f"llama_model_quantize failed ({rc})")
