@@ -224,22 +224,21 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
         f->q[k] = (uint8_t)(f->q[k] + 28);
 }
 
-/* The grid types IQ3_XXS, IQ3_S and IQ2_S, a whole super-block g: each weight
- * is d * f * grid * sign with one factor f per 16 or 32 (IQ3_XXS: (0.5 + ls)
- * / 2 = (2 ls + 1) / 4; IQ3_S: 1 + 2 ls; IQ2_S: (0.5 + ls) / 4 = (2 ls + 1)
- * / 8) and a grid magnitude (IQ3_XXS: 4 .. 62, all even; IQ3_S: 1 .. 15;
- * IQ2_S: 8, 25, 43). So A = d, sc = 2 ls + 1 and the values are sign * grid
- * (IQ3_XXS: halved), the panels holding the weights times 2 (IQ3_XXS) or 8
- * (IQ2_S), which inf_packed.post takes back: every product is exact in f32,
- * and so is a power of two times a matmul's sums (d / 2 or d / 8 would be
- * no f16 where d is a small subnormal). The fetches give the signed values;
- * the IQ4S kind reads their indices into the type's 16 values, the Q6_K kind
- * (IQ3 only: |value| <= 31) the values + 32. */
+/* The grid types IQ3_XXS, IQ3_S and IQ2_S (IQ2_XXS and IQ2_XS as IQ2_S; IQ1_S
+ * and IQ1_M below), a whole super-block g: each weight is d * f * grid * sign with one factor f per
+ * 16 or 32 (IQ3_XXS: (0.5 + ls) / 2 = (2 ls + 1) / 4; IQ3_S: 1 + 2 ls; IQ2_S: (0.5 + ls) / 4 = (2
+ * ls + 1) / 8) and a grid magnitude (IQ3_XXS: 4 .. 62, all even; IQ3_S: 1 .. 15; IQ2_S: 8, 25, 43).
+ * So A = d, sc = 2 ls + 1 and the values are sign * grid (IQ3_XXS: halved), the panels holding the
+ * weights times 2 (IQ3_XXS) or 8 (IQ2_S), which inf_packed.post takes back: every product is exact
+ * in f32, and so is a power of two times a matmul's sums (d / 2 or d / 8 would be no f16 where d is
+ * a small subnormal). The fetches give the signed values; the IQ4S kind reads their indices into
+ * the type's 16 values, the Q6_K kind (IQ3 only: |value| <= 31) the values + 32. */
 static const int8_t iq3_xxs_values[16] = {2,  6,  10,  14,  18,  22,  26,  31,
                                           -2, -6, -10, -14, -18, -22, -26, -31};
 static const int8_t iq3_s_values[16] = {1,  3,  5,  7,  9,  11,  13,  15,
                                         -1, -3, -5, -7, -9, -11, -13, -15};
 static const int8_t iq2_s_values[16] = {8, 25, 43, 0, 0, 0, 0, 0, -8, -25, -43, 0, 0, 0, 0, 0};
+static const int8_t iq1_values[16] = {1, 7, 9, 0, 0, 0, 0, 0, -1, -7, -9, 0, 0, 0, 0, 0};
 
 static void put_signed_grid(uint8_t *q, uint64_t grid, unsigned signs, int n, int shift) {
     for (int j = 0; j < n; j++) {
@@ -295,6 +294,74 @@ static void iq2_s_signed(const uint8_t *row, int64_t g, fetched *f) {
     f->A = b->d;
 }
 
+/* the sign bits of a 7-bit code: the eighth makes their number even */
+static inline unsigned even_signs(unsigned code) {
+    return code | (unsigned)(__builtin_parity(code) << 7);
+}
+
+static void iq2_xxs_signed(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq2_xxs *b = (const inf_block_iq2_xxs *)row + g;
+    for (int s = 0; s < 8; s++) {
+        uint32_t aux[2];
+        memcpy(aux, b->qs + 4 * s, 8);
+        f->sc[2 * s] = f->sc[2 * s + 1] = (int8_t)(2 * (aux[1] >> 28) + 1);
+        for (int l = 0; l < 4; l++)
+            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq2xxs_grid[(aux[0] >> (8 * l)) & 0xFF],
+                            even_signs((aux[1] >> (7 * l)) & 127), 8, 0);
+    }
+    f->A = b->d;
+}
+
+static void iq2_xs_signed(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq2_xs *b = (const inf_block_iq2_xs *)row + g;
+    for (int s = 0; s < 8; s++) {
+        f->sc[2 * s] = (int8_t)(2 * (b->scales[s] & 0xF) + 1);
+        f->sc[2 * s + 1] = (int8_t)(2 * (b->scales[s] >> 4) + 1);
+        for (int l = 0; l < 4; l++) {
+            const uint16_t q = b->qs[4 * s + l];
+            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq2xs_grid[q & 511], even_signs(q >> 9), 8,
+                            0);
+        }
+    }
+    f->A = b->d;
+}
+
+/* IQ1_S and IQ1_M: d * (2 ls + 1) * (grid + delta), grid -1, 0, 1 and delta
+ * +-1/8 per 8 weights, as 8 grid + 8 delta (-9, -7, -1, 1, 7, 9) with post = 1/8 */
+static void put_iq1_grid(uint8_t *q, uint64_t grid, bool minus) {
+    for (int j = 0; j < 8; j++)
+        q[j] = (uint8_t)(int8_t)(8 * (int8_t)(uint8_t)(grid >> (8 * j)) + (minus ? -1 : 1));
+}
+
+static void iq1_s_signed(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq1_s *b = (const inf_block_iq1_s *)row + g;
+    for (int s = 0; s < 8; s++) {
+        const unsigned qh = b->qh[s];
+        f->sc[2 * s] = f->sc[2 * s + 1] = (int8_t)(2 * ((qh >> 12) & 7) + 1);
+        for (int l = 0; l < 4; l++)
+            put_iq1_grid(f->q + 32 * s + 8 * l,
+                         inf_iq1s_grid[b->qs[4 * s + l] | ((qh >> (3 * l)) & 7) << 8], qh & 0x8000);
+    }
+    f->A = b->d;
+}
+
+static void iq1_m_signed(const uint8_t *row, int64_t g, fetched *f) {
+    const inf_block_iq1_m *b = (const inf_block_iq1_m *)row + g;
+    uint16_t sc[4];
+    memcpy(sc, b->scales, 8);
+    for (int s = 0; s < 8; s++) {
+        f->sc[2 * s] = (int8_t)(2 * ((sc[s / 2] >> (6 * (s % 2))) & 7) + 1);
+        f->sc[2 * s + 1] = (int8_t)(2 * ((sc[s / 2] >> (6 * (s % 2) + 3)) & 7) + 1);
+        for (int l = 0; l < 4; l++) {
+            const unsigned h = (b->qh[2 * s + l / 2] >> (4 * (l % 2))) & 0xF;
+            put_iq1_grid(f->q + 32 * s + 8 * l, inf_iq1s_grid[b->qs[4 * s + l] | (h & 7) << 8],
+                         h & 8);
+        }
+    }
+    f->A = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                      (sc[3] & 0xF000));
+}
+
 /* the signed values as indices into values[16] (each value there once) */
 static void signed_to_index(fetched *f, const int8_t values[16]) {
     uint8_t index[256] = {0};
@@ -317,6 +384,26 @@ static void fetch_iq3_s_idx(const uint8_t *row, int64_t g, fetched *f) {
 static void fetch_iq2_s_idx(const uint8_t *row, int64_t g, fetched *f) {
     iq2_s_signed(row, g, f);
     signed_to_index(f, iq2_s_values);
+}
+
+static void fetch_iq2_xxs_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq2_xxs_signed(row, g, f);
+    signed_to_index(f, iq2_s_values);
+}
+
+static void fetch_iq2_xs_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq2_xs_signed(row, g, f);
+    signed_to_index(f, iq2_s_values);
+}
+
+static void fetch_iq1_s_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq1_s_signed(row, g, f);
+    signed_to_index(f, iq1_values);
+}
+
+static void fetch_iq1_m_idx(const uint8_t *row, int64_t g, fetched *f) {
+    iq1_m_signed(row, g, f);
+    signed_to_index(f, iq1_values);
 }
 
 /* the Q6_K kind's q = value + 32 */
@@ -398,6 +485,10 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_IQ3_S] = {INF_PACK_IQ4S, fetch_iq3_s_idx, INF_PACK_Q6_K, fetch_iq3_s_q6,
                    .values = iq3_s_values},
     [INF_IQ2_S] = {INF_PACK_IQ4S, fetch_iq2_s_idx, .post = 0.125f, .values = iq2_s_values},
+    [INF_IQ2_XXS] = {INF_PACK_IQ4S, fetch_iq2_xxs_idx, .post = 0.125f, .values = iq2_s_values},
+    [INF_IQ2_XS] = {INF_PACK_IQ4S, fetch_iq2_xs_idx, .post = 0.125f, .values = iq2_s_values},
+    [INF_IQ1_S] = {INF_PACK_IQ4S, fetch_iq1_s_idx, .post = 0.125f, .values = iq1_values},
+    [INF_IQ1_M] = {INF_PACK_IQ4S, fetch_iq1_m_idx, .post = 0.125f, .values = iq1_values},
 };
 
 /* the kind and fetch w packs as under `allowed`; kind 0: none */

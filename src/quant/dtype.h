@@ -25,11 +25,15 @@ typedef enum inf_dtype {
     INF_Q4_K = 12,
     INF_Q5_K = 13,
     INF_Q6_K = 14,
+    INF_IQ2_XXS = 16,
+    INF_IQ2_XS = 17,
     INF_IQ3_XXS = 18,
+    INF_IQ1_S = 19,
     INF_IQ4_NL = 20,
     INF_IQ3_S = 21,
     INF_IQ2_S = 22,
     INF_IQ4_XS = 23,
+    INF_IQ1_M = 29,
     INF_BF16 = 30,
     INF_MXFP4 = 39,
 } inf_dtype;
@@ -141,6 +145,44 @@ typedef struct {
     uint8_t qs[16];
 } inf_block_mxfp4;
 
+/* IQ2_XXS: 256 weights in 8 sub-blocks of 32 = d * (0.5 + ls) / 4 * grid[idx]
+ * (8 magnitudes) * signs; per sub-block two u32 at qs + 4 s: the first holds
+ * the 4 index bytes of its 4 groups of 8, the second four 7-bit sign codes
+ * (the eighth sign makes the parity even) and ls in bits 28..31 */
+typedef struct {
+    uint16_t d; /* f16 */
+    uint16_t qs[32];
+} inf_block_iq2_xxs;
+
+/* IQ2_XS: 256 weights in 32 groups of 8 = d * (0.5 + ls) / 4 * grid[idx] *
+ * signs; qs[l] = a 9-bit index | a 7-bit sign code << 9 (parity as IQ2_XXS);
+ * ls = nibble of scales[l / 4] per 16 weights (low nibble first) */
+typedef struct {
+    uint16_t d; /* f16 */
+    uint16_t qs[32];
+    uint8_t scales[8];
+} inf_block_iq2_xs;
+
+/* IQ1_S: 256 weights in 8 sub-blocks of 32 = d * (2 ls + 1) * (grid[idx] +
+ * delta), grid values -1, 0, 1; idx 11-bit = qs[4 s + l] | (qh[s] >> 3 l & 7)
+ * << 8; ls = qh[s] bits 12..14, delta = -1/8 where bit 15 is set, else 1/8 */
+typedef struct {
+    uint16_t d; /* f16 */
+    uint8_t qs[32];
+    uint16_t qh[8];
+} inf_block_iq1_s;
+
+/* IQ1_M: the same values with a 3-bit ls per 16 weights (scales as 4 u16,
+ * ls of 16 weights j at bits 3 (j % 4) of u16 j / 4) and a delta per 8; idx
+ * 11-bit = qs[4 s + l] | 3 bits of qh[2 s + l / 2] (low nibble for even l)
+ * << 8, the nibble's bit 3 the delta's sign; d (f16) = the top nibbles of
+ * the four scale u16 */
+typedef struct {
+    uint8_t qs[32];
+    uint8_t qh[16];
+    uint8_t scales[8];
+} inf_block_iq1_m;
+
 /* IQ2_S: 256 weights in 8 sub-blocks of 32, each 4 groups of 8 weights =
  * d * (0.5 + ls) / 4 * grid[idx] (8 magnitudes) * signs; idx 10-bit = qs[l]
  * | (qh[s] >> 2l & 3) << 8; ls = scales[s] nibble l/2 (two per sub-block);
@@ -187,6 +229,10 @@ _Static_assert(sizeof(inf_block_iq4_nl) == 18, "iq4_nl block");
 _Static_assert(sizeof(inf_block_iq4_xs) == 136, "iq4_xs block");
 _Static_assert(sizeof(inf_block_mxfp4) == 17, "mxfp4 block");
 _Static_assert(sizeof(inf_block_iq2_s) == 82, "iq2_s block");
+_Static_assert(sizeof(inf_block_iq2_xxs) == 66, "iq2_xxs block");
+_Static_assert(sizeof(inf_block_iq2_xs) == 74, "iq2_xs block");
+_Static_assert(sizeof(inf_block_iq1_s) == 50, "iq1_s block");
+_Static_assert(sizeof(inf_block_iq1_m) == 56, "iq1_m block");
 _Static_assert(sizeof(inf_block_iq3_xxs) == 98, "iq3_xxs block");
 _Static_assert(sizeof(inf_block_iq3_s) == 110, "iq3_s block");
 _Static_assert(sizeof(inf_block_q4_0) == 18, "q4_0 block");

@@ -1,6 +1,7 @@
-/* Codebooks of the grid weight types (IQ2_S, IQ3_XXS, IQ3_S), as ggml defines
- * them: entry i packs the magnitudes of 8 (IQ2_S) or 4 (IQ3_*) consecutive
- * weights, one unsigned byte each, the first weight in the lowest byte. */
+/* Codebooks of the grid weight types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+ * IQ1_S and IQ1_M), as ggml defines them: entry i packs the magnitudes of 8
+ * (IQ2_*, IQ1_*) or 4 (IQ3_*) consecutive weights, one byte each (unsigned;
+ * IQ1's signed, -1, 0 or 1), the first weight in the lowest byte. */
 #ifndef INF_QUANT_GRIDS_H
 #define INF_QUANT_GRIDS_H
 
@@ -9,5 +10,8 @@
 extern const uint64_t inf_iq2s_grid[1024];
 extern const uint32_t inf_iq3xxs_grid[256];
 extern const uint32_t inf_iq3s_grid[512];
+extern const uint64_t inf_iq2xxs_grid[256];
+extern const uint64_t inf_iq2xs_grid[512];
+extern const uint64_t inf_iq1s_grid[2048];
 
 #endif

@@ -948,7 +948,7 @@ static void quant_mxfp4(void *dst, const float *x, int64_t n) {
     }
 }
 
-/* ---- grid types: IQ2_S, IQ3_XXS, IQ3_S (read only) ---- */
+/* ---- grid types: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (read only) ---- */
 
 /* byte j of a grid entry */
 static inline float grid_byte(uint64_t entry, int j) {
@@ -1018,6 +1018,91 @@ static void dequant_iq3_s(float *y, const void *src, int64_t n) {
     }
 }
 
+/* the sign bits of an IQ2_XXS/IQ2_XS/IQ3_XXS 7-bit code: the eighth makes their number even */
+static inline unsigned even_signs(unsigned code) {
+    return code | (unsigned)(__builtin_parity(code) << 7);
+}
+
+static void dequant_iq2_xxs(float *y, const void *src, int64_t n) {
+    const inf_block_iq2_xxs *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++) {
+            uint32_t aux[2];
+            memcpy(aux, b[i].qs + 4 * s, 8);
+            const float db = d * (0.5f + (float)(aux[1] >> 28)) * 0.25f;
+            for (int l = 0; l < 4; l++, y += 8) {
+                const uint64_t g = inf_iq2xxs_grid[(aux[0] >> (8 * l)) & 0xFF];
+                const unsigned sg = even_signs((aux[1] >> (7 * l)) & 127);
+                for (int j = 0; j < 8; j++)
+                    y[j] = db * grid_byte(g, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
+            }
+        }
+    }
+}
+
+static void dequant_iq2_xs(float *y, const void *src, int64_t n) {
+    const inf_block_iq2_xs *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++) {
+            const float db[2] = {d * (0.5f + (float)(b[i].scales[s] & 0xF)) * 0.25f,
+                                 d * (0.5f + (float)(b[i].scales[s] >> 4)) * 0.25f};
+            for (int l = 0; l < 4; l++, y += 8) {
+                const uint16_t q = b[i].qs[4 * s + l];
+                const uint64_t g = inf_iq2xs_grid[q & 511];
+                const unsigned sg = even_signs(q >> 9);
+                for (int j = 0; j < 8; j++)
+                    y[j] = db[l / 2] * grid_byte(g, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
+            }
+        }
+    }
+}
+
+/* byte j of an IQ1 grid entry: -1, 0 or 1 */
+static inline float grid_int8(uint64_t entry, int j) {
+    return (float)(int8_t)(uint8_t)(entry >> (8 * j));
+}
+
+static void dequant_iq1_s(float *y, const void *src, int64_t n) {
+    const inf_block_iq1_s *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        const float d = inf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++) {
+            const unsigned qh = b[i].qh[s];
+            const float dl = d * (float)(2 * ((qh >> 12) & 7) + 1);
+            const float delta = qh & 0x8000 ? -0.125f : 0.125f;
+            for (int l = 0; l < 4; l++, y += 8) {
+                const uint64_t g = inf_iq1s_grid[b[i].qs[4 * s + l] | ((qh >> (3 * l)) & 7) << 8];
+                for (int j = 0; j < 8; j++)
+                    y[j] = dl * (grid_int8(g, j) + delta);
+            }
+        }
+    }
+}
+
+static void dequant_iq1_m(float *y, const void *src, int64_t n) {
+    const inf_block_iq1_m *b = src; /* [n/256] */
+    for (int64_t i = 0; i < n / INF_QK_K; i++) {
+        uint16_t sc[4];
+        memcpy(sc, b[i].scales, 8);
+        const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
+                                          ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+        const float d = inf_f16_to_f32(dbits);
+        for (int s = 0; s < 8; s++) {
+            const float dl[2] = {d * (float)(2 * ((sc[s / 2] >> (6 * (s % 2))) & 7) + 1),
+                                 d * (float)(2 * ((sc[s / 2] >> (6 * (s % 2) + 3)) & 7) + 1)};
+            for (int l = 0; l < 4; l++, y += 8) {
+                const unsigned h = (b[i].qh[2 * s + l / 2] >> (4 * (l % 2))) & 0xF;
+                const uint64_t g = inf_iq1s_grid[b[i].qs[4 * s + l] | (h & 7) << 8];
+                const float delta = h & 8 ? -0.125f : 0.125f;
+                for (int j = 0; j < 8; j++)
+                    y[j] = dl[l / 2] * (grid_int8(g, j) + delta);
+            }
+        }
+    }
+}
+
 /* ---- the table: one row per type ---- */
 
 static const inf_dtype_info infos[INF_DTYPE_COUNT] = {
@@ -1040,6 +1125,10 @@ static const inf_dtype_info infos[INF_DTYPE_COUNT] = {
     [INF_IQ2_S] = {"IQ2_S", INF_QK_K, sizeof(inf_block_iq2_s), dequant_iq2_s, NULL},
     [INF_IQ3_XXS] = {"IQ3_XXS", INF_QK_K, sizeof(inf_block_iq3_xxs), dequant_iq3_xxs, NULL},
     [INF_IQ3_S] = {"IQ3_S", INF_QK_K, sizeof(inf_block_iq3_s), dequant_iq3_s, NULL},
+    [INF_IQ2_XXS] = {"IQ2_XXS", INF_QK_K, sizeof(inf_block_iq2_xxs), dequant_iq2_xxs, NULL},
+    [INF_IQ2_XS] = {"IQ2_XS", INF_QK_K, sizeof(inf_block_iq2_xs), dequant_iq2_xs, NULL},
+    [INF_IQ1_S] = {"IQ1_S", INF_QK_K, sizeof(inf_block_iq1_s), dequant_iq1_s, NULL},
+    [INF_IQ1_M] = {"IQ1_M", INF_QK_K, sizeof(inf_block_iq1_m), dequant_iq1_m, NULL},
 };
 
 const inf_dtype_info *inf_dtype_get(uint32_t type) {

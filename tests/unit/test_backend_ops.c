@@ -116,11 +116,19 @@ static void *make_weight_data(inf_dtype t, int64_t n_in, int64_t n_out, size_t *
                     v[i] = 0.02f * frand() * (i % 11 == 0 ? 3.0f : 1.0f);
                 inf_quantize_row(t, row, v, n_in);
                 free(v);
-            } else { /* grid types: random indices, signs and scales; a small f16 d first */
+            } else { /* grid types: random indices, signs and scales; a small f16 d first
+                        (IQ1_M: in the top nibbles of its four scale words) */
                 const inf_dtype_info *ti = inf_dtype_get(t);
-                for (int64_t b = 0; b < n_in / ti->block; b++)
-                    *(uint16_t *)(row + (size_t)b * ti->block_bytes) =
-                        inf_f32_to_f16(0.0005f * (float)(1 + rnd() % 8));
+                for (int64_t b = 0; b < n_in / ti->block; b++) {
+                    uint8_t *blk = row + (size_t)b * ti->block_bytes;
+                    const uint16_t dh = inf_f32_to_f16(0.0005f * (float)(1 + rnd() % 8));
+                    if (t == INF_IQ1_M)
+                        for (int j = 0; j < 4; j++) /* byte 2j+1 of the scales: nibble j of d */
+                            blk[48 + 2 * j + 1] = (uint8_t)((blk[48 + 2 * j + 1] & 0x0F) |
+                                                            ((dh >> (4 * j)) & 0xF) << 4);
+                    else
+                        memcpy(blk, &dh, 2);
+                }
             }
             break;
         }
@@ -897,9 +905,10 @@ int main(void) {
     const inf_dtype types[] = {INF_F32, INF_F16, INF_BF16, INF_Q8_0, INF_Q4_0, INF_Q4_K, INF_Q6_K};
     /* the other types share those paths (dequantization rows, or another type's
      * packed kind): fewer shapes each */
-    const inf_dtype others[] = {INF_Q4_1,  INF_Q5_0,  INF_Q5_1,    INF_Q2_K,
-                                INF_Q3_K,  INF_Q5_K,  INF_IQ4_NL,  INF_IQ4_XS,
-                                INF_MXFP4, INF_IQ2_S, INF_IQ3_XXS, INF_IQ3_S};
+    const inf_dtype others[] = {INF_Q4_1,    INF_Q5_0,   INF_Q5_1,    INF_Q2_K,
+                                INF_Q3_K,    INF_Q5_K,   INF_IQ4_NL,  INF_IQ4_XS,
+                                INF_MXFP4,   INF_IQ2_S,  INF_IQ3_XXS, INF_IQ3_S,
+                                INF_IQ2_XXS, INF_IQ2_XS, INF_IQ1_S,   INF_IQ1_M};
     for (unsigned ti = 0; ti < sizeof others / sizeof *others; ti++) {
         const inf_dtype t = others[ti];
         const int64_t n_in = inf_dtype_get(t)->block == 256 ? 512 : 160;

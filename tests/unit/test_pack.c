@@ -24,11 +24,12 @@ static const struct {
     inf_dtype type;
     const char *file; /* its fixture: quant-<file>.gguf */
 } types[] = {
-    {INF_BF16, "bf16"},   {INF_Q8_0, "q8_0"},   {INF_Q4_0, "q4_0"},     {INF_Q4_1, "q4_1"},
-    {INF_Q5_0, "q5_0"},   {INF_Q5_1, "q5_1"},   {INF_Q4_K, "q4_K"},     {INF_Q5_K, "q5_K"},
-    {INF_Q6_K, "q6_K"},   {INF_Q3_K, "q3_K"},   {INF_IQ4_NL, "iq4_nl"}, {INF_IQ4_XS, "iq4_xs"},
-    {INF_Q2_K, "q2_K"},   {INF_F16, "f16"},     {INF_MXFP4, "mxfp4"},   {INF_IQ3_XXS, "iq3_xxs"},
-    {INF_IQ3_S, "iq3_s"}, {INF_IQ2_S, "iq2_s"},
+    {INF_BF16, "bf16"},   {INF_Q8_0, "q8_0"},   {INF_Q4_0, "q4_0"},       {INF_Q4_1, "q4_1"},
+    {INF_Q5_0, "q5_0"},   {INF_Q5_1, "q5_1"},   {INF_Q4_K, "q4_K"},       {INF_Q5_K, "q5_K"},
+    {INF_Q6_K, "q6_K"},   {INF_Q3_K, "q3_K"},   {INF_IQ4_NL, "iq4_nl"},   {INF_IQ4_XS, "iq4_xs"},
+    {INF_Q2_K, "q2_K"},   {INF_F16, "f16"},     {INF_MXFP4, "mxfp4"},     {INF_IQ3_XXS, "iq3_xxs"},
+    {INF_IQ3_S, "iq3_s"}, {INF_IQ2_S, "iq2_s"}, {INF_IQ2_XXS, "iq2_xxs"}, {INF_IQ2_XS, "iq2_xs"},
+    {INF_IQ1_S, "iq1_s"}, {INF_IQ1_M, "iq1_m"},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -272,12 +273,16 @@ int main(void) {
     char probe[512];
     snprintf(probe, sizeof probe, "%s/README.md", dir);
     FILE *f = fopen(probe, "r");
-    if (f) {
+    if (f)
         fclose(f);
-        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-            check_fixture(dir, types[i].type, types[i].file, lv, nl);
-    } else {
-        printf("no weight-type fixtures at %s: random weights only\n", dir);
+    else
+        printf("no weight-type fixtures at %s: random weights and the repository's own\n", dir);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        /* the types the shared folder lacks: tests/fixtures/quant (test_quant_fixtures.c) */
+        const bool own = types[i].type == INF_IQ2_XXS || types[i].type == INF_IQ2_XS ||
+                         types[i].type == INF_IQ1_S || types[i].type == INF_IQ1_M;
+        if (own || f)
+            check_fixture(own ? "tests/fixtures/quant" : dir, types[i].type, types[i].file, lv, nl);
     }
     check_arena();
     check_mxfp4_fits();
