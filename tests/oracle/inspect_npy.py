@@ -102,6 +102,8 @@ def main():
     tmp = tempfile.mkdtemp()
     files = sorted(glob.glob(os.path.join(fixtures, "quant-*.gguf")))
     check(len(files) >= 15, "fixtures found", f"{len(files)} in {fixtures}")
+    # and the repository's own, for the types the shared folder lacks
+    files += sorted(glob.glob(os.path.join("tests", "fixtures", "quant", "quant-*.gguf")))
     for path in files:
         info = gguf_tensors(path)
         _, ne, off = info["deq"]
