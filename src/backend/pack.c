@@ -231,7 +231,7 @@ static void fetch_q3_K(const uint8_t *row, int64_t g, fetched *f) {
  * So A = d, sc = 2 ls + 1 and the values are sign * grid (IQ3_XXS: halved), the panels holding the
  * weights times 2 (IQ3_XXS) or 8 (IQ2_S), which inf_packed.post takes back: every product is exact
  * in f32, and so is a power of two times a matmul's sums (d / 2 or d / 8 would be no f16 where d is
- * a small subnormal). The fetches give the signed values; the IQ4S kind reads their indices into
+ * a small subnormal). The fetches give the signed values; the IQ4S kind packs their indices into
  * the type's 16 values, the Q6_K kind (IQ3 only: |value| <= 31) the values + 32. */
 static const int8_t iq3_xxs_values[16] = {2,  6,  10,  14,  18,  22,  26,  31,
                                           -2, -6, -10, -14, -18, -22, -26, -31};
@@ -254,9 +254,7 @@ static void iq3_xxs_signed(const uint8_t *row, int64_t g, fetched *f) {
         memcpy(&aux, b->qs + 64 + 4 * s, 4);
         f->sc[2 * s] = f->sc[2 * s + 1] = (int8_t)(2 * (aux >> 28) + 1);
         for (int l = 0; l < 4; l++) {
-            /* 7 sign bits; the eighth makes the number of minus signs even */
-            unsigned sg = (aux >> (7 * l)) & 127;
-            sg |= (unsigned)(__builtin_popcount(sg) & 1) << 7;
+            const unsigned sg = inf_iq_even_signs((aux >> (7 * l)) & 127);
             uint8_t *q = f->q + 32 * s + 8 * l;
             put_signed_grid(q, inf_iq3xxs_grid[b->qs[8 * s + 2 * l]], sg, 4, 1);
             put_signed_grid(q + 4, inf_iq3xxs_grid[b->qs[8 * s + 2 * l + 1]], sg >> 4, 4, 1);
@@ -294,11 +292,6 @@ static void iq2_s_signed(const uint8_t *row, int64_t g, fetched *f) {
     f->A = b->d;
 }
 
-/* the sign bits of a 7-bit code: the eighth makes their number even */
-static inline unsigned even_signs(unsigned code) {
-    return code | (unsigned)(__builtin_parity(code) << 7);
-}
-
 static void iq2_xxs_signed(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_iq2_xxs *b = (const inf_block_iq2_xxs *)row + g;
     for (int s = 0; s < 8; s++) {
@@ -307,7 +300,7 @@ static void iq2_xxs_signed(const uint8_t *row, int64_t g, fetched *f) {
         f->sc[2 * s] = f->sc[2 * s + 1] = (int8_t)(2 * (aux[1] >> 28) + 1);
         for (int l = 0; l < 4; l++)
             put_signed_grid(f->q + 32 * s + 8 * l, inf_iq2xxs_grid[(aux[0] >> (8 * l)) & 0xFF],
-                            even_signs((aux[1] >> (7 * l)) & 127), 8, 0);
+                            inf_iq_even_signs((aux[1] >> (7 * l)) & 127), 8, 0);
     }
     f->A = b->d;
 }
@@ -319,8 +312,8 @@ static void iq2_xs_signed(const uint8_t *row, int64_t g, fetched *f) {
         f->sc[2 * s + 1] = (int8_t)(2 * (b->scales[s] >> 4) + 1);
         for (int l = 0; l < 4; l++) {
             const uint16_t q = b->qs[4 * s + l];
-            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq2xs_grid[q & 511], even_signs(q >> 9), 8,
-                            0);
+            put_signed_grid(f->q + 32 * s + 8 * l, inf_iq2xs_grid[q & 511],
+                            inf_iq_even_signs(q >> 9), 8, 0);
         }
     }
     f->A = b->d;
@@ -362,48 +355,13 @@ static void iq1_m_signed(const uint8_t *row, int64_t g, fetched *f) {
                       (sc[3] & 0xF000));
 }
 
-/* the signed values as indices into values[16] (each value there once) */
+/* the IQ4S kind: the signed values as indices into values[16] (each value there once) */
 static void signed_to_index(fetched *f, const int8_t values[16]) {
     uint8_t index[256] = {0};
     for (int j = 15; j >= 0; j--) /* a padding value repeated: its first index */
         index[(uint8_t)values[j]] = (uint8_t)j;
     for (int k = 0; k < 256; k++)
         f->q[k] = index[f->q[k]];
-}
-
-static void fetch_iq3_xxs_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq3_xxs_signed(row, g, f);
-    signed_to_index(f, iq3_xxs_values);
-}
-
-static void fetch_iq3_s_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq3_s_signed(row, g, f);
-    signed_to_index(f, iq3_s_values);
-}
-
-static void fetch_iq2_s_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq2_s_signed(row, g, f);
-    signed_to_index(f, iq2_s_values);
-}
-
-static void fetch_iq2_xxs_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq2_xxs_signed(row, g, f);
-    signed_to_index(f, iq2_s_values);
-}
-
-static void fetch_iq2_xs_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq2_xs_signed(row, g, f);
-    signed_to_index(f, iq2_s_values);
-}
-
-static void fetch_iq1_s_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq1_s_signed(row, g, f);
-    signed_to_index(f, iq1_values);
-}
-
-static void fetch_iq1_m_idx(const uint8_t *row, int64_t g, fetched *f) {
-    iq1_m_signed(row, g, f);
-    signed_to_index(f, iq1_values);
 }
 
 /* the Q6_K kind's q = value + 32 */
@@ -480,15 +438,15 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
     [INF_MXFP4] = {INF_PACK_Q8_0, fetch_mxfp4, .fits = mxfp4_fits},
-    [INF_IQ3_XXS] = {INF_PACK_IQ4S, fetch_iq3_xxs_idx, INF_PACK_Q6_K, fetch_iq3_xxs_q6,
-                     .post = 0.5f, .values = iq3_xxs_values},
-    [INF_IQ3_S] = {INF_PACK_IQ4S, fetch_iq3_s_idx, INF_PACK_Q6_K, fetch_iq3_s_q6,
+    [INF_IQ3_XXS] = {INF_PACK_IQ4S, iq3_xxs_signed, INF_PACK_Q6_K, fetch_iq3_xxs_q6, .post = 0.5f,
+                     .values = iq3_xxs_values},
+    [INF_IQ3_S] = {INF_PACK_IQ4S, iq3_s_signed, INF_PACK_Q6_K, fetch_iq3_s_q6,
                    .values = iq3_s_values},
-    [INF_IQ2_S] = {INF_PACK_IQ4S, fetch_iq2_s_idx, .post = 0.125f, .values = iq2_s_values},
-    [INF_IQ2_XXS] = {INF_PACK_IQ4S, fetch_iq2_xxs_idx, .post = 0.125f, .values = iq2_s_values},
-    [INF_IQ2_XS] = {INF_PACK_IQ4S, fetch_iq2_xs_idx, .post = 0.125f, .values = iq2_s_values},
-    [INF_IQ1_S] = {INF_PACK_IQ4S, fetch_iq1_s_idx, .post = 0.125f, .values = iq1_values},
-    [INF_IQ1_M] = {INF_PACK_IQ4S, fetch_iq1_m_idx, .post = 0.125f, .values = iq1_values},
+    [INF_IQ2_S] = {INF_PACK_IQ4S, iq2_s_signed, .post = 0.125f, .values = iq2_s_values},
+    [INF_IQ2_XXS] = {INF_PACK_IQ4S, iq2_xxs_signed, .post = 0.125f, .values = iq2_s_values},
+    [INF_IQ2_XS] = {INF_PACK_IQ4S, iq2_xs_signed, .post = 0.125f, .values = iq2_s_values},
+    [INF_IQ1_S] = {INF_PACK_IQ4S, iq1_s_signed, .post = 0.125f, .values = iq1_values},
+    [INF_IQ1_M] = {INF_PACK_IQ4S, iq1_m_signed, .post = 0.125f, .values = iq1_values},
 };
 
 /* the kind and fetch w packs as under `allowed`; kind 0: none */
@@ -653,6 +611,8 @@ static void pack_group(const inf_packed *p, const inf_weight *w, fetch_fn fetch,
             memcpy(dst + INF_Q6K_D_OFF + 2 * r, &f[r].A, 2);
         return;
     case INF_PACK_IQ4S: /* 16 sub-groups of 2 nibble chunks; scales, d */
+        for (int r = 0; r < INF_PANEL; r++)
+            signed_to_index(&f[r], p->values);
         for (int s = 0; s < 16; s++) {
             put_nibbles(dst + INF_IQ4S_SUB_BYTES * s, f, 16 * s, 2);
             for (int r = 0; r < INF_PANEL; r++)

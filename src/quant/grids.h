@@ -14,4 +14,10 @@ extern const uint64_t inf_iq2xxs_grid[256];
 extern const uint64_t inf_iq2xs_grid[512];
 extern const uint64_t inf_iq1s_grid[2048];
 
+/* The 8 sign bits of a 7-bit sign code (IQ2_XXS, IQ2_XS, IQ3_XXS): the eighth
+ * makes the number of minus signs even. */
+static inline unsigned inf_iq_even_signs(unsigned code) {
+    return code | (unsigned)__builtin_parity(code) << 7;
+}
+
 #endif

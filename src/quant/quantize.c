@@ -984,9 +984,7 @@ static void dequant_iq3_xxs(float *y, const void *src, int64_t n) {
             memcpy(&aux, b[i].qs + 64 + 4 * s, 4);
             const float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
             for (int l = 0; l < 4; l++, y += 8) {
-                /* 7 sign bits; the eighth makes the number of minus signs even */
-                uint32_t sg = (aux >> (7 * l)) & 127;
-                sg |= (uint32_t)(__builtin_popcount(sg) & 1) << 7;
+                const unsigned sg = inf_iq_even_signs((aux >> (7 * l)) & 127);
                 const uint32_t g1 = inf_iq3xxs_grid[idx[2 * l]],
                                g2 = inf_iq3xxs_grid[idx[2 * l + 1]];
                 for (int j = 0; j < 4; j++) {
@@ -1018,11 +1016,6 @@ static void dequant_iq3_s(float *y, const void *src, int64_t n) {
     }
 }
 
-/* the sign bits of an IQ2_XXS/IQ2_XS/IQ3_XXS 7-bit code: the eighth makes their number even */
-static inline unsigned even_signs(unsigned code) {
-    return code | (unsigned)(__builtin_parity(code) << 7);
-}
-
 static void dequant_iq2_xxs(float *y, const void *src, int64_t n) {
     const inf_block_iq2_xxs *b = src; /* [n/256] */
     for (int64_t i = 0; i < n / INF_QK_K; i++) {
@@ -1033,7 +1026,7 @@ static void dequant_iq2_xxs(float *y, const void *src, int64_t n) {
             const float db = d * (0.5f + (float)(aux[1] >> 28)) * 0.25f;
             for (int l = 0; l < 4; l++, y += 8) {
                 const uint64_t g = inf_iq2xxs_grid[(aux[0] >> (8 * l)) & 0xFF];
-                const unsigned sg = even_signs((aux[1] >> (7 * l)) & 127);
+                const unsigned sg = inf_iq_even_signs((aux[1] >> (7 * l)) & 127);
                 for (int j = 0; j < 8; j++)
                     y[j] = db * grid_byte(g, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
             }
@@ -1051,7 +1044,7 @@ static void dequant_iq2_xs(float *y, const void *src, int64_t n) {
             for (int l = 0; l < 4; l++, y += 8) {
                 const uint16_t q = b[i].qs[4 * s + l];
                 const uint64_t g = inf_iq2xs_grid[q & 511];
-                const unsigned sg = even_signs(q >> 9);
+                const unsigned sg = inf_iq_even_signs(q >> 9);
                 for (int j = 0; j < 8; j++)
                     y[j] = db[l / 2] * grid_byte(g, j) * ((sg >> j) & 1 ? -1.0f : 1.0f);
             }
