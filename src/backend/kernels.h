@@ -61,9 +61,9 @@
  *         int8 values (inf_packed.values): 16 sub-groups of 16 k at 128 s,
  *         each 2 nibble chunks (as Q4_0, k 0..7 and 8..15); then at 2048 the
  *         int8 sub-group scales as the Q6_K kind's, at 2304 16 f16 d (w =
- *         post d sc values[q], d sc exact in f32): the grid types IQ3_XXS,
- *         IQ3_S and IQ2_S, whose signed grid magnitudes take at most 16
- *         values                                                       2336 B
+ *         post d sc values[q], d sc exact in f32): the grid types (IQ1_S,
+ *         IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), whose signed
+ *         grid values take at most 16 values                          2336 B
  *   F16:  32 rows of k, row c at 32 c: lane r (2 bytes at 2 r) = w[r][c]
  *         as the file's f16, widened to f32 by the kernels (VCVTPH2PS)
  *         and multiplied by the activations as they are (inf_xq.x)    1024 B
@@ -178,7 +178,7 @@ typedef struct inf_packed {
     int64_t n_groups;   /* n_in / group */
     size_t group_bytes; /* bytes of one panel's group */
     float post;         /* the weights are the panels' values times this, a power of two (1;
-                           IQ3_XXS 1/2, IQ2_S 1/8): matmuls scale their packed rows' sums by it,
+                           IQ3_XXS 1/2, IQ1 and IQ2 1/8): matmuls scale their packed rows' sums by it,
                            exactly */
     int8_t values[16];  /* IQ4S: the value of each 4-bit index */
     uint8_t *data;      /* [n_panels][n_groups][group_bytes], 4 KiB aligned, in the packed-weight
