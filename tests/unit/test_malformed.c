@@ -158,8 +158,8 @@ static void test_gguf_tensors(void) {
     int q = tensor_index(&lay, "blk.0.attn_q.weight");
     INF_ASSERT(down >= 0 && norm >= 0 && q >= 0);
 #define MUTATE(stmt) (bb_free(&c), bb_bytes(&c, b.p, b.n), (stmt), gguf_error(c.p, c.n))
-    CHECK_ERR(MUTATE(put_u32(&c, lay.type_pos[down], 17)),
-              "bad.gguf: tensor blk.0.ffn_down.weight has type IQ2_XS, which inferno does not "
+    CHECK_ERR(MUTATE(put_u32(&c, lay.type_pos[down], 34)),
+              "bad.gguf: tensor blk.0.ffn_down.weight has type TQ1_0, which inferno does not "
               "support yet");
     CHECK_ERR(MUTATE(put_u32(&c, lay.type_pos[down], 1000)), "blk.0.ffn_down.weight", "unknown");
     CHECK_ERR(MUTATE(put_u32(&c, lay.type_pos[norm], INF_Q8_0)), "blk.0.attn_norm.weight",

@@ -28,7 +28,9 @@ static void test_dtype(void) {
     CHECK_INT(inf_dtype_row_bytes(INF_Q8_0, 64), 68);
     CHECK_INT(inf_dtype_row_bytes(INF_Q4_K, 512), 288);
     CHECK_INT(inf_dtype_row_bytes(INF_Q4_K, 100), 0);
-    CHECK(inf_dtype_get(17) == NULL);
+    CHECK(inf_dtype_get(34) == NULL); /* TQ1_0: no reader yet */
+    CHECK_STR(inf_ggml_type_name(34), "TQ1_0");
+    CHECK(inf_dtype_get(17) != NULL);
     CHECK_STR(inf_ggml_type_name(17), "IQ2_XS");
 }
 
