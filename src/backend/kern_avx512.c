@@ -234,9 +234,9 @@ static inline __attribute__((always_inline)) __m512i dot16(__m512i a, const __m5
     return _mm512_dpbusd_epi32(a, q[3], bcast4(xg + 12));
 }
 
-/* IQ4_NL's 16 values + 128 (1..241) in every 128-bit lane, for VPSHUFB */
-static inline __m512i iq4_table_u8(void) {
-    const __m128i v = _mm_loadu_si128((const __m128i *)inf_iq4nl_values);
+/* the IQ4 kind's 16 values + 128 (IQ4_NL's 1..241) in every 128-bit lane, for VPSHUFB */
+static inline __m512i iq4_table_u8(const int8_t values[16]) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)values);
     return _mm512_broadcast_i32x4(_mm_xor_si128(v, _mm_set1_epi8((char)0x80)));
 }
 
@@ -342,6 +342,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     /* IQ4S: its values + 64 (unsigned for VPDPBUSD), in every 128-bit lane for VPSHUFB */
     const __m512i t4v = _mm512_broadcast_i32x4(
         _mm_add_epi8(_mm_loadu_si128((const __m128i *)pk->values), _mm_set1_epi8(64)));
+    const __m512i t4n = iq4_table_u8(pk->values); /* IQ4 */
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
@@ -557,7 +558,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         case INF_PACK_IQ4: {
             /* indices looked up (VPSHUFB) into the values + 128, unsigned for
                VPDPBUSD; the offset is removed as Q8_0's is */
-            const __m512i tbl = iq4_table_u8();
+            const __m512i tbl = t4n;
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 __m512i w = _mm512_loadu_si512(gp + 64 * c);

@@ -11,7 +11,7 @@
  *   - Q6_K's 6-bit values: a pair is at most 16002, two pairs are summed;
  *     Q5_K's and Q5_KS's 5-bit ones (4 nibble chunks and a chunk of fifth
  *     bits) likewise;
- *   - IQ4 (IQ4_NL/IQ4_XS indices, looked up into their signed values) uses
+ *   - IQ4 (IQ4_NL/IQ4_XS/MXFP4 indices, looked up into their signed values) uses
  *     Q8_0's sign trick;
  *   - Q8_0 keeps q + 128 (up to 255): instead the sign is moved onto the
  *     activation (|w| times x with w's sign), so a pair is at most
@@ -365,7 +365,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         case INF_PACK_IQ4: {
             /* indices looked up (VPSHUFB) into the signed values, then Q8_0's sign trick */
             const __m256i tbl =
-                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values));
+                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pk->values));
 #pragma GCC unroll 4
             for (int t = 0; t < TB; t++)
                 for (int h = 0; h < NH; h++)
@@ -614,11 +614,10 @@ panel_wide(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
 #define SG 8
 #define SIGNED_EXPAND_MIN_T 8 /* fewer tokens read the panel directly */
 
-static inline __attribute__((always_inline)) void expand_signed(uint8_t *aw, int8_t *ws,
-                                                                const uint8_t *gp) {
+static inline __attribute__((always_inline)) void
+expand_signed(uint8_t *aw, int8_t *ws, const uint8_t *gp, const int8_t values[16]) {
     /* IQ4 chunk c: low nibbles are Q8_0 chunk 2c, high nibbles chunk 2c + 1 */
-    const __m256i tbl =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values));
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)values));
     const __m256i m0f = _mm256_set1_epi8(0x0f);
     for (int c = 0; c < 4; c++)
         for (int h = 0; h < 2; h++) {
@@ -695,7 +694,8 @@ panel_signed(float *yp, int64_t ldy, const inf_packed *pk, const uint8_t *panel,
     for (int64_t g0 = 0; g0 < pk->n_groups; g0 += SG) {
         const int ng = (int)(pk->n_groups - g0 < SG ? pk->n_groups - g0 : SG);
         for (int gi = 0; gi < ng; gi++)
-            expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb);
+            expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb,
+                          pk->values);
         int t = t_begin;
         for (; t + 2 <= T; t += 2)
             signed_block(yp, ldy, panel, gb, aw, ws, xq, t, 2, g0, ng, g0 == 0, scale_off);

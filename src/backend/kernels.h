@@ -34,8 +34,10 @@
  *         (lane r byte j: bit c = bit 4 of q[r][8c+j], bit 4+c = bit 4 of
  *         q[r][8c+4+j]), then 16 f16 A and 16 f16 B (w = A q - B; Q5_0's
  *         and Q5_1's kind, Q5_K itself packs as Q5_KS)                 384 B
- *   IQ4:  Q4_0's layout of IQ4_NL/IQ4_XS's 4-bit indices into
- *         inf_iq4nl_values, then 16 f16 d (IQ4_XS: d * (ls - 32))      288 B
+ *   IQ4:  Q4_0's layout of 4-bit indices into the type's 16 int8 values
+ *         (inf_packed.values: IQ4_NL's and IQ4_XS's inf_iq4nl_values,
+ *         MXFP4's doubled e2m1 values), then 16 f16 d (IQ4_XS: d * (ls -
+ *         32); MXFP4: 2^(e - 128))                                      288 B
  *   Q4_KS: Q4_K at the file's size, a whole super-block: 8 sub-groups of
  *         32 k, sub-group s at 256 s in Q4_0's nibble layout; then at 2048
  *         the file's 12 scale bytes as 12 planes of 16 (byte j of row r at
@@ -68,13 +70,14 @@
  *         as the file's f16, widened to f32 by the kernels (VCVTPH2PS)
  *         and multiplied by the activations as they are (inf_xq.x)    1024 B
  * Other weight types run as one of these kinds where their values are small
- * integers times one scale per group (pack.c's per-type rows: Q5_0, IQ4_NL,
- * IQ4_XS as Q8_0; Q4_1 as Q4_K; MXFP4 as Q8_0 where every block's power of
- * two is an f16, else the weight stays unpacked; IQ3_XXS and IQ3_S as Q6_K
- * where IQ4S is missing, their signed grid magnitudes as q - 32); the rest
- * use the generic path.
+ * integers times one scale per group (pack.c's per-type rows: Q5_0 and Q5_1
+ * as Q5_K; Q4_1 as Q4_K; IQ4_NL, IQ4_XS and MXFP4 as IQ4, MXFP4 only where
+ * every block's power of two is an f16, else the weight stays unpacked;
+ * IQ3_XXS and IQ3_S as Q6_K where IQ4S is missing, their signed grid
+ * magnitudes as q - 32); the rest use the generic path.
  * A level packs only the kinds it has kernels for (inf_kernels.pack_kinds);
- * IQ4_NL and IQ4_XS fall back to the Q8_0 kind where IQ4 is missing, Q4_K to
+ * IQ4_NL, IQ4_XS and MXFP4 fall back to the Q8_0 kind where IQ4 is missing
+ * (Q5_0 too, where Q5_K is), Q4_K to
  * the Q4_K kind where Q4_KS is (AMX, whose int8 tiles read the Q4_K kind),
  * Q3_K to the Q6_K kind (w = d sc (q - 32)) where Q3_KS is (AVX2, AMX).
  * Rows past the last full panel (n_out % 16) use the generic path on the
@@ -180,7 +183,7 @@ typedef struct inf_packed {
     float post;         /* the weights are the panels' values times this, a power of two (1;
                            IQ3_XXS 1/2, IQ1 and IQ2 1/8): matmuls scale their packed rows' sums by it,
                            exactly */
-    int8_t values[16];  /* IQ4S: the value of each 4-bit index */
+    int8_t values[16];  /* IQ4 and IQ4S: the value of each 4-bit index */
     uint8_t *data;      /* [n_panels][n_groups][group_bytes], 4 KiB aligned, in the packed-weight
                            arena (huge pages where the OS allows) */
     struct inf_arena_chunk *chunk; /* the arena chunk data was cut from (backend/arena.h) */

@@ -377,18 +377,19 @@ static void fetch_iq3_s_q6(const uint8_t *row, int64_t g, fetched *f) {
         f->q[k] = (uint8_t)(f->q[k] + 32);
 }
 
-/* MXFP4 as the Q8_0 kind: the doubled e2m1 values + 128, A = 2^(e - 128)
- * as f16, exact for e in 104..143 (2^-24 .. 2^15); a block of zeros (values
- * 0 and -0) is 0 at any scale, A = 0 where e is outside those */
+/* MXFP4 as the IQ4 kind: its 4-bit indices into the doubled e2m1 values
+ * (inf_fp4_values), A = 2^(e - 128) as f16, exact for e in 104..143 (2^-24 ..
+ * 2^15); a block of zeros (values 0 and -0) is 0 at any scale, A = 0 where e
+ * is outside those */
 static bool mxfp4_scale_fits(uint8_t e) {
     return e >= 104 && e <= 143;
 }
 
-static void fetch_mxfp4(const uint8_t *row, int64_t g, fetched *f) {
+static void fetch_mxfp4_idx(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_mxfp4 *b = (const inf_block_mxfp4 *)row + g;
     for (int j = 0; j < 16; j++) {
-        f->q[j] = (uint8_t)(inf_fp4_values[b->qs[j] & 0xF] + 128);
-        f->q[j + 16] = (uint8_t)(inf_fp4_values[b->qs[j] >> 4] + 128);
+        f->q[j] = b->qs[j] & 0xF;
+        f->q[j + 16] = b->qs[j] >> 4;
     }
     const int k = b->e - 128; /* f16 2^k: normal from 2^-14, subnormal below */
     f->A = !mxfp4_scale_fits(b->e) ? 0
@@ -396,7 +397,14 @@ static void fetch_mxfp4(const uint8_t *row, int64_t g, fetched *f) {
                                    : (uint16_t)(1u << (k + 24));
 }
 
-/* whether the Q8_0 kind holds every block of an MXFP4 weight exactly */
+/* the same as values + 128 (the Q8_0 kind, for levels without the IQ4 kind) */
+static void fetch_mxfp4(const uint8_t *row, int64_t g, fetched *f) {
+    fetch_mxfp4_idx(row, g, f);
+    for (int k = 0; k < 32; k++)
+        f->q[k] = (uint8_t)(inf_fp4_values[f->q[k]] + 128);
+}
+
+/* whether the kinds hold every block of an MXFP4 weight exactly */
 static bool mxfp4_fits(const inf_weight *w) {
     for (int64_t o = 0; o < w->n_out; o++) {
         const inf_block_mxfp4 *b =
@@ -419,7 +427,7 @@ typedef struct pack_row {
     fetch_fn alt_fetch;
     bool (*fits)(const inf_weight *w);
     float post; /* the factor between the panels and the weights (inf_packed.post); 0: 1 */
-    const int8_t *values; /* the IQ4S kind's 16 values */
+    const int8_t *values; /* the IQ4 and IQ4S kinds' 16 values */
 } pack_row;
 
 static const pack_row pack_rows[INF_DTYPE_COUNT] = {
@@ -427,8 +435,10 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_F16] = {INF_PACK_F16, NULL},
     [INF_Q8_0] = {INF_PACK_Q8_0, fetch_q8_0},
     [INF_Q5_0] = {INF_PACK_Q5_K, fetch_q5_0_k, INF_PACK_Q8_0, fetch_q5_0},
-    [INF_IQ4_NL] = {INF_PACK_IQ4, fetch_iq4_nl_idx, INF_PACK_Q8_0, fetch_iq4_nl},
-    [INF_IQ4_XS] = {INF_PACK_IQ4, fetch_iq4_xs_idx, INF_PACK_Q8_0, fetch_iq4_xs},
+    [INF_IQ4_NL] = {INF_PACK_IQ4, fetch_iq4_nl_idx, INF_PACK_Q8_0, fetch_iq4_nl,
+                    .values = inf_iq4nl_values},
+    [INF_IQ4_XS] = {INF_PACK_IQ4, fetch_iq4_xs_idx, INF_PACK_Q8_0, fetch_iq4_xs,
+                    .values = inf_iq4nl_values},
     [INF_Q4_0] = {INF_PACK_Q4_0, fetch_q4_0},
     [INF_Q4_1] = {INF_PACK_Q4_K, fetch_q4_1},
     [INF_Q4_K] = {INF_PACK_Q4_KS, fetch_q4_K_sb, INF_PACK_Q4_K, fetch_q4_K},
@@ -437,7 +447,8 @@ static const pack_row pack_rows[INF_DTYPE_COUNT] = {
     [INF_Q2_K] = {INF_PACK_Q2_KS, fetch_q2_K_sb},
     [INF_Q5_K] = {INF_PACK_Q5_KS, fetch_q5_K_sb},
     [INF_Q5_1] = {INF_PACK_Q5_K, fetch_q5_1},
-    [INF_MXFP4] = {INF_PACK_Q8_0, fetch_mxfp4, .fits = mxfp4_fits},
+    [INF_MXFP4] = {INF_PACK_IQ4, fetch_mxfp4_idx, INF_PACK_Q8_0, fetch_mxfp4, .fits = mxfp4_fits,
+                   .values = inf_fp4_values},
     [INF_IQ3_XXS] = {INF_PACK_IQ4S, iq3_xxs_signed, INF_PACK_Q6_K, fetch_iq3_xxs_q6, .post = 0.5f,
                      .values = iq3_xxs_values},
     [INF_IQ3_S] = {INF_PACK_IQ4S, iq3_s_signed, INF_PACK_Q6_K, fetch_iq3_s_q6,
@@ -492,7 +503,7 @@ bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
     p->group_bytes = kinds[kind].bytes;
     const pack_row *r = &pack_rows[w->t->type];
     p->post = r->post ? r->post : 1.0f;
-    if (kind == INF_PACK_IQ4S) memcpy(p->values, r->values, sizeof p->values);
+    if (kind == INF_PACK_IQ4 || kind == INF_PACK_IQ4S) memcpy(p->values, r->values, sizeof p->values);
     return true;
 }
 

@@ -203,9 +203,10 @@ static void check_arena(void) {
     free(data);
 }
 
-/* MXFP4 packs as the Q8_0 kind only where every block's scale 2^(e - 128) is
- * an f16 (or the block is zeros, 0 at any scale): one block outside, with a
- * nonzero value, leaves the weight to the generic path */
+/* MXFP4 packs as the IQ4 kind (indices into its own values), or the Q8_0 kind
+ * where a level lacks IQ4, only where every block's scale 2^(e - 128) is an f16
+ * (or the block is zeros, 0 at any scale): one block outside, with a nonzero
+ * value, leaves the weight to the generic path */
 static void check_mxfp4_fits(void) {
     enum { N_IN = 64, N_OUT = 16 };
     inf_block_mxfp4 b[N_OUT][N_IN / 32];
@@ -223,7 +224,9 @@ static void check_mxfp4_fits(void) {
                           .nbytes = sizeof b};
     const inf_weight w = {.t = &t, .n_in = N_IN, .n_out = N_OUT, .row_bytes = sizeof b[0]};
     inf_packed p;
-    CHECK(inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL) && p.kind == INF_PACK_Q8_0);
+    CHECK(inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL) && p.kind == INF_PACK_IQ4 &&
+          memcmp(p.values, inf_fp4_values, sizeof p.values) == 0);
+    CHECK(inf_pack_plan(&p, &w, INF_PACK_KINDS_BASE) && p.kind == INF_PACK_Q8_0);
     b[5][1].e = 103;
     CHECK_MSG(!inf_pack_plan(&p, &w, INF_PACK_KINDS_ALL), "MXFP4 with a scale of 2^-25 packed");
     memset(b[5][1].qs, 0x88, 16); /* -0 everywhere: zeros */

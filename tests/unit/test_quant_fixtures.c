@@ -152,7 +152,7 @@ static void unpack_group(const inf_packed *pk, int64_t g, int r, float *w, float
         for (int k = 0; k < 32; k++) {
             const int c = k / 8, j = k % 8;
             const uint8_t byte = gp[64 * c + 4 * r + j % 4];
-            const int v = inf_iq4nl_values[j < 4 ? byte & 0xF : byte >> 4];
+            const int v = pk->values[j < 4 ? byte & 0xF : byte >> 4];
             mag[k] = fabsf(w[k] = inf_f16_to_f32(A) * (float)v);
         }
         break;
