@@ -145,8 +145,8 @@ void inf_amx_expand_group(uint8_t *dst, const inf_packed *pk, const uint8_t *pan
         const uint8_t *gp = panel + (size_t)kg * pk->group_bytes;
         __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
         /* the 16 values as floats, looked up by index with VPERMPS */
-        const __m512 tbl = _mm512_cvtepi32_ps(
-            _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)pk->values)));
+        const __m512 tbl =
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)pk->values)));
         const __m512i mff = _mm512_set1_epi32(0xff);
         for (int c = 0; c < 4; c++) {
             __m512i w = _mm512_loadu_si512(gp + 64 * c);

@@ -694,8 +694,7 @@ panel_signed(float *yp, int64_t ldy, const inf_packed *pk, const uint8_t *panel,
     for (int64_t g0 = 0; g0 < pk->n_groups; g0 += SG) {
         const int ng = (int)(pk->n_groups - g0 < SG ? pk->n_groups - g0 : SG);
         for (int gi = 0; gi < ng; gi++)
-            expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb,
-                          pk->values);
+            expand_signed(aw + 512 * gi, ws + 512 * gi, panel + (size_t)(g0 + gi) * gb, pk->values);
         int t = t_begin;
         for (; t + 2 <= T; t += 2)
             signed_block(yp, ldy, panel, gb, aw, ws, xq, t, 2, g0, ng, g0 == 0, scale_off);

@@ -503,7 +503,8 @@ bool inf_pack_plan(inf_packed *p, const inf_weight *w, unsigned allowed) {
     p->group_bytes = kinds[kind].bytes;
     const pack_row *r = &pack_rows[w->t->type];
     p->post = r->post ? r->post : 1.0f;
-    if (kind == INF_PACK_IQ4 || kind == INF_PACK_IQ4S) memcpy(p->values, r->values, sizeof p->values);
+    if (kind == INF_PACK_IQ4 || kind == INF_PACK_IQ4S)
+        memcpy(p->values, r->values, sizeof p->values);
     return true;
 }
 
