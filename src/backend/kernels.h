@@ -189,6 +189,19 @@ typedef struct inf_packed {
     struct inf_arena_chunk *chunk; /* the arena chunk data was cut from (backend/arena.h) */
 } inf_packed;
 
+/* MXFP4's scale 2^(e - 128) as the packed kinds' f16 d: exact for e in
+ * 104..143 (2^-24 .. 2^15, subnormal below 2^-14), 0 outside (pack.c leaves a
+ * weight with a nonzero block outside unpacked; a block of zeros is 0 at any scale) */
+static inline bool inf_mxfp4_scale_fits(uint8_t e) {
+    return e >= 104 && e <= 143;
+}
+static inline uint16_t inf_mxfp4_scale_f16(uint8_t e) {
+    const int k = e - 128;
+    return !inf_mxfp4_scale_fits(e) ? 0
+           : k >= -14               ? (uint16_t)((k + 15) << 10)
+                                    : (uint16_t)(1u << (k + 24));
+}
+
 /* Builds the packed form of w into *out: NULL when its type has none or n_in
  * does not split into whole groups (the generic path runs it). Returns -1
  * when the memory for it cannot be had (a weight silently left unpacked

@@ -378,23 +378,14 @@ static void fetch_iq3_s_q6(const uint8_t *row, int64_t g, fetched *f) {
 }
 
 /* MXFP4 as the IQ4 kind: its 4-bit indices into the doubled e2m1 values
- * (inf_fp4_values), A = 2^(e - 128) as f16, exact for e in 104..143 (2^-24 ..
- * 2^15); a block of zeros (values 0 and -0) is 0 at any scale, A = 0 where e
- * is outside those */
-static bool mxfp4_scale_fits(uint8_t e) {
-    return e >= 104 && e <= 143;
-}
-
+ * (inf_fp4_values), A = 2^(e - 128) as f16 (inf_mxfp4_scale_f16) */
 static void fetch_mxfp4_idx(const uint8_t *row, int64_t g, fetched *f) {
     const inf_block_mxfp4 *b = (const inf_block_mxfp4 *)row + g;
     for (int j = 0; j < 16; j++) {
         f->q[j] = b->qs[j] & 0xF;
         f->q[j + 16] = b->qs[j] >> 4;
     }
-    const int k = b->e - 128; /* f16 2^k: normal from 2^-14, subnormal below */
-    f->A = !mxfp4_scale_fits(b->e) ? 0
-           : k >= -14              ? (uint16_t)((k + 15) << 10)
-                                   : (uint16_t)(1u << (k + 24));
+    f->A = inf_mxfp4_scale_f16(b->e);
 }
 
 /* the same as values + 128 (the Q8_0 kind, for levels without the IQ4 kind) */
@@ -410,7 +401,7 @@ static bool mxfp4_fits(const inf_weight *w) {
         const inf_block_mxfp4 *b =
             (const inf_block_mxfp4 *)((const uint8_t *)w->t->data + (size_t)o * w->row_bytes);
         for (int64_t i = 0; i < w->n_in / 32; i++) {
-            if (mxfp4_scale_fits(b[i].e)) continue;
+            if (inf_mxfp4_scale_fits(b[i].e)) continue;
             for (int j = 0; j < 16; j++)
                 if (b[i].qs[j] & 0x77) return false; /* a nonzero value */
         }

@@ -77,6 +77,13 @@ static void v_iq4_nl(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uin
     A[0] = b->d;
 }
 
+static void v_mxfp4(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
+                    int8_t *ssc) {
+    const inf_block_mxfp4 *b = (const inf_block_mxfp4 *)row + u;
+    nibbles16(q, b->qs);
+    A[0] = inf_mxfp4_scale_f16(b->e);
+}
+
 static void v_iq4_xs(const uint8_t *row, int64_t u, uint8_t *q, uint16_t *A, uint16_t *B,
                      int8_t *ssc) {
     const inf_block_iq4_xs *b = (const inf_block_iq4_xs *)row + u;
@@ -184,6 +191,7 @@ static const vrow vrows[] = {
     {INF_IQ4_NL, INF_PACK_IQ4, v_iq4_nl, 1},  {INF_IQ4_XS, INF_PACK_IQ4, v_iq4_xs, 8},
     {INF_Q4_K, INF_PACK_Q4_KS, v_q4_K_sb, 1}, {INF_Q4_K, INF_PACK_Q4_K, v_q4_K, 8},
     {INF_Q5_K, INF_PACK_Q5_KS, v_q5_K_sb, 1}, {INF_Q6_K, INF_PACK_Q6_K, v_q6_K, 1},
+    {INF_MXFP4, INF_PACK_IQ4, v_mxfp4, 1},
 };
 
 /* the decoder of type into kind, or NULL */
