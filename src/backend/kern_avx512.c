@@ -323,9 +323,12 @@ static inline __attribute__((always_inline)) void scale_ab(__m512 *acc, const __
     }
 }
 
+/* KIND is a constant at every call (PANEL_INT_OF): each kind's loop is its
+ * own, its registers allocated for it alone (a shared loop over a switch
+ * spilled Q8_0's prompt sums as other kinds' constants came in) */
 static inline __attribute__((always_inline)) void
 panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-          int t0, const int TB, int l1, int l2, const x_touch *xt) {
+          int t0, const int TB, int l1, int l2, const x_touch *xt, const inf_pack_kind KIND) {
     const int64_t n = xq->n;
     const int8_t *xqr[4];
     const float *dr[4];
@@ -346,9 +349,9 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     const size_t gb = pk->group_bytes;
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
-        const bool super = pk->kind == INF_PACK_Q6_K || pk->kind == INF_PACK_Q4_KS ||
-                           pk->kind == INF_PACK_Q5_KS || pk->kind == INF_PACK_Q3_KS ||
-                           pk->kind == INF_PACK_Q2_KS || pk->kind == INF_PACK_IQ4S;
+        const bool super = KIND == INF_PACK_Q6_K || KIND == INF_PACK_Q4_KS ||
+                           KIND == INF_PACK_Q5_KS || KIND == INF_PACK_Q3_KS ||
+                           KIND == INF_PACK_Q2_KS || KIND == INF_PACK_IQ4S;
         if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
         if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
@@ -358,7 +361,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 #pragma GCC unroll 4
         for (int t = 0; t < TB; t++)
             ai[t] = _mm512_setzero_si512();
-        switch (pk->kind) {
+        switch (KIND) {
         case INF_PACK_Q8_0: {
 #pragma GCC unroll 8
             for (int c = 0; c < 8; c++) {
@@ -374,7 +377,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         case INF_PACK_Q4_K: {
             nibble_sums(ai, gp, xqr, g, TB);
             __m512 A = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + 256)));
-            if (pk->kind == INF_PACK_Q4_0) {
+            if (KIND == INF_PACK_Q4_0) {
 #pragma GCC unroll 4
                 for (int t = 0; t < TB; t++) {
                     int32_t s = sr[t][2 * g] + sr[t][2 * g + 1];
@@ -524,7 +527,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         case INF_PACK_Q5_KS: {
             /* a super-group: 8 sub-groups of 32 k as the Q4_K or Q5_K kind's,
                their A = d*sc and B = dmin*m formed from the file's scale bytes */
-            const bool five = pk->kind == INF_PACK_Q5_KS;
+            const bool five = KIND == INF_PACK_Q5_KS;
             const size_t sub = five ? INF_Q5KS_SUB_BYTES : INF_Q4KS_SUB_BYTES,
                          part = five ? INF_Q5KS_PREFETCH_PART : INF_Q4KS_PREFETCH_PART;
             const uint8_t *P = gp + (five ? INF_Q5KS_SC_OFF : INF_Q4KS_SC_OFF);
@@ -669,6 +672,26 @@ panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                                        _mm512_add_ps(acc[t][2], acc[t][3])));
 }
 
+/* panel_int for one kind, as a function of PANEL_ROWS's arguments */
+#define PANEL_INT_OF(name, K)                                                                      \
+    static inline __attribute__((always_inline)) void name(                                        \
+        float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,       \
+        int t0, const int TB, int l1, int l2, const x_touch *xt) {                                 \
+        panel_int(y, ldy, pk, panel, xq, t0, TB, l1, l2, xt, K);                                   \
+    }
+PANEL_INT_OF(panel_q8_0, INF_PACK_Q8_0)
+PANEL_INT_OF(panel_q4_0, INF_PACK_Q4_0)
+PANEL_INT_OF(panel_q4_k, INF_PACK_Q4_K)
+PANEL_INT_OF(panel_q5_k, INF_PACK_Q5_K)
+PANEL_INT_OF(panel_iq4, INF_PACK_IQ4)
+PANEL_INT_OF(panel_q6_k, INF_PACK_Q6_K)
+PANEL_INT_OF(panel_q4_ks, INF_PACK_Q4_KS)
+PANEL_INT_OF(panel_q5_ks, INF_PACK_Q5_KS)
+PANEL_INT_OF(panel_q3_ks, INF_PACK_Q3_KS)
+PANEL_INT_OF(panel_q2_ks, INF_PACK_Q2_KS)
+PANEL_INT_OF(panel_iq4s, INF_PACK_IQ4S)
+#undef PANEL_INT_OF
+
 /* tokens t .. T-1 of one panel by fn: four at a time, then the rest at once */
 #define PANEL_ROWS(fn)                                                                             \
     do {                                                                                           \
@@ -695,7 +718,43 @@ static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
         else if (pk->kind == INF_PACK_F16)
             PANEL_ROWS(panel_f16);
         else
-            PANEL_ROWS(panel_int);
+            switch (pk->kind) {
+            case INF_PACK_Q8_0:
+                PANEL_ROWS(panel_q8_0);
+                break;
+            case INF_PACK_Q4_0:
+                PANEL_ROWS(panel_q4_0);
+                break;
+            case INF_PACK_Q4_K:
+                PANEL_ROWS(panel_q4_k);
+                break;
+            case INF_PACK_Q5_K:
+                PANEL_ROWS(panel_q5_k);
+                break;
+            case INF_PACK_IQ4:
+                PANEL_ROWS(panel_iq4);
+                break;
+            case INF_PACK_Q6_K:
+                PANEL_ROWS(panel_q6_k);
+                break;
+            case INF_PACK_Q4_KS:
+                PANEL_ROWS(panel_q4_ks);
+                break;
+            case INF_PACK_Q5_KS:
+                PANEL_ROWS(panel_q5_ks);
+                break;
+            case INF_PACK_Q3_KS:
+                PANEL_ROWS(panel_q3_ks);
+                break;
+            case INF_PACK_Q2_KS:
+                PANEL_ROWS(panel_q2_ks);
+                break;
+            case INF_PACK_IQ4S:
+                PANEL_ROWS(panel_iq4s);
+                break;
+            default:
+                break;
+            }
     }
 }
 
