@@ -43,10 +43,16 @@ for f in "${files[@]}"; do
 done
 rounds=${ROUNDS:-3}
 
-# "test t/s" per line of one bench run's table
+# "test t/s" per line of one bench run's table; a failed run stops the
+# script with what the bench said
 run() {
-    "$1" bench -m "$2" "${args[@]}" 2>&1 |
-        awk -F'|' '$9 ~ /(pp|tg)[0-9]/ {gsub(/ /, "", $9); split($10, a, " "); print $9, a[1]}'
+    local out
+    if ! out=$("$1" bench -m "$2" "${args[@]}" 2>&1); then
+        echo "$0: $1 bench -m $2 failed:" >&2
+        grep -v "^|" <<<"$out" | grep -v "^$" | tail -n 3 >&2
+        exit 1
+    fi
+    awk -F'|' '$9 ~ /(pp|tg)[0-9]/ {gsub(/ /, "", $9); split($10, a, " "); print $9, a[1]}' <<<"$out"
 }
 
 echo "| file | test | old → new, per round | new won |"
