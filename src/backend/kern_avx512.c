@@ -151,21 +151,42 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
     prefetch_at(p, bytes, PREFETCH_L1, PREFETCH_L2);
 }
 
-/* The weight panels' distances for decode rows (a matmul of at most
- * DECODE_FAR_T rows). On AMD Zen 4 only into L2, 16 KiB ahead: against 1 and
- * 4 KiB, 2 and 16 KiB gave +14 % Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K,
- * +1 % BF16 tg128 (4 and 32 KiB the same); dropping the L1 prefetch then gave
- * Q8_0 +14 %, Q4_0 +2-4 %, the rest within 2 % (docs/PERFORMANCE.md, issue
- * 19). Prompt rows keep 1 and 4 KiB: the far distances cost them 2-4 % pp512
- * there. The F16 panels' decode rows on AMD Zen 4 stream faster with no
- * prefetch at all (the hardware's alone): tg64 +8-23 % (won 11 of 11), where
- * the integer kinds lost 7-40 % without theirs; BF16 won 5 of 5 one time and
- * lost 4 of 6 the next, so it keeps its (docs/PERFORMANCE.md, issue 19). Set
- * once, when the table is filled; decode_l1 < 0 is no L1 prefetch, and
- * decode_f16_l2 < 0 none at all. */
+/* How a matmul prefetches its panels: every line into L1 l1 bytes ahead (l1
+ * < 0: not) and into L2 l2 bytes ahead; or, with pages, only the first line
+ * of each 4 KiB page l2 bytes ahead, for panels read in order: the hardware's
+ * stream prefetcher stops at each 4 KiB page (huge pages too), and one
+ * request per page starts it on the next, where a request per line only
+ * competes with the loads for the same queues. */
+typedef struct prefetch_plan {
+    int l1, l2;
+    bool pages;
+} prefetch_plan;
+
+/* panels read in order (all but the super-groups, which read their scales
+   before their sub-groups) */
+static inline __attribute__((always_inline)) void prefetch_group(const uint8_t *p, size_t bytes,
+                                                                 const prefetch_plan pf) {
+    if (!pf.pages) {
+        prefetch_at(p, bytes, pf.l1, pf.l2);
+        return;
+    }
+    const uintptr_t a = (uintptr_t)p + (uintptr_t)pf.l2, e = a + bytes;
+    for (uintptr_t q = (a + 4095) & ~(uintptr_t)4095; q < e; q += 4096)
+        _mm_prefetch((const char *)q, _MM_HINT_T1);
+}
+
+/* Decode rows' plan (a matmul of at most DECODE_FAR_T rows). On AMD Zen 4
+ * only into L2, 16 KiB ahead: against 1 and 4 KiB, 2 and 16 KiB gave +14 %
+ * Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K, +1 % BF16 tg128 (4 and 32 KiB the
+ * same); dropping the L1 prefetch then gave Q8_0 +14 %, Q4_0 +2-4 %, the rest
+ * within 2 %. One request per page instead of per line then gave BF16 tg64
+ * +30-40 % and the other in-order kinds +15-35 % on 2 threads, where the
+ * super-group kinds lost 5-40 % with it and keep theirs per line
+ * (docs/PERFORMANCE.md, issue 19). Prompt rows keep 1 and 4 KiB per line: the
+ * far distances cost them 2-4 % pp512 there. Set once, when the table is
+ * filled. */
 #define DECODE_FAR_T 4
-static int decode_l1 = PREFETCH_L1, decode_l2 = PREFETCH_L2;
-static int decode_f16_l1 = PREFETCH_L1, decode_f16_l2 = PREFETCH_L2;
+static prefetch_plan decode_pf = {PREFETCH_L1, PREFETCH_L2, false};
 
 /* A decode matmul reads x once per 16-row panel, and between two reads of
  * one group's x a whole panel of weights streams through L1. Past its size
@@ -328,7 +349,8 @@ static inline __attribute__((always_inline)) void scale_ab(__m512 *acc, const __
  * spilled Q8_0's prompt sums as other kinds' constants came in) */
 static inline __attribute__((always_inline)) void
 panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-          int t0, const int TB, int l1, int l2, const x_touch *xt, const inf_pack_kind KIND) {
+          int t0, const int TB, const prefetch_plan pf, const x_touch *xt,
+          const inf_pack_kind KIND) {
     const int64_t n = xq->n;
     const int8_t *xqr[4];
     const float *dr[4];
@@ -352,7 +374,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         const bool super = KIND == INF_PACK_Q6_K || KIND == INF_PACK_Q4_KS ||
                            KIND == INF_PACK_Q5_KS || KIND == INF_PACK_Q3_KS ||
                            KIND == INF_PACK_Q2_KS || KIND == INF_PACK_IQ4S;
-        if (!super) prefetch_at(gp, gb, l1, l2); /* super-groups: per sub-group */
+        if (!super) prefetch_group(gp, gb, pf); /* super-groups: per sub-group, per line */
         if (xt->m && super)
             touch_int(xt, g, pk->n_groups, 256, xqr, sr, dr, TB);
         else if (xt->m)
@@ -395,7 +417,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
             /* a super-group: 16 sub-groups of 16 k, each with its own scale */
             const __m512 d = q6k_d(gp);
             for (int sg = 0; sg < 16; sg++) {
-                prefetch_at(gp + INF_Q6K_PREFETCH_PART * sg, INF_Q6K_PREFETCH_PART, l1, l2);
+                prefetch_at(gp + INF_Q6K_PREFETCH_PART * sg, INF_Q6K_PREFETCH_PART, pf.l1, pf.l2);
                 __m512i q[4];
                 q6k_values(gp + INF_Q6K_SUB_BYTES * sg, q);
                 const int64_t k16 = 16 * g + sg; /* the sub-group's index along k */
@@ -424,7 +446,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 #pragma GCC unroll 2
                 for (int u = 0; u < 2; u++) {
                     const int sg = 2 * h + u;
-                    prefetch_at(gp + INF_IQ4S_PREFETCH_PART * sg, INF_IQ4S_PREFETCH_PART, l1, l2);
+                    prefetch_at(gp + INF_IQ4S_PREFETCH_PART * sg, INF_IQ4S_PREFETCH_PART, pf.l1,
+                                pf.l2);
                     __m512i q[4];
                     iq4s_values(gp + INF_IQ4S_SUB_BYTES * sg, t4v, q);
                     const __m512i s32 = _mm512_cvtepi8_epi32(
@@ -459,7 +482,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 #pragma GCC unroll 2
                 for (int u = 0; u < 2; u++) {
                     const int sg = 2 * h + u;
-                    prefetch_at(gp + INF_Q3KS_PREFETCH_PART * sg, INF_Q3KS_PREFETCH_PART, l1, l2);
+                    prefetch_at(gp + INF_Q3KS_PREFETCH_PART * sg, INF_Q3KS_PREFETCH_PART, pf.l1,
+                                pf.l2);
                     __m512i q[4];
                     q3ks_values(gp + INF_Q3KS_SUB_BYTES * sg, q);
                     const __m512i s32 =
@@ -499,7 +523,8 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 #pragma GCC unroll 2
                 for (int u = 0; u < 2; u++) {
                     const int sg = 2 * h + u;
-                    prefetch_at(gp + INF_Q2KS_PREFETCH_PART * sg, INF_Q2KS_PREFETCH_PART, l1, l2);
+                    prefetch_at(gp + INF_Q2KS_PREFETCH_PART * sg, INF_Q2KS_PREFETCH_PART, pf.l1,
+                                pf.l2);
                     __m512i q[4];
                     bit_pairs(gp + INF_Q2KS_SUB_BYTES * sg, q);
 #pragma GCC unroll 4
@@ -537,7 +562,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
                 (const __m256i *)(gp + (five ? INF_Q5KS_DMIN_OFF : INF_Q4KS_DMIN_OFF))));
 #pragma GCC unroll 8
             for (int sg = 0; sg < 8; sg++) {
-                prefetch_at(gp + part * sg, part, l1, l2);
+                prefetch_at(gp + part * sg, part, pf.l1, pf.l2);
                 __m128i sc, m;
                 q4ks_scale_min(P, sg, &sc, &m);
                 const __m512 A = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
@@ -588,7 +613,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 
 static inline __attribute__((always_inline)) void
 panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-           int t0, const int TB, int l1, int l2, const x_touch *xt) {
+           int t0, const int TB, const prefetch_plan pf, const x_touch *xt) {
     const int64_t n = xq->n;
     const uint16_t *xr[4];
     __m512 acc[4], acc2[4];
@@ -600,7 +625,7 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
-        prefetch_at(gp, 1024, l1, l2);
+        prefetch_group(gp, 1024, pf);
         for (int j = 1; j < xt->m; j++) { /* x_touch: a group's bf16 x is one line */
             int64_t h = g + xt->off[j];
             if (h >= pk->n_groups) h -= pk->n_groups;
@@ -630,7 +655,7 @@ panel_bf16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
  * latency), summed at the end in one order for every token count */
 static inline __attribute__((always_inline)) void
 panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,
-          int t0, const int TB, int l1, int l2, const x_touch *xt) {
+          int t0, const int TB, const prefetch_plan pf, const x_touch *xt) {
     const int64_t n = xq->n;
     const float *xr[4];
     __m512 acc[4][4];
@@ -642,8 +667,8 @@ panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     }
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
-        if (l2 >= 0) prefetch_at(gp, 1024, l1, l2); /* l2 < 0: none (decode_f16_l2) */
-        for (int j = 1; j < xt->m; j++) {           /* x_touch: a group's f32 x is two lines */
+        prefetch_group(gp, 1024, pf);
+        for (int j = 1; j < xt->m; j++) { /* x_touch: a group's f32 x is two lines */
             int64_t h = g + xt->off[j];
             if (h >= pk->n_groups) h -= pk->n_groups;
 #pragma GCC unroll 4
@@ -676,8 +701,8 @@ panel_f16(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
 #define PANEL_INT_OF(name, K)                                                                      \
     static inline __attribute__((always_inline)) void name(                                        \
         float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, const inf_xq *xq,       \
-        int t0, const int TB, int l1, int l2, const x_touch *xt) {                                 \
-        panel_int(y, ldy, pk, panel, xq, t0, TB, l1, l2, xt, K);                                   \
+        int t0, const int TB, const prefetch_plan pf, const x_touch *xt) {                         \
+        panel_int(y, ldy, pk, panel, xq, t0, TB, pf, xt, K);                                       \
     }
 PANEL_INT_OF(panel_q8_0, INF_PACK_Q8_0)
 PANEL_INT_OF(panel_q4_0, INF_PACK_Q4_0)
@@ -696,18 +721,17 @@ PANEL_INT_OF(panel_iq4s, INF_PACK_IQ4S)
 #define PANEL_ROWS(fn)                                                                             \
     do {                                                                                           \
         for (; t + 4 <= T; t += 4)                                                                 \
-            fn(yp, ldy, pk, panel, xq, t, 4, l1, l2, &xt);                                         \
-        if (T - t == 3) fn(yp, ldy, pk, panel, xq, t, 3, l1, l2, &xt);                             \
-        if (T - t == 2) fn(yp, ldy, pk, panel, xq, t, 2, l1, l2, &xt);                             \
-        if (T - t == 1) fn(yp, ldy, pk, panel, xq, t, 1, l1, l2, &xt);                             \
+            fn(yp, ldy, pk, panel, xq, t, 4, pf, &xt);                                             \
+        if (T - t == 3) fn(yp, ldy, pk, panel, xq, t, 3, pf, &xt);                                 \
+        if (T - t == 2) fn(yp, ldy, pk, panel, xq, t, 2, pf, &xt);                                 \
+        if (T - t == 1) fn(yp, ldy, pk, panel, xq, t, 1, pf, &xt);                                 \
     } while (0)
 
 static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
                              int64_t p0, int64_t p1) {
     size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
-    const bool f16 = pk->kind == INF_PACK_F16;
-    const int l1 = T > DECODE_FAR_T ? PREFETCH_L1 : f16 ? decode_f16_l1 : decode_l1;
-    const int l2 = T > DECODE_FAR_T ? PREFETCH_L2 : f16 ? decode_f16_l2 : decode_l2;
+    const prefetch_plan pf =
+        T > DECODE_FAR_T ? (prefetch_plan){PREFETCH_L1, PREFETCH_L2, false} : decode_pf;
     const x_touch xt = x_touch_for(pk, T);
     for (int64_t p = p0; p < p1; p++) {
         const uint8_t *panel = pk->data + (size_t)p * pbytes;
@@ -1431,10 +1455,7 @@ static void a5_attn_materialized(float *out, const float *q, const inf_kv_view *
 
 void inf_kernels_fill_avx512(inf_kernels *k) {
     const bool amd = inf_cpu_features_get()->amd;
-    decode_l1 = amd ? -1 : PREFETCH_L1;
-    decode_l2 = inf_decode_l2_ahead();
-    decode_f16_l1 = amd ? -1 : decode_l1;
-    decode_f16_l2 = amd ? -1 : decode_l2;
+    decode_pf = (prefetch_plan){amd ? -1 : PREFETCH_L1, inf_decode_l2_ahead(), amd};
     k->dot_f32 = a5_dot_f32;
     k->types[INF_F16].dequant = a5_dequant_f16;
     k->types[INF_BF16].dequant = a5_dequant_bf16;
