@@ -152,27 +152,22 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
 }
 
 /* How a matmul prefetches its panels: every line into L1 l1 bytes ahead (l1
- * < 0: not) and into L2 l2 bytes ahead; or, with pages, only the first line
- * of each 4 KiB page l2 bytes ahead, for panels read in order: the hardware's
- * stream prefetcher stops at each 4 KiB page (huge pages too), and one
- * request per page starts it on the next, where a request per line only
- * competes with the loads for the same queues. */
+ * < 0: not) and into L2 l2 bytes ahead; or, with pages, into L2 only the
+ * first line of each 4 KiB page l2 bytes ahead (inf_prefetch_pages), for the
+ * panels read in order. */
 typedef struct prefetch_plan {
     int l1, l2;
     bool pages;
 } prefetch_plan;
 
-/* panels read in order (all but the super-groups, which read their scales
-   before their sub-groups) */
+/* panels read in order: all but the super-groups, which read their scales
+   before their sub-groups and prefetch each line */
 static inline __attribute__((always_inline)) void prefetch_group(const uint8_t *p, size_t bytes,
                                                                  const prefetch_plan pf) {
-    if (!pf.pages) {
+    if (pf.pages)
+        inf_prefetch_pages(p + pf.l2, bytes);
+    else
         prefetch_at(p, bytes, pf.l1, pf.l2);
-        return;
-    }
-    const uintptr_t a = (uintptr_t)p + (uintptr_t)pf.l2, e = a + bytes;
-    for (uintptr_t q = (a + 4095) & ~(uintptr_t)4095; q < e; q += 4096)
-        _mm_prefetch((const char *)q, _MM_HINT_T1);
 }
 
 /* Decode rows' plan (a matmul of at most DECODE_FAR_T rows). On AMD Zen 4

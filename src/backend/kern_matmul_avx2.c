@@ -111,13 +111,18 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
  * far ahead (inf_decode_l2_ahead). Q6_K, Q4_KS and Q5_KS panels are whole
  * super-groups: a sub-group's weights, then (2-3 KiB on) the scales of all of
  * them; the hardware prefetchers lose that stream, so each sub-group asks for
- * its share of the group. Without it, one thread read Q6_K panels from DRAM
- * at 17 GB/s against 30-35 with it (AMD Zen 4 under INFERNO_ISA=avx2; 16 KiB
- * ahead read 35, 4 KiB 31-34). The other kinds ask for each group's bytes
- * (qwen3-0.6b tg64 under INFERNO_ISA=avx2, six pairs alternating: Q8_0 74.6
- * -> 80.4 t/s, won 6; Q4_0 129.1 -> 130.5, won 5). BF16 panels, widened to
- * f32 and slower to compute, take none (with it tg32 lost 5 of 6, 49.4 -> 47.2). */
+ * each line of its share of the group. Without it, one thread read Q6_K
+ * panels from DRAM at 17 GB/s against 30-35 with it (AMD Zen 4 under
+ * INFERNO_ISA=avx2; 16 KiB ahead read 35, 4 KiB 31-34). The other kinds ask
+ * for each group's bytes (qwen3-0.6b tg64 under INFERNO_ISA=avx2, six pairs
+ * alternating: Q8_0 74.6 -> 80.4 t/s, won 6; Q4_0 129.1 -> 130.5, won 5), on
+ * AMD one line per 4 KiB page only (inf_prefetch_pages; against each line,
+ * three rounds: Q4_0 +13-23 %, Q8_0 won 2 of 3, IQ4_NL level). BF16 and F16
+ * panels, widened to f32 and slower to compute, took none (each line: tg32
+ * lost 5 of 6, 49.4 -> 47.2); on AMD they take one per page (BF16 won 2 of 3,
+ * F16 3 of 3, +16-33 %). */
 static int super_ahead = 4096;
+static bool decode_pages; /* AMD: one request per 4 KiB page (inf_prefetch_pages) */
 
 static inline __m256i bcast4(const void *p) {
     int32_t v;
@@ -256,9 +261,13 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * gb;
         if (NH == 2 && (KIND == INF_PACK_Q8_0 || KIND == INF_PACK_Q4_0 || KIND == INF_PACK_Q4_K ||
-                        KIND == INF_PACK_Q5_K || KIND == INF_PACK_IQ4)) /* decode: the group */
-            for (size_t l = 0; l < gb; l += 64)
-                _mm_prefetch((const char *)gp + super_ahead + l, _MM_HINT_T1);
+                        KIND == INF_PACK_Q5_K || KIND == INF_PACK_IQ4)) { /* decode: the group */
+            if (decode_pages && KIND != INF_PACK_Q5_K) /* it reads its fifth bits first */
+                inf_prefetch_pages(gp + super_ahead, gb);
+            else
+                for (size_t l = 0; l < gb; l += 64)
+                    _mm_prefetch((const char *)gp + super_ahead + l, _MM_HINT_T1);
+        }
         __m256i ai[4][2];
         switch (KIND) {
         case INF_PACK_Q8_0: {
@@ -569,6 +578,7 @@ panel_wide(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, co
     const __m256i hi16 = _mm256_set1_epi32((int)0xFFFF0000u);
     for (int64_t g = 0; g < pk->n_groups; g++) {
         const uint8_t *gp = panel + (size_t)g * 1024;
+        if (decode_pages && NH == 2) inf_prefetch_pages(gp + super_ahead, 1024);
 #pragma GCC unroll 2
         for (int c = 0; c < 16; c++) { /* k 2c and 2c + 1, 64 bytes */
             __m256 we[2], wo[2];
@@ -792,6 +802,7 @@ static void a2_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
 
 void inf_kernels_fill_avx2_matmul(inf_kernels *k) {
     super_ahead = inf_decode_l2_ahead();
+    decode_pages = inf_cpu_features_get()->amd;
     k->has_packed = 1;
     k->bf16_as_f32 = 1;
     k->pack_kinds = INF_PACK_KINDS_AVX2;

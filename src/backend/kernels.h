@@ -139,6 +139,20 @@ static inline int inf_decode_l2_ahead(void) {
     return inf_cpu_features_get()->amd ? 16384 : 4096;
 }
 
+/* Decode's prefetch into L2 for weight panels read in order, on AMD (AVX-512
+ * and AVX2): the first line of each 4 KiB page that starts in [p, p + bytes),
+ * one request per page instead of one per line. The hardware's stream
+ * prefetcher stops at each 4 KiB page (in huge pages too), and one request
+ * starts it on the next, where a request per line competes with the loads
+ * for the same queues (docs/PERFORMANCE.md, issue 19). always_inline: see
+ * prefetch_at in kern_avx512.c. */
+static inline __attribute__((always_inline)) void inf_prefetch_pages(const uint8_t *p,
+                                                                     size_t bytes) {
+    const uintptr_t a = (uintptr_t)p, e = a + bytes;
+    for (uintptr_t q = (a + 4095) & ~(uintptr_t)4095; q < e; q += 4096)
+        __builtin_prefetch((const void *)q, 0, 2); /* locality 2: into L2 (PREFETCHT1) */
+}
+
 typedef enum inf_pack_kind {
     INF_PACK_BF16 = 1,
     INF_PACK_Q8_0,
