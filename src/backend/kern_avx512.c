@@ -175,11 +175,10 @@ static inline __attribute__((always_inline)) void prefetch_group(const uint8_t *
  * Q4_0 and Q4_K_M, +15 % Q8_0, +22 % Q6_K, +1 % BF16 tg128 (4 and 32 KiB the
  * same); dropping the L1 prefetch then gave Q8_0 +14 %, Q4_0 +2-4 %, the rest
  * within 2 %. One request per page instead of per line then gave BF16 tg64
- * +30-40 % and the other in-order kinds +15-35 % on 2 threads, where the
- * super-group kinds lost 5-40 % with it and keep theirs per line
- * (docs/PERFORMANCE.md, issue 19). Prompt rows keep 1 and 4 KiB per line: the
- * far distances cost them 2-4 % pp512 there. Set once, when the table is
- * filled. */
+ * +42-52 % and the other kinds read in order (F16 had none) +2-31 %, 25
+ * rounds won of 25, where the super-group kinds' matmuls lost 2-40 % with it
+ * and keep theirs per line (docs/PERFORMANCE.md, issue 19). Prompt rows keep 1 and 4 KiB per line:
+ * the far distances cost them 2-4 % pp512 there. Set once, when the table is filled. */
 #define DECODE_FAR_T 4
 static prefetch_plan decode_pf = {PREFETCH_L1, PREFETCH_L2, false};
 
@@ -722,11 +721,11 @@ PANEL_INT_OF(panel_iq4s, INF_PACK_IQ4S)
         if (T - t == 1) fn(yp, ldy, pk, panel, xq, t, 1, pf, &xt);                                 \
     } while (0)
 
-static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
-                             int64_t p0, int64_t p1) {
+/* panels p0 .. p1 - 1 for T rows, prefetched as pf says */
+static inline __attribute__((always_inline)) void
+matmul_panels(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T, int64_t p0,
+              int64_t p1, const prefetch_plan pf) {
     size_t pbytes = (size_t)pk->n_groups * pk->group_bytes;
-    const prefetch_plan pf =
-        T > DECODE_FAR_T ? (prefetch_plan){PREFETCH_L1, PREFETCH_L2, false} : decode_pf;
     const x_touch xt = x_touch_for(pk, T);
     for (int64_t p = p0; p < p1; p++) {
         const uint8_t *panel = pk->data + (size_t)p * pbytes;
@@ -775,6 +774,16 @@ static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const 
                 break;
             }
     }
+}
+
+/* prompt rows' plan a constant, so their loops hold no branch on it (one
+   cost Q8_0 prompts 4-6 %) */
+static void a5_matmul_packed(float *y, int64_t ldy, const inf_packed *pk, const inf_xq *xq, int T,
+                             int64_t p0, int64_t p1) {
+    if (T > DECODE_FAR_T)
+        matmul_panels(y, ldy, pk, xq, T, p0, p1, (prefetch_plan){PREFETCH_L1, PREFETCH_L2, false});
+    else
+        matmul_panels(y, ldy, pk, xq, T, p0, p1, decode_pf);
 }
 
 #undef PANEL_ROWS

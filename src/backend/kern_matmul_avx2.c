@@ -116,11 +116,13 @@ static void a2_quantize_x(inf_xq *xq, const float *x, int t0, int t1, int what) 
  * INFERNO_ISA=avx2; 16 KiB ahead read 35, 4 KiB 31-34). The other kinds ask
  * for each group's bytes (qwen3-0.6b tg64 under INFERNO_ISA=avx2, six pairs
  * alternating: Q8_0 74.6 -> 80.4 t/s, won 6; Q4_0 129.1 -> 130.5, won 5), on
- * AMD one line per 4 KiB page only (inf_prefetch_pages; against each line,
- * three rounds: Q4_0 +13-23 %, Q8_0 won 2 of 3, IQ4_NL level). BF16 and F16
- * panels, widened to f32 and slower to compute, took none (each line: tg32
- * lost 5 of 6, 49.4 -> 47.2); on AMD they take one per page (BF16 won 2 of 3,
- * F16 3 of 3, +16-33 %). */
+ * AMD only the first line of each 4 KiB page (inf_prefetch_pages; against
+ * each line, tg64: Q8_0 +3-6 %, won 3 of 3; Q4_0 +2-4 % and Q4_1 +6-10 %, 2
+ * of 2; IQ4_NL level). The Q5_K kind keeps each line: it reads its
+ * fifth bits before its nibbles, and Q5_0 fell 106 -> 52 t/s per page. BF16
+ * and F16 panels, widened to f32 and slower to compute, took none (each line:
+ * tg32 lost 5 of 6, 49.4 -> 47.2); on AMD they take one per page (BF16 +19-30
+ * %, won 2 of 2; F16 +12 %, 3 of 3). */
 static int super_ahead = 4096;
 static bool decode_pages; /* AMD: one request per 4 KiB page (inf_prefetch_pages) */
 
@@ -262,7 +264,7 @@ panel_int(float *y, int64_t ldy, const inf_packed *pk, const uint8_t *panel, con
         const uint8_t *gp = panel + (size_t)g * gb;
         if (NH == 2 && (KIND == INF_PACK_Q8_0 || KIND == INF_PACK_Q4_0 || KIND == INF_PACK_Q4_K ||
                         KIND == INF_PACK_Q5_K || KIND == INF_PACK_IQ4)) { /* decode: the group */
-            if (decode_pages && KIND != INF_PACK_Q5_K) /* it reads its fifth bits first */
+            if (decode_pages && KIND != INF_PACK_Q5_K)
                 inf_prefetch_pages(gp + super_ahead, gb);
             else
                 for (size_t l = 0; l < gb; l += 64)
